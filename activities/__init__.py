@@ -1,0 +1,1 @@
+"""activities: see DESIGN.md."""

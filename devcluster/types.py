@@ -1,0 +1,59 @@
+"""The description of one served resource, shared by routing, discovery, OpenAPI and tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_VERBS: tuple[str, ...] = (
+    "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+)
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One group/version/resource as the API server serves it.
+
+    Built-in types come from ``devcluster.builtins``; custom types are made from a
+    CustomResourceDefinition version (``crd_name`` is then set).
+    """
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    subresources: tuple[str, ...] = ()
+    # additionalPrinterColumns entries exactly as a CRD spells them
+    # ({name, type, jsonPath, description?, priority?, format?}).
+    printer_columns: tuple[dict[str, Any], ...] = ()
+    # openAPIV3Schema of a CRD version; None for built-ins (not validated).
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    storage: bool = True
+    crd_name: str | None = None
+
+    @property
+    def group_version(self) -> str:
+        """``v1`` for the core group, else ``group/version``."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def group_resource(self) -> str:
+        """``plural.group`` (or just ``plural`` in the core group), as error messages name it."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    @property
+    def is_custom(self) -> bool:
+        return self.crd_name is not None

@@ -1,0 +1,5 @@
+import sys
+
+from lockwright.cli import main
+
+sys.exit(main())

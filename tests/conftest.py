@@ -1,0 +1,7 @@
+"""Session-wide fixtures: each real server starts once per test session (per xdist worker)."""
+
+pytest_plugins = [
+    "tests.fixtures.devcluster",
+    "tests.fixtures.registry",
+    "tests.fixtures.temporal",
+]

@@ -1,0 +1,63 @@
+"""Helpers shared by tests: waiting on conditions with deadlines, free ports, names."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def unique(prefix: str = "t") -> str:
+    """A DNS-1123 name unique to this call, so parallel tests never collide."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.02,
+             what: str = "condition") -> T:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds.
+
+    Exceptions raised by the predicate count as "not yet" and the last one is reported.
+    """
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - "not yet", reported on timeout
+            last_exc = exc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}"
+                                 + (f"; last error: {last_exc!r}" if last_exc else ""))
+        time.sleep(interval)
+
+
+async def wait_for_async(predicate: Callable[[], Awaitable[T]], timeout: float = 10.0,
+                         interval: float = 0.05, what: str = "condition") -> T:
+    """Async twin of :func:`wait_for` for coroutine predicates."""
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while True:
+        try:
+            value = await predicate()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001
+            last_exc = exc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}"
+                                 + (f"; last error: {last_exc!r}" if last_exc else ""))
+        await asyncio.sleep(interval)
