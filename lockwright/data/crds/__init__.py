@@ -1,0 +1,1 @@
+"""Packaged CRD YAMLs; read them through :func:`lockwright.crds.load_crds`."""

@@ -1,0 +1,289 @@
+"""Pure planning of "establish objects" (reference §10 step 14).
+
+Given a revision, the objects its package ships and the live objects, decide per object
+what to write. All or nothing: when any object is held by another package the plan has
+conflicts and no actions, so the caller writes nothing. Only an active revision is a
+controller; an inactive one is a plain owner (invariant 5).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from lockwright.lock import Conflict, ObjectKey, Owner
+from lockwright.webhooks import inject_webhooks
+
+Obj = dict[str, Any]
+
+PKG_API_VERSION = "pkg.crossplane.io/v1"
+PACKAGE_KINDS = ("Provider", "Configuration", "Function")
+# What each package kind may install; anything else in the package is silently dropped.
+ESTABLISHABLE: dict[str, frozenset[tuple[str, str]]] = {
+    "Provider": frozenset({
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("apiextensions.crossplane.io", "ManagedResourceDefinition"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    }),
+    "Configuration": frozenset({
+        ("apiextensions.crossplane.io", "CompositeResourceDefinition"),
+        ("apiextensions.crossplane.io", "Composition"),
+        ("apiextensions.crossplane.io", "ManagedResourceActivationPolicy"),
+        ("ops.crossplane.io", "Operation"),
+        ("ops.crossplane.io", "CronOperation"),
+        ("ops.crossplane.io", "WatchOperation"),
+    }),
+    "Function": frozenset(),
+}
+
+
+class Op(str, Enum):
+    """What to do with one object."""
+
+    CREATE = "create"  # write the full object
+    UPDATE = "update"  # replace the object (resourceVersion set from the live one)
+    ADOPT = "adopt"  # replace it, taking control from nobody or from our own package
+    OWN = "own"  # inactive revision: patch only metadata.ownerReferences
+    SKIP = "skip"  # nothing to write
+
+
+@dataclass(frozen=True)
+class Revision:
+    """The revision establishing objects, and its package."""
+
+    name: str
+    uid: str
+    kind: str
+    package_kind: str
+    package_name: str
+    package_uid: str
+    active: bool
+    common_labels: dict[str, str] = field(default_factory=dict)
+    common_annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One planned write."""
+
+    op: Op
+    key: ObjectKey
+    object: Obj
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Actions to take, or the conflicts that forbid taking any."""
+
+    actions: list[Action]
+    conflicts: list[Conflict]
+    object_refs: list[dict[str, str]]
+
+    @property
+    def conflict_message(self) -> str:
+        """Crossplane-style lines naming each conflicting object and its holder."""
+        return "; ".join(c.message for c in self.conflicts)
+
+
+def controller_ref(rev: Revision) -> dict[str, Any]:
+    """The controller ownerReference an active revision puts on its objects."""
+    return {"apiVersion": PKG_API_VERSION, "kind": rev.kind, "name": rev.name, "uid": rev.uid,
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _plain(api_kind: str, name: str, uid: str) -> dict[str, Any]:
+    return {"apiVersion": PKG_API_VERSION, "kind": api_kind, "name": name, "uid": uid}
+
+
+def package_ref(rev: Revision) -> dict[str, Any]:
+    """The plain ownerReference to the package every established object carries."""
+    return _plain(rev.package_kind, rev.package_name, rev.package_uid)
+
+
+def establishable(package_kind: str, objects: list[Obj]) -> list[Obj]:
+    """Keep the objects a package of ``package_kind`` installs (§7.3 table)."""
+    allowed = ESTABLISHABLE.get(package_kind, frozenset())
+    return [o for o in objects if (ObjectKey.of(o).group, o.get("kind")) in allowed]
+
+
+def prepare(objects: list[Obj], rev: Revision, ca: bytes | None, namespace: str,
+            service: str | None = None) -> list[Obj]:
+    """Filter, merge commonLabels/Annotations (overwriting keys) and inject webhooks.
+
+    A shipped ``status`` (controller-gen writes one into CRDs) is dropped: the server
+    owns it.
+    """
+    out = []
+    for obj in establishable(rev.package_kind, objects):
+        obj = inject_webhooks(obj, package_kind=rev.package_kind,
+                              package_name=rev.package_name, active=rev.active, ca=ca,
+                              namespace=namespace, service=service)
+        obj.pop("status", None)
+        meta = obj.setdefault("metadata", {})
+        if rev.common_labels:
+            meta["labels"] = {**(meta.get("labels") or {}), **rev.common_labels}
+        if rev.common_annotations:
+            meta["annotations"] = {**(meta.get("annotations") or {}), **rev.common_annotations}
+        out.append(obj)
+    return out
+
+
+def _holder(refs: list[dict[str, Any]], controller: dict[str, Any]) -> Owner:
+    kind = str(controller.get("kind", "")).removesuffix("Revision")
+    pkg = next((r for r in refs if r.get("kind") == kind and kind in PACKAGE_KINDS), None)
+    kind = str(pkg["kind"]) if pkg else str(controller.get("kind", ""))
+    name = str(pkg["name"]) if pkg else str(controller.get("name", ""))
+    return Owner(kind, name, str(controller.get("name", "")))
+
+
+def holder_of(live: Obj) -> Owner | None:
+    """Who controls ``live``: the package (from its plain owner ref) and revision, or None."""
+    refs = (live.get("metadata") or {}).get("ownerReferences") or []
+    controller = next((r for r in refs if r.get("controller")), None)
+    return _holder(refs, controller) if controller else None
+
+
+def conflict_of(key: ObjectKey, live: Obj, rev: Revision) -> Conflict | None:
+    """A conflict when ``live`` is controlled by something other than ``rev``'s package.
+
+    Another revision of the same package (it also lists the package as owner) is no
+    conflict: an active revision takes over from it, an inactive one stays a plain owner.
+    """
+    refs = (live.get("metadata") or {}).get("ownerReferences") or []
+    controller = next((r for r in refs if r.get("controller")), None)
+    if controller is None or controller.get("uid") == rev.uid:
+        return None
+    if any(r.get("uid") == rev.package_uid for r in refs):
+        return None
+    return Conflict(key, _holder(refs, controller))
+
+
+def owner_references(current: list[dict[str, Any]], rev: Revision) -> list[dict[str, Any]]:
+    """``current`` plus the package as plain owner and ``rev`` as controller or plain owner.
+
+    Existing entries keep their positions, so a re-run produces the same list. When
+    ``rev`` is active every other controller flag is cleared (hand-off within the
+    package; callers have ruled out other packages with :func:`conflict_of`).
+    """
+    mine = controller_ref(rev) if rev.active else _plain(rev.kind, rev.name, rev.uid)
+    wanted = {rev.package_uid: package_ref(rev), rev.uid: mine}
+    out = []
+    for ref in current:
+        if ref.get("uid") in wanted:
+            out.append(wanted.pop(str(ref["uid"])))
+        elif rev.active and ref.get("controller"):
+            out.append({**ref, "controller": False})
+        else:
+            out.append(dict(ref))
+    return out + list(wanted.values())
+
+
+def release_references(current: list[dict[str, Any]], rev: Revision) -> list[dict[str, Any]]:
+    """Deactivation: our controller flag cleared, and ``rev`` added as plain owner if absent."""
+    out = [{**r, "controller": False} if r.get("uid") == rev.uid and r.get("controller")
+           else dict(r) for r in current]
+    if not any(r.get("uid") == rev.uid for r in out):
+        out.append(_plain(rev.kind, rev.name, rev.uid))
+    return out
+
+
+def contains(live: Any, desired: Any) -> bool:
+    """True when every field of ``desired`` is in ``live`` with the same value.
+
+    Extra fields in ``live`` (server defaults, other writers' labels) do not count as a
+    difference; lists must have the same length and match element by element.
+    """
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(
+            k in live and contains(live[k], v) for k, v in desired.items())
+    if isinstance(desired, list):
+        return (isinstance(live, list) and len(live) == len(desired)
+                and all(contains(a, b) for a, b in zip(live, desired)))
+    return bool(live == desired)
+
+
+def _unchanged(desired: Obj, live: Obj) -> bool:
+    lmeta, dmeta = live.get("metadata") or {}, desired["metadata"]
+    if lmeta.get("ownerReferences") != dmeta.get("ownerReferences"):
+        return False
+    meta = {k: dmeta[k] for k in ("labels", "annotations") if k in dmeta}
+    body = {k: v for k, v in desired.items() if k not in ("metadata", "status")}
+    return contains(lmeta, meta) and contains(live, body)
+
+
+def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
+    if live is None:
+        return Op.CREATE if rev.active else Op.SKIP
+    refs = (live.get("metadata") or {}).get("ownerReferences") or []
+    controller = next((r for r in refs if r.get("controller")), None)
+    if not rev.active:
+        return Op.SKIP if obj["metadata"]["ownerReferences"] == refs else Op.OWN
+    if controller is None or controller.get("uid") != rev.uid:
+        return Op.ADOPT
+    return Op.SKIP if _unchanged(obj, live) else Op.UPDATE
+
+
+def _desired(obj: Obj, live: Obj | None, rev: Revision) -> Obj:
+    out = copy.deepcopy(obj)
+    meta = out["metadata"]
+    if live is None:
+        meta["ownerReferences"] = [controller_ref(rev), package_ref(rev)]
+        return out
+    lmeta = live.get("metadata") or {}
+    meta["ownerReferences"] = owner_references(lmeta.get("ownerReferences") or [], rev)
+    for key in ("labels", "annotations"):
+        merged = {**(lmeta.get(key) or {}), **(meta.get(key) or {})}
+        if merged:
+            meta[key] = merged
+    if lmeta.get("resourceVersion"):
+        meta["resourceVersion"] = lmeta["resourceVersion"]
+    return out
+
+
+def object_ref(obj: Obj) -> dict[str, str]:
+    """The TypedReference ``{apiVersion, kind, name}`` of an object."""
+    return {"apiVersion": str(obj["apiVersion"]), "kind": str(obj["kind"]),
+            "name": str(obj["metadata"]["name"])}
+
+
+def sort_object_refs(refs: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Sort by ``"<group>/<version>, Kind=<kind>/<name>"``, descending, as Crossplane does."""
+    def gvk_name(ref: dict[str, str]) -> str:
+        group, _, version = ref["apiVersion"].rpartition("/")
+        return f"{group}/{version}, Kind={ref['kind']}/{ref['name']}"
+    return sorted(refs, key=gvk_name, reverse=True)
+
+
+def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj], *,
+                   ca_bundle: bytes | None, namespace: str,
+                   service: str | None = None) -> Plan:
+    """Decide create / update / adopt / own / skip per object, or report conflicts.
+
+    Args:
+        rev: the revision and whether it is active.
+        objects: every object of the package (the meta object and others are filtered).
+        live: the current objects by key (metadata at least; the whole object lets
+            unchanged ones be skipped).
+        ca_bundle: PEM to inject into webhooks; required when the package has any.
+        namespace: the system namespace of the package's Service.
+        service: the Service name, by default the package name.
+
+    Returns:
+        A plan whose ``actions`` are empty whenever ``conflicts`` is not.
+    """
+    prepared = prepare(objects, rev, ca_bundle, namespace, service)
+    keyed = [(ObjectKey.of(o), o) for o in prepared]
+    conflicts = sorted({c for k, _ in keyed if k in live
+                        and (c := conflict_of(k, live[k], rev)) is not None},
+                       key=lambda c: c.object)
+    refs = sort_object_refs([object_ref(o) for _, o in keyed])
+    if conflicts:
+        return Plan([], conflicts, refs)
+    actions = []
+    for key, obj in keyed:
+        desired = _desired(obj, live.get(key), rev)
+        actions.append(Action(_decide(desired, live.get(key), rev), key, desired))
+    return Plan(actions, [], refs)

@@ -1,0 +1,142 @@
+"""Names Crossplane derives from packages: revisions, TLS secrets, DNS labels, references.
+
+Everything here is a pure function of strings and follows Crossplane v1.x (see the
+reference, §3.3): revision names are ``<package>-<first 12 hex of the digest>``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+MAX_DNS_LABEL = 63
+MAX_DNS_SUBDOMAIN = 253
+TLS_SERVER_SUFFIX = "-tls-server"
+TLS_CLIENT_SUFFIX = "-tls-client"
+
+# Crossplane validates spec.package with CEL; this is the same expression as a regex.
+FULLY_QUALIFIED_PACKAGE = re.compile(
+    r"^[^\.\/]+(\.[^\.\/]+)+(\/[^\/:@]+)+(:[^:@]+(@sha256.+)?|@sha256.+)$"
+)
+FULLY_QUALIFIED_MESSAGE = (
+    "must be a fully qualified image name, including the registry, repository, and tag or "
+    "digest. For example, 'registry.example.com/repo/package:tag' or "
+    "'registry.example.com/repo/package[:tag]@sha256:1234…'."
+)
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SEPARATORS = frozenset(".:/-")
+_LAST_INDEX = 62
+
+
+class Reference(NamedTuple):
+    """An OCI reference split as the user wrote it (no normalisation)."""
+
+    registry: str
+    repository: str
+    tag: str
+    digest: str
+
+    @property
+    def source(self) -> str:
+        """The reference without tag or digest: what the Lock records as ``source``."""
+        return f"{self.registry}/{self.repository}" if self.registry else self.repository
+
+    @property
+    def version(self) -> str:
+        """The digest if there is one, else the tag: the Lock's ``version``."""
+        return self.digest or self.tag
+
+
+def to_dns_label(text: str) -> str:
+    """Crossplane's ``ToDNSLabel``: keep ``[a-z0-9]``, turn separators into ``-``.
+
+    It walks the UTF-8 byte offsets of ``text`` and stops after offset 62; ``.``, ``/``,
+    ``:`` and ``-`` become ``-`` except at offset 0, 62 and the last offset; everything
+    else (uppercase included) is dropped; leading and trailing ``-`` are trimmed.
+    """
+    out: list[str] = []
+    last = len(text.encode()) - 1
+    offset = 0
+    for char in text:
+        if char.isascii() and (char.islower() or char.isdigit()):
+            out.append(char)
+        elif char in _SEPARATORS and offset not in (0, _LAST_INDEX, last):
+            out.append("-")
+        if offset == _LAST_INDEX:
+            break
+        offset += len(char.encode())
+    return "".join(out).strip("-")
+
+
+def friendly_id(name: str, identifier: str) -> str:
+    """Crossplane's ``FriendlyID``: 50 chars of ``name``, ``-``, 12 chars of ``identifier``."""
+    return to_dns_label(f"{name[:50]}-{identifier[:12]}")
+
+
+def revision_name(package_name: str, digest: str) -> str:
+    """Return the v1.x revision name ``<package>-<first 12 hex of the digest>``.
+
+    Args:
+        package_name: ``metadata.name`` of the Provider, Configuration or Function.
+        digest: the image digest, with or without the ``sha256:`` prefix.
+    """
+    return friendly_id(package_name, digest.split(":", 1)[-1])
+
+
+def tls_server_secret_name(package_name: str) -> str:
+    """``<package>-tls-server``, the package name cut so the whole is at most 253 chars."""
+    return package_name[: MAX_DNS_SUBDOMAIN - len(TLS_SERVER_SUFFIX)] + TLS_SERVER_SUFFIX
+
+
+def tls_client_secret_name(package_name: str) -> str:
+    """``<package>-tls-client``, the package name cut so the whole is at most 253 chars."""
+    return package_name[: MAX_DNS_SUBDOMAIN - len(TLS_CLIENT_SUFFIX)] + TLS_CLIENT_SUFFIX
+
+
+def webhook_configuration_name(package_kind: str, package_name: str) -> str:
+    """Name a package's webhook configuration: ``crossplane-<kind>-<name>``."""
+    return f"crossplane-{package_kind.lower()}-{package_name}"
+
+
+def is_dns_label(text: str) -> bool:
+    """True when ``text`` is an RFC 1123 label (what Kubernetes accepts as a name part)."""
+    return len(text) <= MAX_DNS_LABEL and bool(_DNS_LABEL.match(text))
+
+
+def is_dns_subdomain(text: str) -> bool:
+    """True when ``text`` is an RFC 1123 subdomain (most Kubernetes object names)."""
+    return 0 < len(text) <= MAX_DNS_SUBDOMAIN and all(
+        is_dns_label(part) for part in text.split(".")
+    )
+
+
+def is_fully_qualified(package: str) -> bool:
+    """True when ``package`` passes the ``spec.package`` rule (registry, path, tag/digest)."""
+    return bool(FULLY_QUALIFIED_PACKAGE.match(package))
+
+
+def parse_reference(ref: str) -> Reference:
+    """Split ``registry/repo[:tag][@digest]`` without defaulting anything.
+
+    The first path segment is the registry when it looks like a host (has ``.`` or
+    ``:``, or is ``localhost``) and more segments follow.
+    """
+    rest, _, digest = ref.partition("@")
+    name, tag = rest, ""
+    slash, colon = rest.rfind("/"), rest.rfind(":")
+    if colon > slash:
+        name, tag = rest[:colon], rest[colon + 1:]
+    first, sep, remainder = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return Reference(first, remainder, tag, digest)
+    return Reference("", name, tag, digest)
+
+
+def package_name_from_reference(ref: str) -> str:
+    """Name a package created for ``ref``: ``ToDNSLabel`` of the repository path.
+
+    ``xpkg.upbound.io/crossplane-contrib/provider-nop:v0.2.0`` gives
+    ``crossplane-contrib-provider-nop``.
+    """
+    return to_dns_label(parse_reference(ref).repository)

@@ -1,0 +1,220 @@
+"""Establish planning: create/update/adopt/own/skip, conflicts, webhook and conversion injection.
+
+Matrix: {active, inactive} × {missing, ours, uncontrolled, same package's other revision,
+another package} plus commonLabels, object filtering, ordering of objectRefs.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import pytest
+
+from lockwright import establish as es
+from lockwright.lock import ObjectKey, Owner
+
+NS = "crossplane-system"
+CA = b"-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----\n"
+CA_B64 = base64.b64encode(CA).decode()
+
+
+def _rev(active: bool = True, **kw: Any) -> es.Revision:
+    base: dict[str, Any] = {
+        "name": "nop-222222222222", "uid": "rev-uid-2", "kind": "ProviderRevision",
+        "package_kind": "Provider", "package_name": "nop", "package_uid": "pkg-uid",
+        "active": active}
+    return es.Revision(**{**base, **kw})
+
+
+def _crd(name: str = "things.example.org", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name}, "spec": {"group": "example.org", **spec}}
+
+
+CRD = _crd()
+KEY = ObjectKey.of(CRD)
+CTRL_ME = es.controller_ref(_rev())
+PKG = {"apiVersion": "pkg.crossplane.io/v1", "kind": "Provider", "name": "nop", "uid": "pkg-uid"}
+OLD_REV = {"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision",
+           "name": "nop-111111111111", "uid": "rev-uid-1", "controller": True,
+           "blockOwnerDeletion": True}
+OTHER_REV = {"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision",
+             "name": "alpha-999999999999", "uid": "alpha-rev", "controller": True,
+             "blockOwnerDeletion": True}
+OTHER_PKG = {"apiVersion": "pkg.crossplane.io/v1", "kind": "Provider", "name": "alpha",
+             "uid": "alpha-uid"}
+PLAIN_ME = {"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision",
+            "name": "nop-222222222222", "uid": "rev-uid-2"}
+
+
+def _live(*refs: dict[str, Any], spec: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    obj = copy.deepcopy(CRD)
+    obj["metadata"].update({"ownerReferences": list(refs), "resourceVersion": "7", **meta})
+    if spec is not None:
+        obj["spec"] = spec
+    return obj
+
+
+@pytest.mark.parametrize(("active", "live", "op", "refs"), [
+    (True, None, es.Op.CREATE, [CTRL_ME, PKG]),
+    (False, None, es.Op.SKIP, None),
+    (True, _live(CTRL_ME, PKG), es.Op.SKIP, [CTRL_ME, PKG]),  # already as desired
+    (True, _live(CTRL_ME, PKG, spec={"group": "old"}), es.Op.UPDATE, [CTRL_ME, PKG]),
+    (True, _live(), es.Op.ADOPT, [PKG, CTRL_ME]),  # uncontrolled: adopt
+    (True, _live(OLD_REV, PKG), es.Op.ADOPT,  # hand-off from our package's old revision
+     [{**OLD_REV, "controller": False}, PKG, CTRL_ME]),
+    (False, _live(OLD_REV, PKG), es.Op.OWN, [OLD_REV, PKG, PLAIN_ME]),
+    (False, _live(OLD_REV, PKG, PLAIN_ME), es.Op.SKIP, [OLD_REV, PKG, PLAIN_ME]),
+    (False, _live(CTRL_ME, PKG), es.Op.OWN, [PLAIN_ME, PKG]),  # release control
+])
+def test_decisions(active: bool, live: dict[str, Any] | None, op: es.Op,
+                   refs: list[dict[str, Any]] | None) -> None:
+    plan = es.plan_establish(_rev(active), [CRD], {KEY: live} if live else {},
+                             ca_bundle=CA, namespace=NS)
+    assert plan.conflicts == []
+    [action] = plan.actions
+    assert action.op is op
+    assert action.key == KEY
+    if refs is not None:
+        assert action.object["metadata"]["ownerReferences"] == refs
+    if live is not None:
+        assert action.object["metadata"]["resourceVersion"] == "7"
+        assert action.object["spec"] == CRD["spec"]
+
+
+@pytest.mark.parametrize("active", [True, False])
+def test_conflict_with_other_package_plans_nothing(active: bool) -> None:
+    crd2 = _crd("others.example.org")
+    live = {ObjectKey.of(crd2): _live(OTHER_REV, OTHER_PKG)}
+    plan = es.plan_establish(_rev(active), [CRD, crd2], live, ca_bundle=CA, namespace=NS)
+    assert plan.actions == []
+    assert [c.object for c in plan.conflicts] == [ObjectKey.of(crd2)]
+    assert plan.conflicts[0].holder == Owner("Provider", "alpha", "alpha-999999999999")
+    assert plan.conflict_message == (
+        'CustomResourceDefinition.apiextensions.k8s.io "others.example.org" is already '
+        "controlled by Provider alpha (revision alpha-999999999999)")
+    assert len(plan.object_refs) == 2
+
+
+def test_conflict_without_package_owner_names_controller() -> None:
+    foreign = {"apiVersion": "example.org/v1", "kind": "Operator", "name": "op", "uid": "x",
+               "controller": True}
+    plan = es.plan_establish(_rev(), [CRD], {KEY: _live(foreign)}, ca_bundle=CA, namespace=NS)
+    assert plan.conflicts[0].holder == Owner("Operator", "op", "op")
+
+
+def test_common_labels_and_annotations_merge() -> None:
+    rev = _rev(common_labels={"team": "a", "x": "new"}, common_annotations={"note": "n"})
+    crd = _crd()
+    crd["metadata"]["labels"] = {"x": "old", "keep": "1"}
+    live = _live(CTRL_ME, PKG, labels={"server": "s"})
+    [action] = es.plan_establish(rev, [crd], {KEY: live}, ca_bundle=CA, namespace=NS).actions
+    assert action.object["metadata"]["labels"] == {"server": "s", "x": "new", "keep": "1",
+                                                   "team": "a"}
+    assert action.object["metadata"]["annotations"] == {"note": "n"}
+    assert crd["metadata"]["labels"] == {"x": "old", "keep": "1"}  # input untouched
+
+
+@pytest.mark.parametrize(("kind", "objects", "kept"), [
+    ("Provider", [CRD, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+                  {"apiVersion": "meta.pkg.crossplane.io/v1", "kind": "Provider",
+                   "metadata": {"name": "m"}}], ["things.example.org"]),
+    ("Configuration", [CRD, {"apiVersion": "apiextensions.crossplane.io/v1",
+                             "kind": "CompositeResourceDefinition", "metadata": {"name": "x"}},
+                       {"apiVersion": "apiextensions.crossplane.io/v1", "kind": "Composition",
+                        "metadata": {"name": "c"}}], ["x", "c"]),
+    ("Function", [CRD], []),
+])
+def test_establishable(kind: str, objects: list[dict[str, Any]], kept: list[str]) -> None:
+    assert [o["metadata"]["name"] for o in es.establishable(kind, objects)] == kept
+
+
+def _vwc() -> dict[str, Any]:
+    return {"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "package-webhooks"},
+            "webhooks": [
+                {"name": "a.example.org", "clientConfig": {"service": {
+                    "name": "x", "namespace": "y", "path": "/validate-a"}}},
+                {"name": "b.example.org", "clientConfig": {"url": "https://elsewhere"}},
+            ]}
+
+
+def test_plan_uses_renamed_webhook_key() -> None:
+    plan = es.plan_establish(_rev(), [_vwc()], {}, ca_bundle=CA, namespace=NS)
+    [action] = plan.actions
+    assert action.key == ObjectKey("admissionregistration.k8s.io",
+                                   "ValidatingWebhookConfiguration", "crossplane-provider-nop")
+    assert plan.object_refs == [{"apiVersion": "admissionregistration.k8s.io/v1",
+                                 "kind": "ValidatingWebhookConfiguration",
+                                 "name": "crossplane-provider-nop"}]
+    assert action.object["webhooks"][0]["clientConfig"]["caBundle"] == CA_B64
+
+
+def test_object_refs_sorted_descending() -> None:
+    refs = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "name": n} for n in ("a.x", "c.x", "b.x")]
+    refs.append({"apiVersion": "admissionregistration.k8s.io/v1",
+                 "kind": "ValidatingWebhookConfiguration", "name": "z"})
+    assert [r["name"] for r in es.sort_object_refs(refs)] == ["c.x", "b.x", "a.x", "z"]
+
+
+@pytest.mark.parametrize(("current", "want"), [
+    ([CTRL_ME, PKG], [{**CTRL_ME, "controller": False}, PKG]),
+    ([OLD_REV, PKG], [OLD_REV, PKG, PLAIN_ME]),
+    ([PLAIN_ME], [PLAIN_ME]),
+])
+def test_release_references(current: list[dict[str, Any]],
+                            want: list[dict[str, Any]]) -> None:
+    assert es.release_references(current, _rev(active=False)) == want
+
+
+@pytest.mark.parametrize("rev", [_rev(), _rev(common_labels={"a": "b"})])
+def test_replanning_after_writes_is_a_no_op(rev: es.Revision) -> None:
+    [created] = es.plan_establish(rev, [_vwc(), CRD], {}, ca_bundle=CA, namespace=NS).actions[1:]
+    live = copy.deepcopy(created.object)
+    live["metadata"]["resourceVersion"] = "1"
+    [again] = es.plan_establish(rev, [CRD], {KEY: live}, ca_bundle=CA, namespace=NS).actions
+    assert again.op is es.Op.SKIP
+
+
+@pytest.mark.parametrize(("live", "holder"), [
+    (_live(OTHER_REV, OTHER_PKG), Owner("Provider", "alpha", "alpha-999999999999")),
+    (_live(OTHER_PKG), None),
+    (_live(), None),
+])
+def test_holder_of(live: dict[str, Any], holder: Owner | None) -> None:
+    assert es.holder_of(live) == holder
+
+
+def test_shipped_status_dropped() -> None:
+    crd = {**_crd(), "status": {"acceptedNames": {"kind": "", "plural": ""}, "storedVersions": []}}
+    [action] = es.plan_establish(_rev(), [crd], {}, ca_bundle=CA, namespace=NS).actions
+    assert "status" not in action.object
+    assert "status" in crd
+
+
+def test_holder_prefers_the_controllers_package() -> None:
+    stray = {**PKG, "name": "someone", "uid": "x"}
+    live = _live({**stray, "kind": "Configuration"}, OTHER_PKG, OTHER_REV)
+    assert es.holder_of(live) == Owner("Provider", "alpha", "alpha-999999999999")
+
+
+@pytest.mark.parametrize(("live", "desired", "want"), [
+    ({"a": 1, "b": 2}, {"a": 1}, True),  # server defaults are extra fields
+    ({"a": [{"x": 1, "d": 0}]}, {"a": [{"x": 1}]}, True),
+    ({"a": [{"x": 1}, {"x": 2}]}, {"a": [{"x": 1}]}, False),  # list length differs
+    ({"a": {"x": 1}}, {"a": {"x": 2}}, False),
+    ({}, {"a": None}, False),
+    ("v", "v", True),
+])
+def test_contains(live: Any, desired: Any, want: bool) -> None:
+    assert es.contains(live, desired) is want
+
+
+def test_server_defaults_do_not_force_updates() -> None:
+    live = _live(CTRL_ME, PKG, spec={**CRD["spec"], "conversion": {"strategy": "None"}},
+                 labels={"other-writer": "x"}, generation=3)
+    [action] = es.plan_establish(_rev(), [CRD], {KEY: live}, ca_bundle=CA, namespace=NS).actions
+    assert action.op is es.Op.SKIP
