@@ -57,3 +57,12 @@ class ResourceType:
     @property
     def is_custom(self) -> bool:
         return self.crd_name is not None
+
+
+def clone(value: Any) -> Any:
+    """Deep-copy JSON-shaped data (dicts, lists, scalars) several times faster than deepcopy."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value

@@ -1,0 +1,63 @@
+"""``lockwright devcluster serve``: run devcluster and write a kubeconfig that points at it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``devcluster`` command group."""
+    parser = subparsers.add_parser("devcluster", help="Kubernetes-API-compatible dev server")
+    sub = parser.add_subparsers(dest="devcluster_command", metavar="COMMAND", required=True)
+    serve = sub.add_parser("serve", help="serve the Kubernetes API on a loopback port")
+    serve.add_argument("--listen", default="127.0.0.1:0",
+                       help="HOST:PORT to listen on; port 0 picks a free port")
+    serve.add_argument("--data-dir", required=True, help="directory holding the persistent state")
+    serve.add_argument("--kubeconfig", required=True,
+                       help="file to write a kubeconfig for this server to")
+    serve.add_argument("--watch-history", type=int, default=10_000,
+                       help="events retained for watches; older versions get 410 Gone")
+    serve.add_argument("--bookmark-interval", type=float, default=1.0,
+                       help="seconds between BOOKMARK events on watches that allow them")
+    serve.add_argument("--deployment-delay", type=float, default=0.05,
+                       help="seconds before a Deployment's simulated status appears")
+    serve.set_defaults(func=serve_command)
+
+
+def kubeconfig(url: str) -> str:
+    """A kubeconfig for ``url`` with one context, ``devcluster``, namespace ``default``."""
+    return (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: devcluster\n  cluster:\n    server: {url}\n"
+        "users:\n- name: devcluster\n  user: {}\n"
+        "contexts:\n- name: devcluster\n  context:\n    cluster: devcluster\n"
+        "    user: devcluster\n    namespace: default\n"
+        "current-context: devcluster\n"
+    )
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM."""
+    from devcluster.app import start
+
+    host, _, port = args.listen.rpartition(":")
+    app = start(host or "127.0.0.1", int(port or 0), args.data_dir,
+                history=args.watch_history, bookmark_interval=args.bookmark_interval,
+                deployment_delay=args.deployment_delay)
+    tmp = f"{args.kubeconfig}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(kubeconfig(app.url))
+    os.replace(tmp, args.kubeconfig)
+    print(f"devcluster serving {app.url} (kubeconfig {args.kubeconfig})", file=sys.stderr,
+          flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    app.stop()
+    return 0

@@ -1,0 +1,605 @@
+"""The API server's object semantics, independent of HTTP.
+
+``Cluster`` owns the store and the set of served resource types. Every write goes through
+:meth:`Cluster._admit` (metadata rules, defaults, pruning, validation) and
+:meth:`Cluster._commit` (resourceVersion, generation, managedFields, event), under the
+store lock so compare-and-swap on ``metadata.resourceVersion`` is exact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from devcluster import apply, crd, defaults, patch, schema
+from devcluster.builtins import BUILTINS
+from devcluster.errors import (ApiError, already_exists, bad_request, conflict, forbidden,
+                               invalid, not_found, unsupported_media_type)
+from devcluster.store import Key, Store
+from devcluster.types import ResourceType, clone
+
+Obj = dict[str, Any]
+CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
+CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_GENERATION_KINDS = {"Deployment", "CustomResourceDefinition", "ValidatingWebhookConfiguration",
+                     "MutatingWebhookConfiguration"}
+_IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                   "generation", "selfLink")
+
+
+def now() -> str:
+    """The current time as kube-apiserver formats timestamps (seconds, UTC, Z)."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class WriteOptions:
+    """What a write request carries besides the object."""
+
+    dry_run: bool = False
+    field_manager: str = ""
+    field_validation: str = "Warn"  # Strict | Warn | Ignore
+    force: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+class Cluster:
+    """All served resources, their objects, and the rules that govern writes."""
+
+    def __init__(self, data_dir: str, history: int = 10_000) -> None:
+        self.store = Store(data_dir, history)
+        self.lock = self.store.lock
+        self._types: dict[tuple[str, str, str], ResourceType] = {}
+        self.types_generation = 0
+        self.listeners: list[Callable[[str, Key, Obj], None]] = []
+        for rt in BUILTINS:
+            self._types[(rt.group, rt.version, rt.plural)] = rt
+        for _, obj in self.store.items(CRD_GROUP, CRD_PLURAL):
+            self._register_crd(obj)
+        for ns in BOOT_NAMESPACES:
+            if self.store.get(("", "namespaces", "", ns)) is None:
+                self.create(self.resource("", "v1", "namespaces"), None,
+                            {"metadata": {"name": ns}}, WriteOptions(field_manager="devcluster"))
+
+    # -- resource types ----------------------------------------------------------------
+
+    def resource(self, group: str, version: str, plural: str) -> ResourceType:
+        rt = self._types.get((group, version, plural))
+        if rt is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return rt
+
+    def find(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._types.get((group, version, plural))
+
+    def served(self) -> list[ResourceType]:
+        return list(self._types.values())
+
+    def storage_type(self, group: str, plural: str) -> ResourceType | None:
+        for rt in self._types.values():
+            if rt.group == group and rt.plural == plural and rt.storage:
+                return rt
+        return None
+
+    def _register_crd(self, obj: Obj) -> None:
+        name = obj["metadata"]["name"]
+        for key in [k for k, rt in self._types.items() if rt.crd_name == name]:
+            del self._types[key]
+        for rt in crd.resource_types(obj):
+            self._types[(rt.group, rt.version, rt.plural)] = rt
+        self.types_generation += 1
+
+    def _unregister_crd(self, name: str) -> None:
+        for key in [k for k, rt in self._types.items() if rt.crd_name == name]:
+            del self._types[key]
+        self.types_generation += 1
+
+    # -- reads ---------------------------------------------------------------------------
+
+    @staticmethod
+    def key(rt: ResourceType, namespace: str | None, name: str) -> Key:
+        return (rt.group, rt.plural, namespace or "" if rt.namespaced else "", name)
+
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
+        obj = self.store.get(self.key(rt, namespace, name))
+        if obj is None:
+            raise not_found(rt, name)
+        return self.present(rt, obj)
+
+    @staticmethod
+    def present(rt: ResourceType, obj: Obj) -> Obj:
+        """A stored object as seen through the requested version.
+
+        A view, not a copy: stored objects are never mutated after commit, and callers
+        that change the result ``clone`` it first.
+        """
+        out: Obj = {"apiVersion": rt.group_version, "kind": obj.get("kind", rt.kind),
+                    "metadata": obj.get("metadata", {})}
+        for k, v in obj.items():
+            if k not in out:
+                out[k] = v
+        return out
+
+    def list(self, rt: ResourceType, namespace: str | None) -> tuple[list[Obj], int]:
+        """Every object of ``rt`` (in ``namespace`` if given) and the version they were read at."""
+        with self.lock:
+            return [o for _, o in self.store.items(rt.group, rt.plural, namespace)], self.store.rv
+
+    # -- writes ------------------------------------------------------------------------
+
+    def create(self, rt: ResourceType, namespace: str | None, body: Obj,
+               opts: WriteOptions, managed: list[Obj] | None = None) -> Obj:
+        obj = self._prepare_body(rt, namespace, body)
+        meta = obj["metadata"]
+        with self.lock:
+            self._check_crd_live(rt)
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = self._generate_name(rt, namespace, meta["generateName"])
+            self._check_namespace(rt, namespace, meta.get("name", ""))
+            key = self.key(rt, namespace, meta.get("name", ""))
+            if self.store.get(key) is not None and meta.get("name"):
+                raise already_exists(rt, meta["name"])
+            meta.update(uid=str(uuid.uuid4()), creationTimestamp=now())
+            for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+                meta.pop(k, None)
+            if rt.has_status and rt.kind != "Namespace":
+                obj.pop("status", None)
+            self._admit(rt, obj, None, opts)
+            if self._tracks_generation(rt):
+                meta["generation"] = 1
+            if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+                meta.setdefault("finalizers", [])
+                if CRD_FINALIZER not in meta["finalizers"]:
+                    meta["finalizers"].append(CRD_FINALIZER)
+            _set_managed(meta, managed or apply.track_update(
+                None, obj, manager=opts.field_manager, api_version=rt.group_version,
+                kind=rt.kind, schema=rt.schema, now=now()))
+            return self._commit(rt, key, obj, None, opts)
+
+    def _check_crd_live(self, rt: ResourceType) -> None:
+        if rt.crd_name is None:
+            return
+        owner = self.store.get((CRD_GROUP, CRD_PLURAL, "", rt.crd_name))
+        if owner is not None and owner["metadata"].get("deletionTimestamp"):
+            raise ApiError(405, "MethodNotAllowed", f"create not allowed while custom resource"
+                           f" definition is terminating")
+
+    def update(self, rt: ResourceType, namespace: str | None, name: str, body: Obj,
+               opts: WriteOptions, subresource: str = "") -> Obj:
+        new = self._prepare_body(rt, namespace, body, name)
+        with self.lock:
+            key = self.key(rt, namespace, name)
+            old = self.store.get(key)
+            if old is None:
+                raise not_found(rt, name)
+            sent_rv = new["metadata"].get("resourceVersion")
+            if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
+                raise conflict(rt, name)
+            if not sent_rv and rt.is_custom:
+                raise invalid(rt, name, f'{rt.kind}.{rt.group} "{name}" is invalid: metadata.'
+                              "resourceVersion: Invalid value: 0x0: must be specified for an update",
+                              [{"reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                                "message": "Invalid value: 0x0: must be specified for an update"}])
+            return self._replace(rt, key, old, new, opts, subresource, "Update")
+
+    def patch(self, rt: ResourceType, namespace: str | None, name: str, body: bytes,
+              content_type: str, opts: WriteOptions, subresource: str = "") -> tuple[Obj, bool]:
+        """Apply a patch; returns the object and whether it was created (server-side apply)."""
+        ctype = content_type.split(";")[0].strip()
+        with self.lock:
+            key = self.key(rt, namespace, name)
+            old = self.store.get(key)
+            if ctype == "application/apply-patch+yaml":
+                return self._apply(rt, namespace, name, key, old, body, opts, subresource)
+            if old is None:
+                raise not_found(rt, name)
+            current = clone(self.present(rt, old))
+            new = self._patched(rt, current, body, ctype)
+            if not isinstance(new, dict):
+                raise bad_request("the patch did not produce an object")
+            sent_rv = (new.get("metadata") or {}).get("resourceVersion")
+            if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
+                raise conflict(rt, name)
+            new = self._prepare_body(rt, namespace, new, name)
+            return self._replace(rt, key, old, new, opts, subresource, "Update"), False
+
+    def _patched(self, rt: ResourceType, current: Obj, body: bytes, ctype: str) -> Any:
+        document = _json(body)
+        try:
+            if ctype == "application/json-patch+json":
+                return patch.json_patch(current, document)
+            if ctype == "application/merge-patch+json":
+                return patch.merge_patch(current, document)
+            if ctype == "application/strategic-merge-patch+json" and not rt.is_custom:
+                return patch.strategic_merge_patch(current, document, rt.group_version, rt.kind)
+        except patch.PatchError as exc:
+            raise ApiError(exc.code, _patch_reason(exc.code), str(exc))
+        raise unsupported_media_type(ctype)
+
+    def _apply(self, rt: ResourceType, namespace: str | None, name: str, key: Key,
+               old: Obj | None, body: bytes, opts: WriteOptions, subresource: str
+               ) -> tuple[Obj, bool]:
+        if not opts.field_manager:
+            raise invalid(rt, name, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager:'
+                          " Required value: is required for apply patch",
+                          [{"reason": "FieldValueRequired", "field": "fieldManager",
+                            "message": "Required value: is required for apply patch"}])
+        config = _yaml(body)
+        if not isinstance(config, dict):
+            raise bad_request("error decoding YAML: the apply patch is not an object")
+        live = clone(self.present(rt, old)) if old is not None else None
+        try:
+            new = apply.server_side_apply(live, _applicable(rt, config, subresource),
+                                          manager=opts.field_manager, force=opts.force,
+                                          api_version=rt.group_version, kind=rt.kind,
+                                          schema=rt.schema, now=now(), subresource=subresource)
+        except apply.ApplyConflict as exc:
+            raise ApiError(409, "Conflict", str(exc), {"causes": exc.causes})
+        except patch.PatchError as exc:
+            raise ApiError(exc.code, _patch_reason(exc.code), str(exc))
+        managed = new["metadata"].get("managedFields")
+        if old is None:
+            if subresource:
+                raise not_found(rt, name)
+            new["metadata"].setdefault("name", name)
+            return self.create(rt, namespace, new, opts, managed), True
+        new = self._prepare_body(rt, namespace, new, name)
+        return self._replace(rt, key, old, new, opts, subresource, "Apply"), False
+
+    def _replace(self, rt: ResourceType, key: Key, old: Obj, new: Obj, opts: WriteOptions,
+                 subresource: str, operation: str) -> Obj:
+        meta, old_meta = new["metadata"], old["metadata"]
+        if subresource == "status":
+            status = new.get("status")
+            new = clone(old)
+            new["status"] = status
+            meta = new["metadata"]
+        elif subresource:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        elif rt.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        for k in _IMMUTABLE_META:
+            if k in old_meta:
+                meta[k] = old_meta[k]
+            else:
+                meta.pop(k, None)
+        if old_meta.get("deletionTimestamp"):
+            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            if added:
+                raise forbidden(rt, old_meta["name"], f'{rt.group_resource} "{old_meta["name"]}" is'
+                                " forbidden: no new finalizers can be added if the object is being"
+                                " deleted, found new finalizers " + str(sorted(added)))
+        if subresource != "status":
+            self._admit(rt, new, old, opts)
+        if self._tracks_generation(rt) and _spec_changed(rt, old, new):
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        if operation == "Update" or "managedFields" not in meta:
+            _set_managed(meta, apply.track_update(
+                old, new, manager=opts.field_manager, api_version=rt.group_version, kind=rt.kind,
+                schema=rt.schema, now=now(), subresource=subresource))
+        if _same(old, new):
+            return self.present(rt, old)
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return self._remove(rt, key, new, opts)
+        return self._commit(rt, key, new, old, opts)
+
+    # -- admission -----------------------------------------------------------------------
+
+    def _prepare_body(self, rt: ResourceType, namespace: str | None, body: Obj,
+                      name: str | None = None) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request was not a JSON object")
+        obj = body  # the caller hands over a fresh object (decoded JSON or a clone)
+        if obj.get("kind", rt.kind) != rt.kind or obj.get("apiVersion", rt.group_version) not in (
+                rt.group_version,):
+            raise bad_request(f"the API version in the data ({obj.get('apiVersion')}) does not"
+                              f" match the expected API version ({rt.group_version})"
+                              if obj.get("kind", rt.kind) == rt.kind else
+                              f"the kind in the data ({obj.get('kind')}) does not match the"
+                              f" expected kind ({rt.kind})")
+        obj["apiVersion"], obj["kind"] = rt.group_version, rt.kind
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if rt.namespaced:
+            if meta.get("namespace") and namespace and meta["namespace"] != namespace:
+                raise bad_request("the namespace of the provided object does not match the"
+                                  " namespace sent on the request")
+            meta["namespace"] = namespace or meta.get("namespace") or "default"
+        else:
+            meta.pop("namespace", None)
+        if name is not None:
+            if meta.get("name") and meta["name"] != name:
+                raise bad_request(f"the name of the object ({meta['name']}) does not match the"
+                                  f" name on the URL ({name})")
+            meta["name"] = name
+        return obj
+
+    def _admit(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions) -> None:
+        name = obj["metadata"].get("name", "")
+        causes = _metadata_causes(rt, obj["metadata"])
+        if rt.schema is not None:
+            unknown = schema.prune(obj, rt.schema)
+            self._unknown_fields(rt, unknown, opts)
+            schema.apply_defaults(obj, rt.schema)
+            causes += schema.validate(obj, rt.schema)
+        elif not rt.is_custom:
+            defaults.apply_defaults(rt.group, rt.kind, obj)
+            causes += defaults.validate(rt.group, rt.kind, obj, old)
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL and not causes:
+            crd.default_crd(obj)
+            causes += crd.validate_crd(obj, old)
+        if causes:
+            raise invalid(rt, name, schema.invalid_message(rt.kind, rt.group, name, causes),
+                          [c.status_cause() for c in causes])
+
+    def _unknown_fields(self, rt: ResourceType, paths: list[str], opts: WriteOptions) -> None:
+        if not paths or opts.field_validation == "Ignore":
+            return
+        fields = [f'unknown field "{p.lstrip(".")}"' for p in paths]
+        if opts.field_validation == "Strict":
+            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a'
+                              f" {rt.kind}: strict decoding error: " + ", ".join(fields))
+        opts.warnings.extend(fields)
+
+    def _check_namespace(self, rt: ResourceType, namespace: str | None, name: str) -> None:
+        if not rt.namespaced:
+            return
+        ns = self.store.get(("", "namespaces", "", namespace or "default"))
+        if ns is None:
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
+                           {"name": namespace, "kind": "namespaces"})
+        if ns["metadata"].get("deletionTimestamp"):
+            raise forbidden(rt, name, f'{rt.group_resource} "{name}" is forbidden: unable to create'
+                            f" new content in namespace {namespace} because it is being terminated")
+
+    def _generate_name(self, rt: ResourceType, namespace: str | None, prefix: str) -> str:
+        alphabet = "bcdfghjklmnpqrstvwxz2456789"
+        for _ in range(10):
+            name = prefix[:58] + "".join(secrets.choice(alphabet) for _ in range(5))
+            if self.store.get(self.key(rt, namespace, name)) is None:
+                return name
+        raise ApiError(500, "AlreadyExists", "could not generate a unique name")
+
+    @staticmethod
+    def _tracks_generation(rt: ResourceType) -> bool:
+        return rt.is_custom or rt.kind in _GENERATION_KINDS
+
+    # -- commit and delete ---------------------------------------------------------------
+
+    def _commit(self, rt: ResourceType, key: Key, obj: Obj, old: Obj | None,
+                opts: WriteOptions) -> Obj:
+        if opts.dry_run:
+            if old is None:
+                obj["metadata"].pop("resourceVersion", None)
+            return self.present(rt, obj)
+        is_crd = rt.group == CRD_GROUP and rt.plural == CRD_PLURAL
+        if is_crd:
+            obj["status"] = crd.crd_status(obj, now())
+        obj["metadata"]["resourceVersion"] = str(self.store.next_rv())
+        obj["apiVersion"] = self._storage_version(rt)
+        self.store.put(key, obj, "ADDED" if old is None else "MODIFIED")
+        if is_crd:
+            self._register_crd(obj)
+        self._notify("ADDED" if old is None else "MODIFIED", key, obj)
+        return self.present(rt, obj)
+
+    def _storage_version(self, rt: ResourceType) -> str:
+        stored = self.storage_type(rt.group, rt.plural)
+        return (stored or rt).group_version
+
+    def _remove(self, rt: ResourceType, key: Key, obj: Obj, opts: WriteOptions) -> Obj:
+        if opts.dry_run:
+            return self.present(rt, obj)
+        obj["metadata"]["resourceVersion"] = str(self.store.next_rv())
+        self.store.remove(key, obj)
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+            self._unregister_crd(obj["metadata"]["name"])
+        self._notify("DELETED", key, obj)
+        return self.present(rt, obj)
+
+    def _notify(self, event: str, key: Key, obj: Obj) -> None:
+        for listener in self.listeners:
+            listener(event, key, obj)
+
+    def delete(self, rt: ResourceType, namespace: str | None, name: str, options: Obj,
+               opts: WriteOptions) -> tuple[Obj, bool]:
+        """Delete or start deleting; returns the object and whether it is gone already."""
+        with self.lock:
+            key = self.key(rt, namespace, name)
+            old = self.store.get(key)
+            if old is None:
+                raise not_found(rt, name)
+            _check_preconditions(rt, old, options.get("preconditions") or {})
+            policy = _propagation(options)
+            obj = clone(old)
+            meta = obj["metadata"]
+            finalizers = list(meta.get("finalizers") or [])
+            if policy == "Orphan":
+                self.orphan_dependents(meta["uid"], opts)
+            if policy == "Foreground" and "foregroundDeletion" not in finalizers:
+                finalizers.append("foregroundDeletion")
+            waits = bool(finalizers) or rt.kind == "Namespace" and not rt.group
+            if not waits:
+                return self._remove(rt, key, obj, opts), True
+            if meta.get("deletionTimestamp") and finalizers == meta.get("finalizers"):
+                return self.present(rt, old), False
+            meta["finalizers"] = finalizers
+            if not meta.get("finalizers"):
+                meta.pop("finalizers")
+            meta.setdefault("deletionTimestamp", now())
+            meta.setdefault("deletionGracePeriodSeconds", 0)
+            if self._tracks_generation(rt):
+                meta["generation"] = int(meta.get("generation", 1)) + 1
+            if rt.kind == "Namespace" and not rt.group:
+                obj.setdefault("status", {})["phase"] = "Terminating"
+            return self._commit(rt, key, obj, old, opts), False
+
+    def orphan_dependents(self, owner_uid: str, opts: WriteOptions) -> None:
+        """Strip ownerReferences to ``owner_uid`` from every object (propagation Orphan)."""
+        for key, obj in self.store.all_objects():
+            refs = obj["metadata"].get("ownerReferences") or []
+            if any(r.get("uid") == owner_uid for r in refs):
+                self.rewrite(key, lambda o: _drop_owner(o, owner_uid), opts)
+
+    def rewrite(self, key: Key, change: Callable[[Obj], None], opts: WriteOptions | None = None
+                ) -> None:
+        """Read-modify-write one stored object as the server itself (GC, controllers)."""
+        opts = opts or WriteOptions(field_manager="devcluster")
+        with self.lock:
+            old = self.store.get(key)
+            rt = self.storage_type(key[0], key[1])
+            if old is None or rt is None:
+                return
+            new = clone(old)
+            change(new)
+            if _same(old, new):
+                return
+            meta = new["metadata"]
+            if meta.get("deletionTimestamp") and not meta.get("finalizers") and not (
+                    rt.kind == "Namespace" and not rt.group and (new.get("spec") or {}).get(
+                        "finalizers")):
+                self._remove(rt, key, new, opts)
+            else:
+                self._commit(rt, key, new, old, opts)
+
+    def delete_stored(self, key: Key, propagation: str = "Background") -> None:
+        """Delete by storage key as the garbage collector does (ignores a missing object)."""
+        rt = self.storage_type(key[0], key[1])
+        if rt is None:
+            return
+        try:
+            self.delete(rt, key[2] or None, key[3], {"propagationPolicy": propagation},
+                        WriteOptions(field_manager="devcluster"))
+        except ApiError:
+            pass
+
+
+def _patch_reason(code: int) -> str:
+    return {400: "BadRequest", 413: "RequestEntityTooLarge", 422: "Invalid"}.get(code, "")
+
+
+def _applicable(rt: ResourceType, config: Obj, subresource: str) -> Obj:
+    """The part of an apply configuration the endpoint may change.
+
+    The main endpoint of a type with a status subresource ignores status, and the status
+    endpoint ignores everything else; otherwise the applier would be recorded as owning
+    fields the server throws away.
+    """
+    if subresource == "status":
+        meta = config.get("metadata") or {}
+        out: Obj = {k: config[k] for k in ("apiVersion", "kind") if k in config}
+        out["metadata"] = {k: meta[k] for k in ("name", "namespace") if k in meta}
+        if "status" in config:
+            out["status"] = config["status"]
+        return out
+    if rt.has_status and "status" in config:
+        return {k: v for k, v in config.items() if k != "status"}
+    return config
+
+
+def _set_managed(meta: Obj, managed: list[Obj]) -> None:
+    if managed:
+        meta["managedFields"] = managed
+    else:
+        meta.pop("managedFields", None)
+
+
+def _untimed(managed: Any) -> Any:
+    if not isinstance(managed, list):
+        return managed
+    return [{k: v for k, v in m.items() if k != "time"} if isinstance(m, dict) else m
+            for m in managed]
+
+
+def _same(a: Obj, b: Obj) -> bool:
+    """True when a write would change nothing but timestamps in managedFields."""
+    am = {k: v for k, v in a.get("metadata", {}).items() if k != "resourceVersion"}
+    bm = {k: v for k, v in b.get("metadata", {}).items() if k != "resourceVersion"}
+    am["managedFields"] = _untimed(am.get("managedFields"))
+    bm["managedFields"] = _untimed(bm.get("managedFields"))
+    rest_a = {k: v for k, v in a.items() if k not in ("metadata", "apiVersion")}
+    rest_b = {k: v for k, v in b.items() if k not in ("metadata", "apiVersion")}
+    return am == bm and rest_a == rest_b
+
+
+def _spec_changed(rt: ResourceType, old: Obj, new: Obj) -> bool:
+    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if rt.has_status else set())
+    return ({k: v for k, v in old.items() if k not in skip}
+            != {k: v for k, v in new.items() if k not in skip})
+
+
+def _metadata_causes(rt: ResourceType, meta: Obj) -> list[schema.Cause]:
+    name = meta.get("name")
+    if not name:
+        return [schema.Cause("FieldValueRequired", "metadata.name",
+                             "name or generateName is required")]
+    pattern = _LABEL if rt.kind == "Namespace" and not rt.group else _SUBDOMAIN
+    if len(name) > 253 or not pattern.match(name):
+        what = "RFC 1123 label" if pattern is _LABEL else "RFC 1123 subdomain"
+        return [schema.Cause("FieldValueInvalid", "metadata.name",
+                             f"a lowercase {what} must consist of lower case alphanumeric"
+                             " characters, '-' or '.', and must start and end with an"
+                             " alphanumeric character", name)]
+    return []
+
+
+def _check_preconditions(rt: ResourceType, obj: Obj, pre: Obj) -> None:
+    meta = obj["metadata"]
+    for field_name in ("uid", "resourceVersion"):
+        want = pre.get(field_name)
+        if want and want != meta.get(field_name):
+            label = "UID" if field_name == "uid" else "ResourceVersion"
+            raise ApiError(409, "Conflict", f"Precondition failed: {label} in precondition: {want},"
+                           f" {label} in object meta: {meta.get(field_name)}",
+                           {"name": meta["name"], "kind": rt.plural, "group": rt.group} if rt.group
+                           else {"name": meta["name"], "kind": rt.plural})
+
+
+def _propagation(options: Obj) -> str:
+    policy = options.get("propagationPolicy")
+    if policy:
+        if policy not in ("Orphan", "Background", "Foreground"):
+            raise bad_request(f"propagationPolicy: Unsupported value: \"{policy}\"")
+        return str(policy)
+    if options.get("orphanDependents") is True:
+        return "Orphan"
+    return "Background"
+
+
+def _drop_owner(obj: Obj, uid: str) -> None:
+    refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+    if refs:
+        obj["metadata"]["ownerReferences"] = refs
+    else:
+        obj["metadata"].pop("ownerReferences", None)
+
+
+def _json(body: bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(body or b"null")
+    except ValueError as exc:
+        raise bad_request(f"error decoding patch: {exc}") from exc
+
+
+def _yaml(body: bytes) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise bad_request(f"error decoding YAML: {exc}") from exc
+
