@@ -128,7 +128,7 @@ class Cluster:
                 out[k] = v
         return out
 
-    def list(self, rt: ResourceType, namespace: str | None) -> tuple[list[Obj], int]:
+    def list_objects(self, rt: ResourceType, namespace: str | None) -> tuple[list[Obj], int]:
         """Every object of ``rt`` (in ``namespace`` if given) and the version they were read at."""
         with self.lock:
             return [o for _, o in self.store.items(rt.group, rt.plural, namespace)], self.store.rv

@@ -219,7 +219,7 @@ class Handler(BaseHTTPRequestHandler):
         cluster = self.server.cluster
         match_labels = label_selector(q.get("labelSelector"))
         match_fields = field_selector(q.get("fieldSelector"), t.rt.kind)
-        objects, rv = cluster.list(t.rt, t.namespace)
+        objects, rv = cluster.list_objects(t.rt, t.namespace)
         items = [cluster.present(t.rt, o) for o in objects if match_labels(o) and match_fields(o)]
         items, meta = _paginate(items, q, rv)
         if table.wants_table(self.headers.get("Accept", "")):
@@ -323,7 +323,7 @@ class Handler(BaseHTTPRequestHandler):
         cluster = self.server.cluster
         labels = label_selector(q.get("labelSelector"))
         fields = field_selector(q.get("fieldSelector"), t.rt.kind)
-        objects, rv = cluster.list(t.rt, t.namespace)
+        objects, rv = cluster.list_objects(t.rt, t.namespace)
         deleted = []
         for obj in objects:
             if labels(obj) and fields(obj):
@@ -419,6 +419,7 @@ class DevServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}"
 
 
