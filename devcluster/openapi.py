@@ -263,8 +263,8 @@ def _op(rtype: ResourceType, action: str, op_id: str, description: str, response
         body: str | None = None, codes: tuple[str, ...] = ("200",)) -> dict[str, Any]:
     group, version, kind_name = kind or (rtype.group, rtype.version, rtype.kind)
     op: dict[str, Any] = {
-        "tags": [f"{_camel(rtype)[:1].lower()}{_camel(rtype)[1:-len(rtype.version)]}"
-                 f"_{rtype.version}"],
+        "tags": [(f"{_camel(rtype)[:1].lower()}{_camel(rtype)[1:-len(rtype.version)]}"
+                 f"_{rtype.version}")],
         "description": description, "operationId": op_id, "parameters": list(params),
         "responses": {c: {"description": {"200": "OK", "201": "Created",
                                            "202": "Accepted"}[c],

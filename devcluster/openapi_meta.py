@@ -217,47 +217,47 @@ BUILTIN_FIELDS: dict[str, dict[str, tuple[str, str]]] = {
     "Namespace": {"spec": (_OBJ, "Spec defines the behavior of the Namespace."),
                   "status": (_OBJ, "Status describes the current status of a Namespace.")},
     "Secret": {"data": ("map", "Data contains the secret data, base64 encoded."),
-               "immutable": ("boolean", "Immutable, if set to true, ensures that data stored "
-                             "in the Secret cannot be updated."),
-               "stringData": ("map", "stringData allows specifying non-binary secret data in "
-                              "string form."),
+               "immutable": ("boolean", ("Immutable, if set to true, ensures that data stored "
+                             "in the Secret cannot be updated.")),
+               "stringData": ("map", ("stringData allows specifying non-binary secret data in "
+                              "string form.")),
                "type": ("string", "Used to facilitate programmatic handling of secret data.")},
     "ConfigMap": {"binaryData": ("map", "BinaryData contains the binary data."),
                   "data": ("map", "Data contains the configuration data."),
-                  "immutable": ("boolean", "Immutable, if set to true, ensures that data "
-                                "stored in the ConfigMap cannot be updated.")},
+                  "immutable": ("boolean", ("Immutable, if set to true, ensures that data "
+                                "stored in the ConfigMap cannot be updated."))},
     "ServiceAccount": {
-        "automountServiceAccountToken": ("boolean", "Whether pods running as this service "
+        "automountServiceAccountToken": ("boolean", ("Whether pods running as this service "
                                          "account should have an API token automatically "
-                                         "mounted."),
-        "imagePullSecrets": ("array", "List of references to secrets in the same namespace "
-                             "to use for pulling any images."),
+                                         "mounted.")),
+        "imagePullSecrets": ("array", ("List of references to secrets in the same namespace "
+                             "to use for pulling any images.")),
         "secrets": ("array", "Secrets is a list of the secrets in the same namespace.")},
     "Service": {"spec": (_OBJ, "Spec defines the behavior of a service."),
                 "status": (_OBJ, "Most recently observed status of the service.")},
     "Deployment": {"spec": (_OBJ, "Specification of the desired behavior of the Deployment."),
                    "status": (_OBJ, "Most recently observed status of the Deployment.")},
     "Role": {"rules": ("array", "Rules holds all the PolicyRules for this Role")},
-    "ClusterRole": {"aggregationRule": (_OBJ, "AggregationRule is an optional field that "
-                                        "describes how to build the Rules."),
+    "ClusterRole": {"aggregationRule": (_OBJ, ("AggregationRule is an optional field that "
+                                        "describes how to build the Rules.")),
                     "rules": ("array", "Rules holds all the PolicyRules for this ClusterRole")},
-    "RoleBinding": {"roleRef": (_OBJ, "RoleRef can reference a Role in the current namespace "
-                                "or a ClusterRole in the global namespace."),
-                    "subjects": ("array", "Subjects holds references to the objects the role "
-                                 "applies to.")},
-    "ClusterRoleBinding": {"roleRef": (_OBJ, "RoleRef can only reference a ClusterRole in the "
-                                       "global namespace."),
-                           "subjects": ("array", "Subjects holds references to the objects "
-                                        "the role applies to.")},
+    "RoleBinding": {"roleRef": (_OBJ, ("RoleRef can reference a Role in the current namespace "
+                                "or a ClusterRole in the global namespace.")),
+                    "subjects": ("array", ("Subjects holds references to the objects the role "
+                                 "applies to."))},
+    "ClusterRoleBinding": {"roleRef": (_OBJ, ("RoleRef can only reference a ClusterRole in the "
+                                       "global namespace.")),
+                           "subjects": ("array", ("Subjects holds references to the objects "
+                                        "the role applies to."))},
     "CustomResourceDefinition": {
         "spec": (_OBJ, "spec describes how the user wants the resources to appear"),
         "status": (_OBJ, "status indicates the actual state of the CustomResourceDefinition")},
-    "ValidatingWebhookConfiguration": {"webhooks": ("array", "Webhooks is a list of webhooks "
+    "ValidatingWebhookConfiguration": {"webhooks": ("array", ("Webhooks is a list of webhooks "
                                                     "and the affected resources and "
-                                                    "operations.")},
-    "MutatingWebhookConfiguration": {"webhooks": ("array", "Webhooks is a list of webhooks "
+                                                    "operations."))},
+    "MutatingWebhookConfiguration": {"webhooks": ("array", ("Webhooks is a list of webhooks "
                                                   "and the affected resources and "
-                                                  "operations.")},
+                                                  "operations."))},
     "Lease": {"spec": (_OBJ, "spec contains the specification of the Lease.")},
 }
 

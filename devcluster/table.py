@@ -113,7 +113,8 @@ def to_table(rtype: ResourceType, objects: list[dict[str, Any]], *,
         rtype: the served type the objects belong to.
         objects: the objects (one for a GET, the items for a LIST, one per watch event).
         include_object: ``Metadata`` (PartialObjectMetadata), ``Object`` or ``None``.
-        list_meta: ListMeta of the response (resourceVersion, continue, ...).
+        list_meta: ListMeta of a list response (resourceVersion, continue, ...); for a
+            single object the object's resourceVersion is used, as kube does.
         api_version: ``meta.k8s.io/v1`` or ``meta.k8s.io/v1beta1``.
         now: the clock for ages (tests); defaults to the current UTC time.
         no_headers: omit columnDefinitions (watch events after the first).
@@ -126,7 +127,10 @@ def to_table(rtype: ResourceType, objects: list[dict[str, Any]], *,
     rows = [{"cells": row_func(obj, clock), "object": _row_object(obj, include_object,
                                                                   api_version)}
             for obj in objects]
-    return {"kind": "Table", "apiVersion": api_version, "metadata": dict(list_meta or {}),
+    metadata = dict(list_meta or {})
+    if list_meta is None and len(objects) == 1 and _meta(objects[0]).get("resourceVersion"):
+        metadata["resourceVersion"] = _meta(objects[0])["resourceVersion"]
+    return {"kind": "Table", "apiVersion": api_version, "metadata": metadata,
             "columnDefinitions": [] if no_headers else [dict(c) for c in columns],
             "rows": rows}
 

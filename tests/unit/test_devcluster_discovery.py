@@ -94,8 +94,8 @@ def test_group_and_resource_list_unknown_are_none() -> None:
 
 @pytest.mark.parametrize("accept,expected", [
     (KUBECTL_ACCEPT, ("v2", discovery.AGGREGATED_V2)),
-    ("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
-     "application/json", ("v2beta1", discovery.AGGREGATED_V2BETA1)),
+    (("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+     "application/json"), ("v2beta1", discovery.AGGREGATED_V2BETA1)),
     ("application/json", None),
     ("", None),
     ("*/*", None),

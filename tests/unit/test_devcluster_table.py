@@ -58,8 +58,8 @@ WIDGET = ResourceType(
     ("", None),
     ("application/json, application/json;as=Table;v=v1;g=meta.k8s.io", None),
     ("application/json;as=Table;v=v1;g=meta.k8s.io;q=0.5, application/yaml;q=0.9", None),
-    ("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,"
-     "application/json;as=Table;v=v1;g=meta.k8s.io", ("Table", "meta.k8s.io/v1")),
+    (("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,"
+     "application/json;as=Table;v=v1;g=meta.k8s.io"), ("Table", "meta.k8s.io/v1")),
     ("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
      ("PartialObjectMetadataList", "meta.k8s.io/v1")),
 ])
@@ -106,6 +106,11 @@ def test_include_object(include: str, expected: Obj | None) -> None:
     doc = table.to_table(WIDGET, [{"metadata": meta("w3"), "spec": {}}],
                          include_object=include, now=NOW)
     assert doc["rows"][0]["object"] == expected
+
+
+def test_single_object_table_carries_its_resource_version() -> None:
+    doc = table.to_table(WIDGET, [{"metadata": meta("w4", resourceVersion="42")}], now=NOW)
+    assert doc["metadata"] == {"resourceVersion": "42"}
 
 
 def test_no_headers_for_later_watch_events() -> None:
