@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from devcluster import apply, crd, defaults, patch, schema
+from devcluster import apply, crd, defaults, patch, scale, schema
 from devcluster.builtins import BUILTINS
 from devcluster.errors import (ApiError, already_exists, bad_request, conflict, forbidden,
                                invalid, not_found, unsupported_media_type)
@@ -210,6 +210,29 @@ class Cluster:
                 raise conflict(rt, name)
             new = self._prepare_body(rt, namespace, new, name)
             return self._replace(rt, key, old, new, opts, subresource, "Update"), False
+
+    def update_scale(self, rt: ResourceType, namespace: str | None, name: str,
+                     change: Callable[[Obj], Any], opts: WriteOptions) -> Obj:
+        """Read-modify-write ``spec.replicas`` through the scale subresource."""
+        with self.lock:
+            key = self.key(rt, namespace, name)
+            old = self.store.get(key)
+            if old is None or "scale" not in rt.subresources:
+                raise not_found(rt, name)
+            wanted = change(scale.scale_of(old))
+            sent_rv = ((wanted.get("metadata") or {}) if isinstance(wanted, dict) else {}).get(
+                "resourceVersion")
+            if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
+                raise conflict(rt, name)
+            new = clone(old)
+            new.setdefault("spec", {})["replicas"] = scale.replicas_of(wanted)
+            return scale.scale_of(self._replace(rt, key, old, new, opts, "", "Update"))
+
+    def patch_scale(self, rt: ResourceType, namespace: str | None, name: str, body: bytes,
+                    content_type: str, opts: WriteOptions) -> Obj:
+        ctype = content_type.split(";")[0].strip()
+        return self.update_scale(rt, namespace, name,
+                                 lambda current: self._patched(rt, current, body, ctype), opts)
 
     def _patched(self, rt: ResourceType, current: Obj, body: bytes, ctype: str) -> Any:
         document = _json(body)

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from devcluster import discovery, openapi, table
+from devcluster import discovery, openapi, scale, table
 from devcluster.cluster import Cluster, WriteOptions
 from devcluster.errors import ApiError, bad_request, method_not_allowed, not_found_path, too_large
 from devcluster.selectors import field_selector, label_selector
@@ -210,6 +210,8 @@ class Handler(BaseHTTPRequestHandler):
         obj = cluster.get(t.rt, t.namespace, t.name)
         if t.subresource and t.subresource not in t.rt.subresources:
             raise not_found_path()
+        if t.subresource == "scale":
+            return self._send(200, scale.scale_of(obj))
         if table.wants_table(self.headers.get("Accept", "")):
             return self._send(200, table.to_table(t.rt, [obj], include_object=q.get(
                 "includeObject", "Metadata")), "application/json")
@@ -285,14 +287,21 @@ class Handler(BaseHTTPRequestHandler):
         if t.name is None:
             raise method_not_allowed()
         opts = self._write_options()
-        obj = self.server.cluster.update(t.rt, t.namespace, t.name, _load_json(self._body()),
-                                         opts, t.subresource)
+        body = _load_json(self._body())
+        if t.subresource == "scale":
+            return self._send(200, self.server.cluster.update_scale(
+                t.rt, t.namespace, t.name, lambda _: body, opts))
+        obj = self.server.cluster.update(t.rt, t.namespace, t.name, body, opts, t.subresource)
         self._send(200, obj, warnings=opts.warnings)
 
     def _patch(self, t: Target) -> None:
         if t.name is None:
             raise method_not_allowed()
         opts = self._write_options()
+        if t.subresource == "scale":
+            return self._send(200, self.server.cluster.patch_scale(
+                t.rt, t.namespace, t.name, self._body(), self.headers.get("Content-Type", ""),
+                opts))
         obj, created = self.server.cluster.patch(
             t.rt, t.namespace, t.name, self._body(), self.headers.get("Content-Type", ""), opts,
             t.subresource)

@@ -344,3 +344,13 @@ def test_large_object_accepted(core: client.CoreV1Api, namespace: str) -> None:
     blob = "x" * (3 * 1024 * 1024 - 4096)
     core.create_namespaced_config_map(namespace, _cm("big", blob=blob))
     assert len(core.read_namespaced_config_map("big", namespace).data["blob"]) == len(blob)
+
+
+def test_scale_subresource(apps: client.AppsV1Api, namespace: str) -> None:
+    """GET /scale mirrors spec.replicas; PATCH /scale changes it and bumps generation."""
+    apps.create_namespaced_deployment(namespace, _deployment("sc"))
+    assert apps.read_namespaced_deployment_scale("sc", namespace).spec.replicas == 1
+    scaled = apps.patch_namespaced_deployment_scale("sc", namespace, {"spec": {"replicas": 4}})
+    assert scaled.spec.replicas == 4 and scaled.status.selector == "app=sc"
+    d = apps.read_namespaced_deployment("sc", namespace)
+    assert (d.spec.replicas, d.metadata.generation) == (4, 2)

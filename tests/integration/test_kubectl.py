@@ -284,6 +284,14 @@ def test_deployment_client_side_apply_update(kubectl: Kubectl, ns: str) -> None:
         "nginx:1.28", "busybox:1.36"]
 
 
+def test_scale_deployment(kubectl: Kubectl, ns: str) -> None:
+    name = unique("web")
+    kubectl.apply(deployment(name, ns))
+    out = kubectl.out("scale", f"deployment/{name}", "-n", ns, "--replicas=3")
+    assert out.strip() == f"deployment.apps/{name} scaled"
+    assert kubectl.json("get", "deployment", name, "-n", ns)["spec"]["replicas"] == 3
+
+
 def test_deployment_strategic_patch_merges_containers_by_name(kubectl: Kubectl,
                                                               ns: str) -> None:
     name = unique("web")
