@@ -9,10 +9,17 @@
     │   ├── InvalidPackage        bad manifest, digest mismatch, hostile tar, limits
     │   │   └── LintError         package.yaml parsed but breaks a lint rule
     │   ├── ConstraintError       a semver constraint is malformed or unsatisfiable
-    │   └── ConflictError         an object belongs to another package
+    │   ├── ConflictError         an object belongs to another package
+    │   ├── PermissionRejected    a provider asked for permissions no allow-list grants
+    │   ├── KubeInvalid           the API refused the object (400, 422)
+    │   └── KubeForbidden         the API refused our identity (401, 403)
     └── TransientError            may succeed later: retry with backoff, show it on status
         ├── RegistryUnavailable   connection refused, timeout, 5xx, 429
-        └── KubernetesUnavailable API server unreachable or 5xx
+        ├── KubernetesUnavailable API server unreachable, 5xx or 429
+        ├── KubeNotFound          no such object or kind (yet: CRDs appear at runtime)
+        ├── KubeConflict          409: a resourceVersion race, re-read and retry
+        │   └── KubeAlreadyExists 409 on create: someone created it first
+        └── KubeGone              410: a watch or list continue token expired
 
 Messages are truncated and never carry credentials. The original exception is chained
 (``raise X(...) from e``). ``ERROR_TYPES`` is the single table activities use to turn these
@@ -82,6 +89,47 @@ class RegistryUnavailable(TransientError):
 
 class KubernetesUnavailable(TransientError):
     """The Kubernetes API could not be reached, or answered 5xx."""
+
+
+class PermissionRejected(PermanentError):
+    """A provider's ``permissionRequests`` ask for something no allowed ClusterRole grants."""
+
+
+class KubeError(LockwrightError):
+    """Base of the errors mapped from a Kubernetes API answer (see ``lockwright.k8s``).
+
+    ``status`` is the HTTP status (0 when no answer came); ``reason`` the ``Status`` body's
+    reason, such as ``AlreadyExists``.
+    """
+
+    def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+class KubeInvalid(KubeError, PermanentError):
+    """The API refused the object as malformed or invalid (400, 422)."""
+
+
+class KubeForbidden(KubeError, PermanentError):
+    """The API refused our credentials or RBAC denied the call (401, 403)."""
+
+
+class KubeNotFound(KubeError, TransientError):
+    """No such object, or no such kind; the latter may appear when a CRD is established."""
+
+
+class KubeConflict(KubeError, TransientError):
+    """409: the object changed since we read it; re-read and retry."""
+
+
+class KubeAlreadyExists(KubeConflict):
+    """409 on create: the object exists already."""
+
+
+class KubeGone(KubeError, TransientError):
+    """410: a list continue token or watch resourceVersion is too old."""
 
 
 def error_type(exc: BaseException) -> tuple[str, bool]:

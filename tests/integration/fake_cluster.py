@@ -1,0 +1,236 @@
+"""Fake activities over an in-memory "cluster", registered under the real activity names.
+
+The workflows cannot tell them from the real ones (same names, same contracts). Each fake
+records its calls; ``fail`` queues errors a named activity raises on its next calls, so a
+test can produce a registry outage or a lint failure on demand. Only the workflows are
+under test here; the real activities have their own tests against real servers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from workflows import contracts as c
+
+PULL_SECRET_VALUE = "s3cr3t-pull-token-never-in-history"
+
+
+def transient(message: str = "registry unreachable: connection refused") -> ApplicationError:
+    """An error the real edge would raise for a registry outage (retryable)."""
+    return ApplicationError(message, type="RegistryUnavailable")
+
+
+def permanent(type_: str, message: str) -> ApplicationError:
+    """An error the real edge would raise for a permanent problem."""
+    return ApplicationError(message, type=type_, non_retryable=True)
+
+
+@dataclass
+class FakePackage:
+    """The fields of a package object the workflows read."""
+
+    kind: str
+    name: str
+    source: str
+    generation: int = 1
+    policy: str = c.AUTOMATIC
+    history_limit: int = 1
+    pull_secret: str = "regcred"
+
+
+@dataclass
+class FakeRevision:
+    """A revision object."""
+
+    name: str
+    package: str
+    digest: str
+    number: int
+    desired_state: str = c.INACTIVE
+
+
+@dataclass
+class FakeCluster:
+    """An in-memory cluster plus registry, and the fake activities that act on it."""
+
+    packages: dict[tuple[str, str], FakePackage] = field(default_factory=dict)
+    revisions: dict[str, FakeRevision] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+    package_status: dict[str, list[c.WritePackageStatusInput]] = field(default_factory=dict)
+    revision_status: dict[str, list[c.WriteRevisionStatusInput]] = field(default_factory=dict)
+    calls: Counter[str] = field(default_factory=Counter)
+    established: Counter[str] = field(default_factory=Counter)
+    failures: dict[str, list[BaseException]] = field(default_factory=dict)
+    health: dict[str, c.CheckHealthResult] = field(default_factory=dict)
+
+    # --- test controls ------------------------------------------------------------------
+    def add(self, pkg: FakePackage) -> FakePackage:
+        """Create or replace a package object."""
+        self.packages[(pkg.kind, pkg.name)] = pkg
+        self.secrets[pkg.pull_secret] = PULL_SECRET_VALUE
+        return pkg
+
+    def fail(self, name: str, *errors: BaseException) -> None:
+        """Make activity ``name`` raise ``errors`` on its next calls, one per call."""
+        self.failures.setdefault(name, []).extend(errors)
+
+    def last_status(self, name: str) -> dict[str, c.Condition]:
+        """The package's last written conditions, by type."""
+        writes = self.package_status.get(name, [])
+        return {cond.type: cond for cond in writes[-1].conditions} if writes else {}
+
+    def activities(self) -> list[Any]:
+        """Every fake, for ``Worker(activities=...)``."""
+        return [self.read_package, self.resolve_digest, self.ensure_revision,
+                self.set_active_revision, self.collect_revisions, self.write_package_status,
+                self.cleanup_package, self.fetch_package, self.parse_package,
+                self.check_crossplane_version, self.take_lock, self.ensure_tls,
+                self.establish_objects, self.ensure_rbac, self.ensure_runtime,
+                self.check_health, self.write_revision_status]
+
+    def _enter(self, name: str) -> None:
+        self.calls[name] += 1
+        queued = self.failures.get(name)
+        if queued:
+            raise queued.pop(0)
+
+    # --- package activities -------------------------------------------------------------
+    @activity.defn(name=c.READ_PACKAGE)
+    async def read_package(self, inp: c.ReadPackageInput) -> c.ReadPackageResult:
+        self._enter(c.READ_PACKAGE)
+        pkg = self.packages.get((inp.kind, inp.name))
+        if pkg is None:
+            return c.ReadPackageResult(found=False)
+        revs = sorted((r for r in self.revisions.values() if r.package == inp.name),
+                      key=lambda r: r.number)
+        active = next((r.name for r in revs if r.desired_state == c.ACTIVE), "")
+        return c.ReadPackageResult(
+            found=True, uid=f"uid-{pkg.name}", generation=pkg.generation, source=pkg.source,
+            activation_policy=pkg.policy, revision_history_limit=pkg.history_limit,
+            revisions=[r.name for r in revs], active_revision=active)
+
+    @activity.defn(name=c.RESOLVE_DIGEST)
+    async def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
+        self._enter(c.RESOLVE_DIGEST)
+        pkg = self.packages[(inp.kind, inp.name)]
+        assert self.secrets[pkg.pull_secret] == PULL_SECRET_VALUE  # read here, never passed
+        digest = "sha256:" + hashlib.sha256(inp.source.encode()).hexdigest()
+        return c.ResolveDigestResult(digest=digest, resolved_source=inp.source)
+
+    @activity.defn(name=c.ENSURE_REVISION)
+    async def ensure_revision(self, inp: c.EnsureRevisionInput) -> c.EnsureRevisionResult:
+        self._enter(c.ENSURE_REVISION)
+        name = f"{inp.package}-{inp.digest.removeprefix('sha256:')[:12]}"
+        rev = self.revisions.get(name)
+        created = rev is None
+        if rev is None:
+            numbers = [r.number for r in self.revisions.values() if r.package == inp.package]
+            rev = self.revisions[name] = FakeRevision(name, inp.package, inp.digest,
+                                                      max(numbers, default=0) + 1)
+        return c.EnsureRevisionResult(revision=name, number=rev.number, created=created,
+                                      desired_state=rev.desired_state)
+
+    @activity.defn(name=c.SET_ACTIVE_REVISION)
+    async def set_active_revision(
+            self, inp: c.SetActiveRevisionInput) -> c.SetActiveRevisionResult:
+        self._enter(c.SET_ACTIVE_REVISION)
+        deactivated = []
+        for rev in self.revisions.values():
+            if rev.package != inp.package:
+                continue
+            if rev.name == inp.revision:
+                rev.desired_state = c.ACTIVE
+            elif rev.desired_state == c.ACTIVE:
+                rev.desired_state = c.INACTIVE
+                deactivated.append(rev.name)
+        return c.SetActiveRevisionResult(revision=inp.revision, deactivated=deactivated)
+
+    @activity.defn(name=c.COLLECT_REVISIONS)
+    async def collect_revisions(self, inp: c.CollectRevisionsInput) -> c.CollectRevisionsResult:
+        self._enter(c.COLLECT_REVISIONS)
+        revs = sorted((r for r in self.revisions.values() if r.package == inp.package),
+                      key=lambda r: r.number)
+        doomed = [r.name for r in revs if r.name != inp.current_revision][:-inp.keep or None]
+        for name in doomed:
+            del self.revisions[name]
+        return c.CollectRevisionsResult(deleted=doomed)
+
+    @activity.defn(name=c.WRITE_PACKAGE_STATUS)
+    async def write_package_status(
+            self, inp: c.WritePackageStatusInput) -> c.WritePackageStatusResult:
+        self._enter(c.WRITE_PACKAGE_STATUS)
+        writes = self.package_status.setdefault(inp.name, [])
+        changed = not writes or writes[-1] != inp
+        writes.append(inp)
+        return c.WritePackageStatusResult(changed=changed)
+
+    @activity.defn(name=c.CLEANUP_PACKAGE)
+    async def cleanup_package(self, inp: c.CleanupPackageInput) -> c.CleanupPackageResult:
+        self._enter(c.CLEANUP_PACKAGE)
+        return c.CleanupPackageResult(removed=1)
+
+    # --- revision activities ------------------------------------------------------------
+    @activity.defn(name=c.FETCH_PACKAGE)
+    async def fetch_package(self, inp: c.FetchPackageInput) -> c.FetchPackageResult:
+        self._enter(c.FETCH_PACKAGE)
+        return c.FetchPackageResult(digest=inp.digest, size=4096,
+                                    object_counts={"CustomResourceDefinition": 2})
+
+    @activity.defn(name=c.PARSE_PACKAGE)
+    async def parse_package(self, inp: c.ParsePackageInput) -> c.ParsePackageResult:
+        self._enter(c.PARSE_PACKAGE)
+        return c.ParsePackageResult(meta_name="provider-nop", crossplane_constraint=">=v1.0.0",
+                                    objects=2, warnings=1, first_warnings=["no docs"])
+
+    @activity.defn(name=c.CHECK_CROSSPLANE_VERSION)
+    async def check_crossplane_version(
+            self, inp: c.CheckCrossplaneVersionInput) -> c.CheckCrossplaneVersionResult:
+        self._enter(c.CHECK_CROSSPLANE_VERSION)
+        return c.CheckCrossplaneVersionResult(version="v2.0.0")
+
+    @activity.defn(name=c.TAKE_LOCK)
+    async def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
+        self._enter(c.TAKE_LOCK)
+        return c.TakeLockResult(resource_version="7", dependencies=0)
+
+    @activity.defn(name=c.ENSURE_TLS)
+    async def ensure_tls(self, inp: c.EnsureTlsInput) -> c.EnsureTlsResult:
+        self._enter(c.ENSURE_TLS)
+        return c.EnsureTlsResult(server_secret=f"{inp.package}-tls-server",
+                                 client_secret=f"{inp.package}-tls-client")
+
+    @activity.defn(name=c.ESTABLISH_OBJECTS)
+    async def establish_objects(
+            self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
+        self._enter(c.ESTABLISH_OBJECTS)
+        self.established[f"{inp.revision}/{'control' if inp.control else 'owner'}"] += 1
+        return c.EstablishObjectsResult(objects=2, created=2 if inp.control else 0)
+
+    @activity.defn(name=c.ENSURE_RBAC)
+    async def ensure_rbac(self, inp: c.EnsureRbacInput) -> c.EnsureRbacResult:
+        self._enter(c.ENSURE_RBAC)
+        return c.EnsureRbacResult(cluster_roles=3, bindings=1)
+
+    @activity.defn(name=c.ENSURE_RUNTIME)
+    async def ensure_runtime(self, inp: c.EnsureRuntimeInput) -> c.EnsureRuntimeResult:
+        self._enter(c.ENSURE_RUNTIME)
+        return c.EnsureRuntimeResult(deployment=inp.revision, service_account=inp.package,
+                                     service=inp.package)
+
+    @activity.defn(name=c.CHECK_HEALTH)
+    async def check_health(self, inp: c.CheckHealthInput) -> c.CheckHealthResult:
+        self._enter(c.CHECK_HEALTH)
+        return self.health.get(inp.package, c.CheckHealthResult(healthy=True))
+
+    @activity.defn(name=c.WRITE_REVISION_STATUS)
+    async def write_revision_status(
+            self, inp: c.WriteRevisionStatusInput) -> c.WriteRevisionStatusResult:
+        self._enter(c.WRITE_REVISION_STATUS)
+        self.revision_status.setdefault(inp.revision, []).append(inp)
+        return c.WriteRevisionStatusResult(changed=True)

@@ -1,0 +1,413 @@
+"""PackageWorkflow and InstallRevision on a real dev server, with fake activities.
+
+Matrix:
+- happy path per kind (provider, configuration, function): Installed/Healthy written, and
+  only the steps the kind needs (RBAC for providers, TLS/runtime/health for runtimes);
+- duplicated, repeated and reordered signals: exactly one install of the revision;
+- permanent errors (not found, lint, conflict): written to status once, never retried,
+  a later signal runs again;
+- transient error: retried with backoff, shown on status meanwhile, then Healthy;
+- runtime that never becomes available: Healthy=False with the runtime's message;
+- Manual activation: waits for the update, whose validator rejects unknown revisions;
+- continue-as-new: state survives, nothing reinstalled;
+- package deleted: cleanup, workflow ends;
+- every history read back: no payload over 32 KiB, no pull-secret value.
+
+Set ``LOCKWRIGHT_RECORD_HISTORIES=1`` to (re)write ``tests/replay/histories/`` from these
+runs; do it only on purpose, when a workflow's command order changed by design.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.message import Message
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.worker import Worker
+
+from tests.helpers import unique, wait_for_async
+from tests.integration.fake_cluster import (
+    PULL_SECRET_VALUE,
+    FakeCluster,
+    FakePackage,
+    permanent,
+    transient,
+)
+from workflows import ALL_WORKFLOWS, PackageWorkflow
+from workflows import contracts as c
+
+pytestmark = pytest.mark.temporal
+
+FAST = c.Tuning(retry_initial_s=0.1, retry_max_s=0.2, retry_attempts=2,
+                backoff_initial_s=0.2, backoff_max_s=1.0, health_poll_s=0.1, health_polls=4,
+                unhealthy_recheck_s=3600)
+MAX_PAYLOAD = 32 * 1024
+HISTORIES = Path(__file__).parent.parent / "replay" / "histories"
+RECORD = os.environ.get("LOCKWRIGHT_RECORD_HISTORIES") == "1"
+
+Handle = WorkflowHandle[PackageWorkflow, c.PackageResult]
+
+
+@pytest.fixture
+async def cluster(temporal_client: Client, task_queue: str) -> AsyncIterator[FakeCluster]:
+    """A fake cluster whose activities, and the real workflows, run on this test's queue."""
+    fake = FakeCluster()
+    async with Worker(temporal_client, task_queue=task_queue, workflows=ALL_WORKFLOWS,
+                      activities=fake.activities()):
+        yield fake
+
+
+async def start(client: Client, task_queue: str, pkg: FakePackage,
+                generation: int = 1) -> Handle:
+    """Signal-with-start, as the watcher does."""
+    return await client.start_workflow(
+        PackageWorkflow.run, c.PackageInput(kind=pkg.kind, name=pkg.name, tuning=FAST),
+        id=c.package_workflow_id(pkg.kind, pkg.name), task_queue=task_queue,
+        start_signal=c.SIGNAL_LOOK_AGAIN,
+        start_signal_args=[c.LookAgainInput(generation=generation, reason="test")],
+        search_attributes=TypedSearchAttributes([
+            SearchAttributePair(c.SA_PACKAGE_KIND, pkg.kind),
+            SearchAttributePair(c.SA_PACKAGE_NAME, pkg.name)]),
+        static_summary=f"{pkg.kind} {pkg.name}")
+
+
+async def settled(handle: Handle, phase: str, signals: int = 0,
+                  timeout: float = 20.0) -> c.PackageStatusResult:
+    """Wait until the workflow idles in ``phase`` having seen at least ``signals`` signals."""
+    seen: list[c.PackageStatusResult] = []
+
+    async def check() -> c.PackageStatusResult | None:
+        st = await handle.query(PackageWorkflow.status)
+        seen[:] = [st]
+        ok = st.idle and st.phase == phase and st.signals_seen >= signals
+        return st if ok else None
+    try:
+        found = await wait_for_async(check, timeout=timeout, what=f"phase {phase}")
+    except AssertionError as err:
+        raise AssertionError(f"{err}; last status {seen}") from None
+    assert found is not None
+    return found
+
+
+async def activate(handle: Handle, revision: str,
+                   update_id: str | None = None) -> c.ActivateRevisionResult:
+    """The operator's approval, by update name as the CLI sends it."""
+    result: c.ActivateRevisionResult = await handle.execute_update(
+        c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(revision), id=update_id,
+        result_type=c.ActivateRevisionResult)
+    return result
+
+
+def provider(kind: str = c.PROVIDER, **kw: Any) -> FakePackage:
+    """A package with a unique name."""
+    name = unique(kind[:4])
+    return FakePackage(kind=kind, name=name, source=f"xpkg.example.com/{name}:v0.1.0", **kw)
+
+
+# --- happy path -------------------------------------------------------------------------
+@pytest.mark.parametrize("kind, rbac, runtime", [
+    (c.PROVIDER, 1, 1), (c.CONFIGURATION, 0, 0), (c.FUNCTION, 0, 1)])
+async def test_install_ends_installed_and_healthy(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster,
+        kind: str, rbac: int, runtime: int) -> None:
+    """A new package installs its revision, activates it and writes Installed/Healthy."""
+    pkg = cluster.add(provider(kind))
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Healthy", signals=1)
+
+    first = {x.type: x for x in cluster.package_status[pkg.name][0].conditions}
+    assert first["Healthy"].message == 'Package revision health is "Unknown"'
+    conds = cluster.last_status(pkg.name)
+    assert (conds["Installed"].status, conds["Installed"].reason) == (
+        "True", "ActivePackageRevision")
+    assert (conds["Healthy"].status, conds["Healthy"].reason) == ("True", "HealthyPackageRevision")
+    assert st.active_revision == st.current_revision and st.installs == 1
+    assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
+    assert cluster.established == {f"{st.current_revision}/control": 1}
+    assert (cluster.calls[c.ENSURE_RBAC], cluster.calls[c.ENSURE_RUNTIME],
+            cluster.calls[c.ENSURE_TLS]) == (rbac, runtime, runtime)
+    rev_conds = {x.type: x for x in cluster.revision_status[st.current_revision][-1].conditions}
+    assert rev_conds["RevisionHealthy"].status == "True"
+    assert ("RuntimeHealthy" in rev_conds) == bool(runtime)
+    await check_histories(temporal_client, handle, [st.current_revision], kind)
+    if kind == c.PROVIDER:
+        await record(temporal_client, handle.id, "package_install")
+        await record(temporal_client, c.revision_workflow_id(kind, st.current_revision),
+                     "revision_install_provider")
+
+
+async def test_duplicate_and_reordered_signals_install_once(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Many watchers, repeated events, out-of-order generations: one install, same status."""
+    pkg = cluster.add(provider())
+    handles = await asyncio.gather(*(start(temporal_client, task_queue, pkg, g)
+                                     for g in (3, 1, 2)))
+    assert len({h.result_run_id for h in handles}) == 1
+    for generation in (5, 3, 4, 1):
+        await handles[0].signal(PackageWorkflow.look_again, c.LookAgainInput(generation))
+    st = await settled(handles[0], "Healthy", signals=7)
+
+    assert st.installs == 1
+    assert cluster.established == {f"{st.current_revision}/control": 1}
+    assert cluster.calls[c.FETCH_PACKAGE] == 1
+    assert len(cluster.revisions) == 1
+    await check_histories(temporal_client, handles[0], [st.current_revision])
+
+
+# --- errors -----------------------------------------------------------------------------
+@pytest.mark.parametrize("step, error, reason, text", [
+    (c.RESOLVE_DIGEST, permanent("PackageNotFound", "manifest unknown: v9"),
+     "UnpackingPackage", "cannot unpack package: manifest unknown: v9"),
+    (c.PARSE_PACKAGE, permanent("LintError", "linting package contents failed: bad CRD"),
+     "UnpackingPackage", "linting package contents failed: bad CRD"),
+    (c.TAKE_LOCK, permanent("ConflictError", "CRD nops.example.org belongs to provider-b"),
+     "UnhealthyPackageRevision", "provider-b"),
+])
+async def test_permanent_error_is_written_and_not_retried(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster,
+        step: str, error: Exception, reason: str, text: str) -> None:
+    """A permanent error ends the attempt once, shows on status, waits for the next signal."""
+    pkg = cluster.add(provider())
+    cluster.fail(step, error)
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Failed", signals=1)
+
+    assert cluster.calls[step] == 1
+    healthy = cluster.last_status(pkg.name)["Healthy"]
+    assert healthy.status == "False" and text in healthy.message
+    assert reason in {x.reason for x in cluster.last_status(pkg.name).values()}
+    assert "retrying" not in healthy.message and st.retry_attempt == 0
+    assert st.last_error_type == error.type  # type: ignore[attr-defined]
+
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2, "fixed"))
+    await settled(handle, "Healthy", signals=2)
+    assert cluster.calls[step] == 2
+    await check_histories(temporal_client, handle, [st.current_revision] if st.current_revision
+                          else [])
+    if step == c.TAKE_LOCK:
+        await record(temporal_client, handle.id, "package_permanent_error")
+
+
+async def test_transient_error_retries_with_status_shown(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """A registry outage longer than the quick retries shows on status, then heals."""
+    pkg = cluster.add(provider())
+    cluster.fail(c.FETCH_PACKAGE, *(transient() for _ in range(FAST.retry_attempts * 2)))
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Healthy", signals=1)
+
+    messages = [w.conditions[-1].message for w in cluster.package_status[pkg.name]]
+    retrying = [m for m in messages if "retrying" in m]
+    assert len(retrying) == 2, messages
+    assert "cannot unpack package: cannot get package: registry unreachable" in retrying[0]
+    assert "attempt 1" in retrying[0] and "attempt 2" in retrying[1]
+    assert cluster.calls[c.FETCH_PACKAGE] == FAST.retry_attempts * 2 + 1
+    assert cluster.last_status(pkg.name)["Healthy"].status == "True"
+    assert st.retry_attempt == 0 and st.last_error == ""
+    await check_histories(temporal_client, handle, [st.current_revision])
+    await record(temporal_client, handle.id, "package_transient_retry")
+    await record(temporal_client, c.revision_workflow_id(pkg.kind, st.current_revision),
+                 "revision_install_failed", status=WorkflowExecutionStatus.FAILED)
+
+
+async def test_runtime_never_available_is_unhealthy_not_failed(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """The revision installs; Healthy=False carries the runtime's own message."""
+    pkg = cluster.add(provider())
+    cluster.health[pkg.name] = c.CheckHealthResult(
+        healthy=False, message="Deployment has minimum availability: False")
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Unhealthy", signals=1)
+
+    healthy = cluster.last_status(pkg.name)["Healthy"]
+    assert (healthy.status, healthy.reason) == ("False", "UnhealthyPackageRevision")
+    assert "minimum availability" in healthy.message
+    assert cluster.calls[c.CHECK_HEALTH] == FAST.health_polls
+    assert len(cluster.revision_status[st.current_revision]) == 2  # once while waiting, once at end
+    await check_histories(temporal_client, handle, [st.current_revision])
+    await record(temporal_client, c.revision_workflow_id(pkg.kind, st.current_revision),
+                 "revision_install_unhealthy")
+
+
+# --- Manual activation ------------------------------------------------------------------
+async def test_manual_activation_waits_for_update(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Manual: installed inactive; the update's validator rejects unknown revisions."""
+    pkg = cluster.add(provider(policy=c.MANUAL))
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Inactive", signals=1)
+    installed = cluster.last_status(pkg.name)["Installed"]
+    assert (installed.status, installed.reason) == ("False", "InactivePackageRevision")
+    assert cluster.established == {f"{st.current_revision}/owner": 1}
+
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await activate(handle, "nope-123456789abc")
+    assert "unknown revision" in str(err.value.cause)
+
+    result = await activate(handle, st.current_revision, update_id=f"approve-{st.current_revision}")
+    assert result.active and result.revision == st.current_revision
+    installed = cluster.last_status(pkg.name)["Installed"]
+    assert (installed.status, installed.reason) == ("True", "ActivePackageRevision")
+    assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
+    assert cluster.established[f"{st.current_revision}/control"] == 1
+    await check_histories(temporal_client, handle, [st.current_revision])
+    await record(temporal_client, handle.id, "package_manual_activation")
+
+
+async def test_activation_signal_twin_records_approval(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """The signal twin approves without waiting; the loop carries it out."""
+    pkg = cluster.add(provider(policy=c.MANUAL))
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Inactive", signals=1)
+    await handle.signal(PackageWorkflow.request_activation,
+                        c.ActivateRevisionInput(st.current_revision))
+    await settled(handle, "Healthy")
+    assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
+
+
+async def test_automatic_policy_rejects_activation_update(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Under Automatic there is nothing to approve."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Healthy", signals=1)
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await activate(handle, st.current_revision)
+    assert "Automatic" in str(err.value.cause)
+
+
+# --- long life --------------------------------------------------------------------------
+async def test_continue_as_new_keeps_state(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Enough passes to continue as new several times; nothing is reinstalled or forgotten."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    first = await settled(handle, "Healthy", signals=1)
+    for n in range(2, 9):
+        await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(n))
+        await settled(handle, "Healthy", signals=n)
+    st = await handle.query(PackageWorkflow.status)
+
+    runs = [w async for w in temporal_client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) >= 2, "expected at least one continue-as-new"
+    assert sum(r.status == WorkflowExecutionStatus.CONTINUED_AS_NEW for r in runs) >= 1
+    assert (st.installs, st.active_revision, st.digest) == (1, first.active_revision,
+                                                            first.digest)
+    assert st.passes >= 8 and st.signals_seen == 8
+    assert cluster.established == {f"{st.current_revision}/control": 1}
+    await check_histories(temporal_client, handle, [st.current_revision])
+    first_run = next(r for r in runs if r.status == WorkflowExecutionStatus.CONTINUED_AS_NEW)
+    await record(temporal_client, handle.id, "package_continue_as_new", first_run.run_id)
+
+
+async def test_new_version_upgrades_and_collects(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """A new spec.package makes a new revision, activates it, keeps one old revision."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    first = await settled(handle, "Healthy", signals=1)
+    revisions = [first.current_revision]
+    for n, version in enumerate(("v0.2.0", "v0.3.0"), start=2):
+        cluster.add(FakePackage(pkg.kind, pkg.name, pkg.source.replace("v0.1.0", version),
+                                generation=n))
+        await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(n))
+        st = await settled(handle, "Healthy", signals=n)
+        revisions.append(st.current_revision)
+
+    assert len(set(revisions)) == 3 and st.installs == 3
+    assert sorted(cluster.revisions) == sorted(revisions[1:])  # history limit 1
+    assert cluster.revisions[revisions[2]].desired_state == c.ACTIVE
+    assert cluster.revisions[revisions[1]].desired_state == c.INACTIVE
+
+
+async def test_deleted_package_cleans_up_and_ends(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Once the object is gone the workflow cleans up and completes."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    await settled(handle, "Healthy", signals=1)
+    del cluster.packages[(pkg.kind, pkg.name)]
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2, "deleted"))
+    result = await handle.result()
+    assert result.gone and result.installs == 1
+    assert cluster.calls[c.CLEANUP_PACKAGE] == 1
+    await check_histories(temporal_client, handle, [])
+    await record(temporal_client, handle.id, "package_deleted")
+
+
+def test_permanent_error_names_match_the_error_tree() -> None:
+    """The workflows' list of permanent types is exactly lockwright's PermanentError tree."""
+    from lockwright import errors
+
+    def subclasses(cls: type) -> set[type]:
+        found: set[type] = set()
+        subs: list[type] = cls.__subclasses__()
+        for sub in subs:
+            found |= {sub} | subclasses(sub)
+        return found
+
+    assert set(c.PERMANENT_ERRORS) == {k.__name__ for k in subclasses(errors.PermanentError)}
+
+
+# --- history checks and recording -------------------------------------------------------
+async def check_histories(client: Client, handle: Handle, revisions: Sequence[str],
+                          kind: str = c.PROVIDER) -> None:
+    """Every run of the package and its children: small payloads, no secret."""
+    ids = [handle.id] + [c.revision_workflow_id(kind, r) for r in revisions]
+    for wf_id in ids:
+        async for run in client.list_workflows(f"WorkflowId = '{wf_id}'"):
+            history = await client.get_workflow_handle(wf_id, run_id=run.run_id).fetch_history()
+            for event in history.events:
+                for size in payload_sizes(event):
+                    assert size <= MAX_PAYLOAD, f"{wf_id} event {event.event_id}: {size} bytes"
+            assert PULL_SECRET_VALUE not in history.to_json()
+
+
+def payload_sizes(msg: Message) -> list[int]:
+    """Sizes of every ``Payload`` inside a history event, however deeply nested."""
+    if msg.DESCRIPTOR.full_name == "temporal.api.common.v1.Payload":
+        return [msg.ByteSize()]
+    sizes: list[int] = []
+    for fd, value in msg.ListFields():
+        if fd.message_type is None:
+            continue
+        if fd.message_type.GetOptions().map_entry:
+            items = list(value.values())
+        elif isinstance(value, Message):
+            items = [value]
+        else:
+            items = list(value)
+        for item in items:
+            if isinstance(item, Message):
+                sizes.extend(payload_sizes(item))
+    return sizes
+
+
+async def record(client: Client, wf_id: str, shape: str, run_id: str | None = None,
+                 status: WorkflowExecutionStatus | None = None) -> None:
+    """Write a history for the replay tests, only when asked to.
+
+    Without ``run_id`` the first run (optionally the first with ``status``) is taken: it
+    holds the interesting commands, later runs after continue-as-new only idle.
+    """
+    if not RECORD:
+        return
+    if run_id is None:
+        runs = [r async for r in client.list_workflows(f"WorkflowId = '{wf_id}'")
+                if status is None or r.status == status]
+        run_id = min(runs, key=lambda r: r.start_time).run_id
+    history = await client.get_workflow_handle(wf_id, run_id=run_id).fetch_history()
+    HISTORIES.mkdir(parents=True, exist_ok=True)
+    (HISTORIES / f"{shape}.json").write_text(history.to_json())

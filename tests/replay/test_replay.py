@@ -1,0 +1,61 @@
+"""Replay the committed histories against today's workflow code.
+
+One history per workflow shape, recorded from the fake-activity runs in
+``tests/integration/test_workflows.py`` (``LOCKWRIGHT_RECORD_HISTORIES=1``). A change to the
+order or kind of commands a workflow issues makes replay fail here; gate such a change with
+``workflow.patched()`` or re-record on purpose. The last test proves the guard bites.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from workflows import ALL_WORKFLOWS, InstallRevision, PackageWorkflow
+from workflows import contracts as c
+
+HISTORIES = Path(__file__).parent / "histories"
+SHAPES = {
+    "package_install", "package_manual_activation", "package_permanent_error",
+    "package_transient_retry", "package_continue_as_new", "package_deleted",
+    "revision_install_provider", "revision_install_unhealthy", "revision_install_failed",
+}
+
+
+def load(shape: str) -> WorkflowHistory:
+    """A committed history by shape name."""
+    return WorkflowHistory.from_json(f"replay-{shape}", (HISTORIES / f"{shape}.json").read_text())
+
+
+def test_every_shape_has_a_history() -> None:
+    """Each workflow shape has a committed history, and nothing stale lies around."""
+    assert {p.stem for p in HISTORIES.glob("*.json")} == SHAPES
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+async def test_history_replays(shape: str) -> None:
+    """Today's code issues the same commands the recorded run did."""
+    await Replayer(workflows=ALL_WORKFLOWS).replay_workflow(load(shape))
+
+
+@workflow.defn(name="InstallRevision")
+class ReorderedInstallRevision(InstallRevision):
+    """InstallRevision with a timer slipped in before the first step."""
+
+    @workflow.run
+    async def run(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        await workflow.sleep(timedelta(seconds=1))
+        return await super().run(inp)
+
+
+async def test_reordered_commands_fail_replay() -> None:
+    """The replay test catches a change of command order."""
+    replayer = Replayer(workflows=[PackageWorkflow, ReorderedInstallRevision])
+    result = await replayer.replay_workflow(load("revision_install_provider"),
+                                            raise_on_replay_failure=False)
+    assert isinstance(result.replay_failure, workflow.NondeterminismError)

@@ -1,0 +1,21 @@
+"""The layering DESIGN.md asks for, checked by import-linter's contracts in pyproject.toml:
+workflows never import I/O, the core never imports Temporal, product code never imports
+devcluster."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_import_contracts_kept() -> None:
+    lint = shutil.which("lint-imports") or os.path.join(os.path.dirname(sys.executable),
+                                                        "lint-imports")
+    result = subprocess.run([lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout

@@ -1,0 +1,596 @@
+"""Everything that crosses a Temporal boundary in lockwright, in one place.
+
+Each activity, child workflow, signal, update and query has an ``<Op>Input`` and an
+``<Op>Result``: frozen dataclasses whose every field has a default, so a field can be added
+while workflows run (an old history decodes into the new class; a new payload decodes
+into the old one by ignoring the extra key).
+
+Only names, digests, counts and short messages cross (invariant 2). Package contents live
+in the per-worker content-addressed cache keyed by digest; pull secrets are named by the
+package object and read inside the activity that uses them. Messages are short: activities
+truncate them (``lockwright.errors.truncate``) and lint results carry the first few
+findings plus a count.
+
+Activity names are constants so workflows, real activities and test fakes agree on them
+without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from temporalio.common import SearchAttributeKey
+
+TASK_QUEUE = "lockwright"
+
+# Package kinds, as they appear in workflow ids (lower case) and in Kubernetes (title case).
+PROVIDER, CONFIGURATION, FUNCTION = "provider", "configuration", "function"
+KINDS_WITH_RUNTIME = (PROVIDER, FUNCTION)
+
+AUTOMATIC, MANUAL = "Automatic", "Manual"
+ACTIVE, INACTIVE = "Active", "Inactive"
+
+# Permanent error types: the PermanentError classes of lockwright/errors.py, by name (a
+# test keeps the two in step). Retrying cannot help; the attempt ends and the error is
+# written to status (invariant 6).
+PERMANENT_ERRORS = (
+    "PackageNotFound",
+    "Unauthorized",
+    "InvalidPackage",
+    "LintError",
+    "ConstraintError",
+    "ConflictError",
+    "PermissionRejected",
+    "KubeInvalid",
+    "KubeForbidden",
+)
+
+# --- activity names -------------------------------------------------------------------
+READ_PACKAGE = "read_package"
+RESOLVE_DIGEST = "resolve_digest"
+ENSURE_REVISION = "ensure_revision"
+SET_ACTIVE_REVISION = "set_active_revision"
+COLLECT_REVISIONS = "collect_revisions"
+WRITE_PACKAGE_STATUS = "write_package_status"
+CLEANUP_PACKAGE = "cleanup_package"
+FETCH_PACKAGE = "fetch_package"
+PARSE_PACKAGE = "parse_package"
+CHECK_CROSSPLANE_VERSION = "check_crossplane_version"
+TAKE_LOCK = "take_lock"
+ENSURE_TLS = "ensure_tls"
+ESTABLISH_OBJECTS = "establish_objects"
+ENSURE_RBAC = "ensure_rbac"
+ENSURE_RUNTIME = "ensure_runtime"
+CHECK_HEALTH = "check_health"
+WRITE_REVISION_STATUS = "write_revision_status"
+
+ALL_ACTIVITY_NAMES = (
+    READ_PACKAGE, RESOLVE_DIGEST, ENSURE_REVISION, SET_ACTIVE_REVISION, COLLECT_REVISIONS,
+    WRITE_PACKAGE_STATUS, CLEANUP_PACKAGE, FETCH_PACKAGE, PARSE_PACKAGE,
+    CHECK_CROSSPLANE_VERSION, TAKE_LOCK, ENSURE_TLS, ESTABLISH_OBJECTS, ENSURE_RBAC,
+    ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS,
+)
+
+# --- signal, update and query names ----------------------------------------------------
+SIGNAL_LOOK_AGAIN = "look_again"
+SIGNAL_REQUEST_ACTIVATION = "request_activation"
+UPDATE_ACTIVATE_REVISION = "activate_revision"
+QUERY_STATUS = "status"
+
+# --- search attributes (register them on the server before use) -----------------------
+SA_PACKAGE_KIND = SearchAttributeKey.for_keyword("LockwrightPackageKind")
+SA_PACKAGE_NAME = SearchAttributeKey.for_keyword("LockwrightPackageName")
+SA_PACKAGE_SOURCE = SearchAttributeKey.for_keyword("LockwrightPackageSource")
+SA_PACKAGE_DIGEST = SearchAttributeKey.for_keyword("LockwrightPackageDigest")
+SA_REVISION = SearchAttributeKey.for_keyword("LockwrightRevision")
+SEARCH_ATTRIBUTES = (SA_PACKAGE_KIND, SA_PACKAGE_NAME, SA_PACKAGE_SOURCE, SA_PACKAGE_DIGEST,
+                     SA_REVISION)
+
+
+def package_workflow_id(kind: str, name: str) -> str:
+    """Return the id of a package's entity workflow; it is the dedup key for watchers."""
+    return f"package:{kind}:{name}"
+
+
+def revision_workflow_id(kind: str, revision: str) -> str:
+    """Return the id of the child workflow that installs one revision."""
+    return f"revision:{kind}:{revision}"
+
+
+# --- shared pieces ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Condition:
+    """One Kubernetes status condition, as the workflow decided it."""
+
+    type: str = ""
+    status: str = "Unknown"
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Retry, backoff and polling knobs. Defaults are production values; tests shrink them."""
+
+    retry_initial_s: float = 1.0
+    retry_max_s: float = 30.0
+    retry_attempts: int = 3
+    backoff_initial_s: float = 5.0
+    backoff_max_s: float = 300.0
+    health_poll_s: float = 2.0
+    health_polls: int = 90
+    unhealthy_recheck_s: float = 300.0
+
+
+# --- PackageWorkflow: input, durable state, signals, update, query ----------------------
+@dataclass(frozen=True)
+class PackageState:
+    """What a package's workflow remembers; carried across continue-as-new."""
+
+    dirty: bool = True
+    phase: str = "Pending"
+    wake_after_s: float = 0.0
+    signals_seen: int = 0
+    passes: int = 0
+    installs: int = 0
+    policy: str = AUTOMATIC
+    generation: int = 0
+    source: str = ""
+    digest: str = ""
+    current_revision: str = ""
+    active_revision: str = ""
+    revisions: list[str] = field(default_factory=list)
+    installed_key: str = ""
+    healthy: bool = False
+    health_message: str = ""
+    approved_revision: str = ""
+    retry_attempt: int = 0
+    last_error: str = ""
+    last_error_type: str = ""
+
+
+@dataclass(frozen=True)
+class PackageInput:
+    """Input of ``PackageWorkflow``: the package's identity, and state after continue-as-new."""
+
+    kind: str = PROVIDER
+    name: str = ""
+    tuning: Tuning = field(default_factory=Tuning)
+    state: PackageState | None = None
+
+
+@dataclass(frozen=True)
+class PackageResult:
+    """Result of ``PackageWorkflow``: it only ends when the package object is gone."""
+
+    kind: str = ""
+    name: str = ""
+    gone: bool = False
+    installs: int = 0
+
+
+@dataclass(frozen=True)
+class LookAgainInput:
+    """Signal ``look_again``: something about the package may have changed.
+
+    The fields are for logs only; the workflow re-reads the object, so a lost, repeated or
+    reordered signal changes nothing (invariant 1).
+    """
+
+    generation: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ActivateRevisionInput:
+    """Update ``activate_revision`` and signal ``request_activation`` (Manual policy)."""
+
+    revision: str = ""
+
+
+@dataclass(frozen=True)
+class ActivateRevisionResult:
+    """What the update's caller learns once the activation has been carried out."""
+
+    revision: str = ""
+    active: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class PackageStatusResult:
+    """Query ``status``: a small summary of progress for humans and tests."""
+
+    kind: str = ""
+    name: str = ""
+    phase: str = ""
+    idle: bool = False
+    policy: str = AUTOMATIC
+    source: str = ""
+    digest: str = ""
+    current_revision: str = ""
+    active_revision: str = ""
+    revisions: list[str] = field(default_factory=list)
+    healthy: bool = False
+    installs: int = 0
+    passes: int = 0
+    signals_seen: int = 0
+    retry_attempt: int = 0
+    last_error: str = ""
+    last_error_type: str = ""
+
+
+# --- package-level activities --------------------------------------------------------
+@dataclass(frozen=True)
+class ReadPackageInput:
+    """Activity ``read_package``: re-read the package object (invariant 1)."""
+
+    kind: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class ReadPackageResult:
+    """The spec fields the workflow decides on. ``found=False`` means the object is gone."""
+
+    found: bool = False
+    uid: str = ""
+    generation: int = 0
+    source: str = ""
+    activation_policy: str = AUTOMATIC
+    revision_history_limit: int = 1
+    ignore_crossplane_constraints: bool = False
+    skip_dependency_resolution: bool = False
+    deleting: bool = False
+    revisions: list[str] = field(default_factory=list)
+    active_revision: str = ""
+
+
+@dataclass(frozen=True)
+class ResolveDigestInput:
+    """Activity ``resolve_digest``: tag → digest, after ImageConfig rewrites.
+
+    Pull secrets are looked up by the activity from the package object; never passed.
+    """
+
+    kind: str = ""
+    name: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class ResolveDigestResult:
+    """The manifest digest and the reference actually pulled."""
+
+    digest: str = ""
+    resolved_source: str = ""
+    applied_image_configs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EnsureRevisionInput:
+    """Activity ``ensure_revision``: create or update ``<package>-<digest12>``.
+
+    A new revision is created Inactive with an owner reference to its package; the
+    activity never changes which revision is active (that is ``set_active_revision``).
+    """
+
+    kind: str = ""
+    package: str = ""
+    source: str = ""
+    digest: str = ""
+    generation: int = 0
+
+
+@dataclass(frozen=True)
+class EnsureRevisionResult:
+    """The revision's name, number and desired state as now stored."""
+
+    revision: str = ""
+    number: int = 0
+    created: bool = False
+    desired_state: str = INACTIVE
+
+
+@dataclass(frozen=True)
+class SetActiveRevisionInput:
+    """Activity ``set_active_revision``: make one revision Active, every other Inactive.
+
+    Deactivated revisions release control of their objects and leave the Lock.
+    """
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+
+
+@dataclass(frozen=True)
+class SetActiveRevisionResult:
+    """Which revisions were switched to Inactive."""
+
+    revision: str = ""
+    deactivated: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CollectRevisionsInput:
+    """Activity ``collect_revisions``: delete revisions beyond ``revisionHistoryLimit``."""
+
+    kind: str = ""
+    package: str = ""
+    current_revision: str = ""
+    keep: int = 1
+
+
+@dataclass(frozen=True)
+class CollectRevisionsResult:
+    """Names of the revisions deleted."""
+
+    deleted: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WritePackageStatusInput:
+    """Activity ``write_package_status``: conditions and fields of the package's status.
+
+    Conditions are merged by type (lastTransitionTime kept when unchanged); an empty string
+    field leaves the stored value as it is.
+    """
+
+    kind: str = ""
+    name: str = ""
+    observed_generation: int = 0
+    current_revision: str = ""
+    current_identifier: str = ""
+    resolved_package: str = ""
+    conditions: list[Condition] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WritePackageStatusResult:
+    """``changed`` is False when the status already read this way."""
+
+    changed: bool = False
+
+
+@dataclass(frozen=True)
+class CleanupPackageInput:
+    """Activity ``cleanup_package``: the package is gone; drop its Lock entries."""
+
+    kind: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class CleanupPackageResult:
+    """How many Lock entries were removed."""
+
+    removed: int = 0
+
+
+# --- InstallRevision child ------------------------------------------------------------
+@dataclass(frozen=True)
+class InstallRevisionInput:
+    """Child workflow ``InstallRevision``: install one revision, active or not."""
+
+    kind: str = PROVIDER
+    package: str = ""
+    revision: str = ""
+    source: str = ""
+    digest: str = ""
+    active: bool = True
+    ignore_crossplane_constraints: bool = False
+    skip_dependency_resolution: bool = False
+    tuning: Tuning = field(default_factory=Tuning)
+
+
+@dataclass(frozen=True)
+class InstallRevisionResult:
+    """Counts and health of an installed revision; failures arrive as ApplicationError."""
+
+    revision: str = ""
+    digest: str = ""
+    objects: int = 0
+    dependencies: int = 0
+    healthy: bool = False
+    message: str = ""
+
+
+# --- revision-level activities -------------------------------------------------------
+@dataclass(frozen=True)
+class FetchPackageInput:
+    """Activity ``fetch_package``: pull by digest into the cache (heartbeats while pulling)."""
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+    source: str = ""
+    digest: str = ""
+
+
+@dataclass(frozen=True)
+class FetchPackageResult:
+    """What was cached: never the contents, only their size and object counts by kind."""
+
+    digest: str = ""
+    size: int = 0
+    cached: bool = False
+    object_counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ParsePackageInput:
+    """Activity ``parse_package``: parse, validate and lint ``package.yaml`` from the cache."""
+
+    kind: str = ""
+    revision: str = ""
+    digest: str = ""
+
+
+@dataclass(frozen=True)
+class ParsePackageResult:
+    """The few meta facts the workflow needs; lint warnings capped (first few + count)."""
+
+    meta_name: str = ""
+    crossplane_constraint: str = ""
+    dependencies: int = 0
+    objects: int = 0
+    warnings: int = 0
+    first_warnings: list[str] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CheckCrossplaneVersionInput:
+    """Activity ``check_crossplane_version``: compare the constraint with the worker's version."""
+
+    revision: str = ""
+    constraint: str = ""
+
+
+@dataclass(frozen=True)
+class CheckCrossplaneVersionResult:
+    """The version compared against; a mismatch raises ConstraintError instead."""
+
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class TakeLockInput:
+    """Activity ``take_lock``: add the package to the Lock by compare-and-swap.
+
+    Dependencies are read from the cache by digest and recorded in the Lock entry.
+    A conflict with another package raises ConflictError naming the winner.
+    """
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+    source: str = ""
+    digest: str = ""
+
+
+@dataclass(frozen=True)
+class TakeLockResult:
+    """The Lock's resourceVersion after our write, and the dependencies recorded."""
+
+    resource_version: str = ""
+    dependencies: int = 0
+    cas_attempts: int = 1
+
+
+@dataclass(frozen=True)
+class EnsureTlsInput:
+    """Activity ``ensure_tls``: CA, server and client Secrets for a package's webhooks."""
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+
+
+@dataclass(frozen=True)
+class EnsureTlsResult:
+    """Secret names only; keys never leave the activity."""
+
+    server_secret: str = ""
+    client_secret: str = ""
+
+
+@dataclass(frozen=True)
+class EstablishObjectsInput:
+    """Activity ``establish_objects``: all-or-nothing apply of the package's objects.
+
+    ``control`` = the revision is Active: it creates missing objects and becomes their
+    controller; otherwise it only adds plain owner references (invariant 5).
+    """
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+    digest: str = ""
+    control: bool = True
+
+
+@dataclass(frozen=True)
+class EstablishObjectsResult:
+    """How many objects the revision now controls or owns."""
+
+    objects: int = 0
+    created: int = 0
+    updated: int = 0
+
+
+@dataclass(frozen=True)
+class EnsureRbacInput:
+    """Activity ``ensure_rbac``: per-revision ClusterRoles and the binding (providers)."""
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+    digest: str = ""
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class EnsureRbacResult:
+    """Counts of what was applied."""
+
+    cluster_roles: int = 0
+    bindings: int = 0
+
+
+@dataclass(frozen=True)
+class EnsureRuntimeInput:
+    """Activity ``ensure_runtime``: ServiceAccount, Deployment and Service of the package."""
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+    source: str = ""
+    digest: str = ""
+
+
+@dataclass(frozen=True)
+class EnsureRuntimeResult:
+    """Names of the runtime objects."""
+
+    deployment: str = ""
+    service_account: str = ""
+    service: str = ""
+
+
+@dataclass(frozen=True)
+class CheckHealthInput:
+    """Activity ``check_health``: one look at the runtime Deployment; no waiting inside."""
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+
+
+@dataclass(frozen=True)
+class CheckHealthResult:
+    """``healthy`` plus the runtime's own message when it is not."""
+
+    healthy: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class WriteRevisionStatusInput:
+    """Activity ``write_revision_status``: conditions and counts of a revision."""
+
+    kind: str = ""
+    revision: str = ""
+    conditions: list[Condition] = field(default_factory=list)
+    objects: int = 0
+    found_dependencies: int = 0
+    resolved_image: str = ""
+    capabilities: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WriteRevisionStatusResult:
+    """``changed`` is False when the status already read this way."""
+
+    changed: bool = False

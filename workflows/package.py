@@ -1,0 +1,330 @@
+"""``PackageWorkflow``: the entity workflow of one package, id ``package:<kind>:<name>``.
+
+Shape: one consumer loop. Handlers only record intent (``look_again`` marks the package
+dirty, ``activate_revision`` records an approval); the loop waits for that, then runs one
+*pass*: re-read the object → resolve the digest → ensure the revision → activate per
+policy → ``InstallRevision`` child → collect old revisions → write the status. A pass reads
+everything it decides on from Kubernetes (invariant 1), so a lost, repeated or reordered
+signal changes nothing; a pass whose revision, generation and activation were already
+installed healthy starts no child, so duplicates install nothing twice.
+
+**Errors while Temporal retries.** Each activity gets a few quick attempts from the shared
+retry policy (``workflows.retry``). If they are spent on a transient error, the pass ends,
+the status is written with the error and "retrying in Ns, attempt n", and the loop waits on
+a timer with its own exponential backoff (a ``look_again`` cuts it short), then runs the
+whole pass again. Permanent errors (``contracts.PERMANENT_ERRORS``) are written once and
+the loop waits for the next signal. Chosen over one long-retrying activity because workflow
+code cannot see a pending activity's ``last_failure``, and a status written only after
+success would hide an outage.
+
+**Parent close policy** of the child is ``REQUEST_CANCEL``: if an operator terminates or
+resets this workflow, the install stops between idempotent steps instead of being cut
+mid-write (``TERMINATE``) or left running unwatched (``ABANDON``). The loop awaits the child,
+so continue-as-new never leaves one behind.
+
+**Manual activation** (``revisionActivationPolicy: Manual``): a new revision installs
+Inactive (owner references only) and waits; the ``activate_revision`` update (validated:
+Manual policy, known and current revision) or its ``request_activation`` signal twin records
+the approval, and the next pass activates it and installs it with control. Setting
+``desiredState: Active`` on the revision by hand works too. Deviation from Crossplane: the
+previously active revision stays active until the approval, instead of being deactivated at
+once.
+
+**Continue-as-new** at the top of the loop (a quiet point: no pass running, no update
+waiting), after draining handlers; all durable state is the ``PackageState`` carried in the
+input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import contracts as c
+    from workflows import status as conditions
+    from workflows.calls import R, Failure, call, classify
+    from workflows.retry import loop_backoff
+    from workflows.revision import InstallRevision
+
+
+@workflow.defn
+class PackageWorkflow:
+    """Keeps one package installed as its Kubernetes object says; never ends while it exists."""
+
+    @workflow.init
+    def __init__(self, inp: c.PackageInput) -> None:
+        self._inp = inp
+        self._s = inp.state or c.PackageState()
+        self._step = ""
+        self._idle = False
+        self._gone = False
+        self._updates_waiting = 0
+        self._settled_active = ""
+        self._activation_errors: dict[str, str] = {}
+
+    @workflow.run
+    async def run(self, inp: c.PackageInput) -> c.PackageResult:
+        """Loop: wait for work, run one pass, continue as new when suggested."""
+        self._identify()
+        while not self._gone:
+            if self._updates_waiting == 0 and workflow.info().is_continue_as_new_suggested():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.logger.info("continue as new passes=%d", self._s.passes)
+                workflow.continue_as_new(replace(inp, state=self._s))
+            await self._wait_for_work()
+            await self._reconcile()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return c.PackageResult(kind=inp.kind, name=inp.name, gone=True,
+                               installs=self._s.installs)
+
+    # --- handlers: record intent only ---------------------------------------------------
+    @workflow.signal(name=c.SIGNAL_LOOK_AGAIN)
+    def look_again(self, inp: c.LookAgainInput) -> None:
+        """Mark the package dirty; the loop re-reads it."""
+        self._s = replace(self._s, dirty=True, signals_seen=self._s.signals_seen + 1)
+
+    @workflow.signal(name=c.SIGNAL_REQUEST_ACTIVATION)
+    def request_activation(self, inp: c.ActivateRevisionInput) -> None:
+        """Record an approval without waiting (no worker needed; nothing validated)."""
+        self._approve(inp.revision)
+
+    @workflow.update(name=c.UPDATE_ACTIVATE_REVISION)
+    async def activate_revision(self, inp: c.ActivateRevisionInput) -> c.ActivateRevisionResult:
+        """Approve ``inp.revision`` (Manual policy) and return once it is active.
+
+        Raises:
+            ApplicationError: the activation failed permanently or the package was deleted.
+        """
+        self._approve(inp.revision)
+        self._updates_waiting += 1
+        try:
+            await workflow.wait_condition(
+                lambda: self._settled_active == inp.revision
+                or inp.revision in self._activation_errors or self._gone)
+        finally:
+            self._updates_waiting -= 1
+        if self._settled_active == inp.revision:
+            return c.ActivateRevisionResult(revision=inp.revision, active=True,
+                                            message=f"revision {inp.revision} is active")
+        reason = self._activation_errors.get(inp.revision, "the package was deleted")
+        raise ApplicationError(reason, type="ActivationFailed")
+
+    @activate_revision.validator
+    def _validate_activation(self, inp: c.ActivateRevisionInput) -> None:
+        if self._s.policy != c.MANUAL:
+            raise ValueError(f"revisionActivationPolicy is {self._s.policy}; nothing to approve")
+        if inp.revision not in self._s.revisions:
+            raise ValueError(f"unknown revision {inp.revision!r}")
+        if inp.revision != self._s.current_revision:
+            raise ValueError(f"revision {inp.revision!r} is not the current revision "
+                             f"{self._s.current_revision!r}")
+
+    @workflow.query(name=c.QUERY_STATUS)
+    def status(self) -> c.PackageStatusResult:
+        """Return a small summary of progress."""
+        s = self._s
+        return c.PackageStatusResult(
+            kind=self._inp.kind, name=self._inp.name, phase=s.phase, idle=self._idle,
+            policy=s.policy, source=s.source, digest=s.digest,
+            current_revision=s.current_revision, active_revision=s.active_revision,
+            revisions=s.revisions, healthy=s.healthy, installs=s.installs, passes=s.passes,
+            signals_seen=s.signals_seen, retry_attempt=s.retry_attempt,
+            last_error=s.last_error, last_error_type=s.last_error_type)
+
+    # --- the loop -----------------------------------------------------------------------
+    async def _wait_for_work(self) -> None:
+        self._idle = not self._s.dirty
+        try:
+            wake = timedelta(seconds=self._s.wake_after_s) if self._s.wake_after_s else None
+            await workflow.wait_condition(lambda: self._s.dirty, timeout=wake,
+                                          timeout_summary="retry or re-check health")
+        except asyncio.TimeoutError:
+            pass  # backoff or health re-check elapsed: run a pass without a signal
+        self._idle = False
+        self._s = replace(self._s, dirty=False, passes=self._s.passes + 1)
+
+    async def _reconcile(self) -> None:
+        try:
+            await self._pass()
+        except (ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError) as err:
+            failure = (classify(err) if not isinstance(err, WorkflowAlreadyStartedError)
+                       else Failure("WorkflowAlreadyStarted", str(err), False))
+            await self._record_failure(failure)
+
+    async def _pass(self) -> None:
+        inp = self._inp
+        pkg = await self._call(c.READ_PACKAGE, c.ReadPackageInput(kind=inp.kind, name=inp.name),
+                               c.ReadPackageResult, f"read {inp.kind} {inp.name}")
+        if not pkg.found:
+            await self._clean_up()
+            return
+        self._s = replace(self._s, policy=pkg.activation_policy, generation=pkg.generation,
+                          source=pkg.source, active_revision=pkg.active_revision,
+                          revisions=_merge(self._s.revisions, pkg.revisions))
+        resolved, ensured = await self._resolve_and_ensure(pkg)
+        rev = ensured.revision
+        # Manual: the approved revision, or one an operator set Active by hand, is active.
+        active = (pkg.activation_policy != c.MANUAL or ensured.desired_state == c.ACTIVE
+                  or self._s.approved_revision == rev)
+        if active and (ensured.desired_state != c.ACTIVE or pkg.active_revision != rev):
+            await self._call(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
+                kind=inp.kind, package=inp.name, revision=rev),
+                c.SetActiveRevisionResult, f"activate {rev}")
+            self._s = replace(self._s, active_revision=rev)
+        key = f"{rev}/{pkg.generation}/{'active' if active else 'inactive'}"
+        if key != self._s.installed_key or not self._s.healthy:
+            # Say "installing" first: a health wait can take minutes.
+            await self._write_status(conditions.package_installing(active),
+                                     _source(pkg, resolved))
+            result = await self._install(pkg, resolved, rev, active)
+            self._s = replace(self._s, installed_key=key, healthy=result.healthy,
+                              health_message=result.message, installs=self._s.installs + 1)
+        await self._collect(pkg, rev)
+        await self._write_status(conditions.package_ok(active, self._s.healthy,
+                                                   self._s.health_message),
+                                 _source(pkg, resolved))
+        self._settle(active, rev)
+
+    async def _resolve_and_ensure(
+            self, pkg: c.ReadPackageResult) -> tuple[c.ResolveDigestResult, c.EnsureRevisionResult]:
+        inp = self._inp
+        resolved = await self._call(c.RESOLVE_DIGEST, c.ResolveDigestInput(
+            kind=inp.kind, name=inp.name, source=pkg.source), c.ResolveDigestResult,
+            f"resolve {pkg.source}")
+        ensured = await self._call(c.ENSURE_REVISION, c.EnsureRevisionInput(
+            kind=inp.kind, package=inp.name, source=pkg.source, digest=resolved.digest,
+            generation=pkg.generation), c.EnsureRevisionResult,
+            f"ensure revision for {resolved.digest[:19]}")
+        self._s = replace(self._s, digest=resolved.digest, current_revision=ensured.revision,
+                          revisions=_merge(self._s.revisions, [ensured.revision]))
+        self._upsert(_source(pkg, resolved), resolved.digest, ensured.revision)
+        return resolved, ensured
+
+    async def _collect(self, pkg: c.ReadPackageResult, rev: str) -> None:
+        limit = pkg.revision_history_limit
+        if limit <= 0 or len(_merge(pkg.revisions, [rev])) <= limit + 1:
+            return  # 0 turns collection off; otherwise only call when there is work
+        collected = await self._call(c.COLLECT_REVISIONS, c.CollectRevisionsInput(
+            kind=self._inp.kind, package=self._inp.name, current_revision=rev, keep=limit),
+            c.CollectRevisionsResult, f"collect revisions beyond {limit}")
+        self._s = replace(self._s, revisions=[r for r in self._s.revisions
+                                              if r not in collected.deleted])
+
+    async def _clean_up(self) -> None:
+        inp = self._inp
+        await self._call(c.CLEANUP_PACKAGE, c.CleanupPackageInput(kind=inp.kind, name=inp.name),
+                         c.CleanupPackageResult, f"clean up after {inp.kind} {inp.name}")
+        self._gone = True
+        self._s = replace(self._s, phase="Deleted")
+        workflow.set_current_details("**deleted**")
+
+    async def _install(self, pkg: c.ReadPackageResult, resolved: c.ResolveDigestResult,
+                       rev: str, active: bool) -> c.InstallRevisionResult:
+        inp = self._inp
+        self._step = "InstallRevision"
+        self._s = replace(self._s, phase="Installing")
+        workflow.set_current_details(f"**installing** `{rev}` active={active}")
+        result: c.InstallRevisionResult = await workflow.execute_child_workflow(
+            InstallRevision.run,
+            c.InstallRevisionInput(
+                kind=inp.kind, package=inp.name, revision=rev,
+                source=_source(pkg, resolved), digest=resolved.digest,
+                active=active, ignore_crossplane_constraints=pkg.ignore_crossplane_constraints,
+                skip_dependency_resolution=pkg.skip_dependency_resolution, tuning=inp.tuning),
+            id=c.revision_workflow_id(inp.kind, rev),
+            static_summary=f"install {inp.kind} {rev} ({'active' if active else 'inactive'})",
+            parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+            search_attributes=TypedSearchAttributes([
+                SearchAttributePair(c.SA_PACKAGE_KIND, inp.kind),
+                SearchAttributePair(c.SA_PACKAGE_NAME, inp.name),
+                SearchAttributePair(c.SA_PACKAGE_SOURCE, _source(pkg, resolved)),
+                SearchAttributePair(c.SA_PACKAGE_DIGEST, resolved.digest),
+                SearchAttributePair(c.SA_REVISION, rev)]),
+        )
+        return result
+
+    def _settle(self, active: bool, rev: str) -> None:
+        phase = ("Healthy" if self._s.healthy else "Unhealthy") if active else "Inactive"
+        # An unhealthy runtime is re-checked later even if no signal comes.
+        wake = 0.0 if self._s.healthy else self._inp.tuning.unhealthy_recheck_s
+        self._s = replace(self._s, retry_attempt=0, last_error="", last_error_type="",
+                          phase=phase, wake_after_s=wake)
+        if active:
+            self._settled_active = rev
+        workflow.set_current_details(f"**{phase}** `{rev}` digest `{self._s.digest[:19]}`")
+
+    async def _record_failure(self, failure: Failure) -> None:
+        attempt = 0 if failure.permanent else self._s.retry_attempt + 1
+        wake = None if failure.permanent else loop_backoff(self._inp.tuning, attempt)
+        phase = "Failed" if failure.permanent else "Retrying"
+        self._s = replace(self._s, retry_attempt=attempt, last_error=failure.message,
+                          last_error_type=failure.type, phase=phase,
+                          wake_after_s=wake.total_seconds() if wake else 0.0)
+        if failure.permanent and self._s.approved_revision:
+            self._activation_errors[self._s.approved_revision] = failure.message
+        step = failure.step or self._step
+        workflow.logger.warning("pass failed step=%s type=%s permanent=%s attempt=%d",
+                                step, failure.type, failure.permanent, attempt)
+        workflow.set_current_details(f"**{phase}** at {step}: {failure.message[:120]}")
+        written = conditions.package_failed(step, failure.message, wake, attempt)
+        try:
+            await self._write_status(written, "")
+        except ActivityError:
+            # Writing status needs the API that may be down; the next pass tries again.
+            workflow.logger.warning("could not write failure status step=%s", step)
+
+    async def _write_status(self, conds: list[c.Condition], resolved: str) -> None:
+        s = self._s
+        await self._call(c.WRITE_PACKAGE_STATUS, c.WritePackageStatusInput(
+            kind=self._inp.kind, name=self._inp.name, observed_generation=s.generation,
+            current_revision=s.current_revision, current_identifier=s.source,
+            resolved_package=resolved, conditions=conds), c.WritePackageStatusResult,
+            f"status of {self._inp.kind} {self._inp.name}", step=False)
+
+    async def _call(self, name: str, arg: object, result_type: type[R], summary: str,
+                    step: bool = True) -> R:
+        if step:
+            self._step = name
+        return await call(name, arg, result_type, summary, self._inp.tuning)
+
+    # --- small helpers ------------------------------------------------------------------
+    def _approve(self, revision: str) -> None:
+        self._activation_errors.pop(revision, None)
+        self._s = replace(self._s, approved_revision=revision, dirty=True)
+
+    def _identify(self) -> None:
+        # The watcher sets kind and name at start; set them here too for hand-started runs.
+        inp = self._inp
+        self._upsert_changed([(c.SA_PACKAGE_KIND, inp.kind), (c.SA_PACKAGE_NAME, inp.name)])
+
+    def _upsert(self, source: str, digest: str, revision: str) -> None:
+        self._upsert_changed([(c.SA_PACKAGE_SOURCE, source), (c.SA_PACKAGE_DIGEST, digest),
+                              (c.SA_REVISION, revision)])
+
+    def _upsert_changed(self, pairs: list[tuple[SearchAttributeKey[str], str]]) -> None:
+        # Upserting only on change keeps repeated passes from adding history events.
+        current = workflow.info().typed_search_attributes
+        changed = [key.value_set(value) for key, value in pairs if current.get(key) != value]
+        if changed:
+            workflow.upsert_search_attributes(changed)
+
+
+def _merge(known: list[str], more: list[str]) -> list[str]:
+    """Known revisions plus new ones, order kept (no sets: iteration order must be fixed)."""
+    return known + [r for r in more if r not in known]
+
+
+def _source(pkg: c.ReadPackageResult, resolved: c.ResolveDigestResult) -> str:
+    """The reference actually pulled: an ImageConfig may have rewritten ``spec.package``."""
+    return resolved.resolved_source or pkg.source

@@ -1,0 +1,79 @@
+"""The shared retry policy and per-activity timeouts.
+
+Two layers of retrying, on purpose:
+
+* **Inside Temporal** (``RetryPolicy``): a few quick attempts with exponential backoff absorb
+  blips (a dropped connection, a 503) without anyone noticing. Capped at
+  ``Tuning.retry_attempts`` so a longer outage surfaces to the workflow.
+* **In the workflow loop**: once the inner attempts are spent, the workflow writes the error
+  to the package's status ("retrying, attempt n"), waits on a timer with its own backoff,
+  and runs the whole pass again, re-reading the object first. That is how the status shows
+  a transient error *while* it is being retried (invariant 6); a pending activity's
+  ``last_failure`` is not visible to workflow code, so the inner layer alone could not.
+
+Permanent error types are listed as non-retryable too, so an activity that forgets
+``non_retryable=True`` still fails fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+from workflows import contracts as c
+
+
+def retry_policy(tuning: c.Tuning) -> RetryPolicy:
+    """Return the activity retry policy for ``tuning`` (production uses the defaults)."""
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=tuning.retry_initial_s),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=tuning.retry_max_s),
+        maximum_attempts=tuning.retry_attempts,
+        non_retryable_error_types=list(c.PERMANENT_ERRORS),
+    )
+
+
+ACTIVITY_RETRY = retry_policy(c.Tuning())
+
+
+def loop_backoff(tuning: c.Tuning, attempt: int) -> timedelta:
+    """Return the workflow-level wait before pass number ``attempt`` (1-based) retries."""
+    seconds = tuning.backoff_initial_s * (2.0 ** max(0, attempt - 1))
+    return timedelta(seconds=min(seconds, tuning.backoff_max_s))
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Explicit timeouts for one activity; heartbeat only where the work is long."""
+
+    start_to_close: timedelta
+    heartbeat: timedelta | None = None
+
+
+_SHORT = Timeouts(timedelta(seconds=30))
+_MEDIUM = Timeouts(timedelta(seconds=60))
+# Pulls and big applies (2,000 CRDs) take minutes; the heartbeat notices a dead worker early.
+_LONG = Timeouts(timedelta(minutes=10), heartbeat=timedelta(seconds=30))
+
+TIMEOUTS: dict[str, Timeouts] = {
+    c.READ_PACKAGE: _SHORT,
+    c.RESOLVE_DIGEST: _MEDIUM,
+    c.ENSURE_REVISION: _SHORT,
+    c.SET_ACTIVE_REVISION: _LONG,
+    c.COLLECT_REVISIONS: _MEDIUM,
+    c.WRITE_PACKAGE_STATUS: _SHORT,
+    c.CLEANUP_PACKAGE: _MEDIUM,
+    c.FETCH_PACKAGE: _LONG,
+    c.PARSE_PACKAGE: _LONG,
+    c.CHECK_CROSSPLANE_VERSION: _SHORT,
+    c.TAKE_LOCK: _MEDIUM,
+    c.ENSURE_TLS: _MEDIUM,
+    c.ESTABLISH_OBJECTS: _LONG,
+    c.ENSURE_RBAC: _MEDIUM,
+    c.ENSURE_RUNTIME: _MEDIUM,
+    c.CHECK_HEALTH: _SHORT,
+    c.WRITE_REVISION_STATUS: _SHORT,
+}

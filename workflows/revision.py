@@ -1,0 +1,142 @@
+"""``InstallRevision``: install one package revision, step by step (reference §10).
+
+Child of ``PackageWorkflow``, id ``revision:<kind>:<revision>``, so one revision is never
+installed twice at once. Steps, each an idempotent activity: fetch into the cache → parse,
+validate, lint → Crossplane version check → take the Lock (dependencies recorded) → TLS
+(active Providers/Functions) → establish objects → RBAC (Providers) → runtime → wait
+healthy → write the revision's status.
+
+**Health wait.** A short ``check_health`` activity, then a durable timer, repeated up to
+``Tuning.health_polls`` times. Chosen over one long heartbeating activity because each
+look is visible in the UI, a changed runtime message goes onto the revision's status while
+we wait, no worker slot is held for minutes, and cancellation needs no heartbeat. A runtime
+that never becomes healthy is not an error: the revision is installed, its
+``RuntimeHealthy`` is False with the runtime's own message, and the parent re-checks later.
+
+**Failure.** The failing step's error goes onto the revision's status, then the child fails
+with an ``ApplicationError`` of the same type and retryability; the parent decides whether
+to retry the whole child (every step is idempotent, and the fetch hits the cache).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import contracts as c
+    from workflows import status
+    from workflows.calls import R, Failure, call, classify, is_cancellation
+
+
+@workflow.defn
+class InstallRevision:
+    """Installs one revision; returns counts and health, or fails with a typed error."""
+
+    def __init__(self) -> None:
+        self._step = ""
+
+    @workflow.run
+    async def run(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        """Run the install steps; see the module docstring."""
+        try:
+            return await self._install(inp)
+        except ActivityError as err:
+            if is_cancellation(err):
+                raise
+            failure = classify(err)
+            await self._write_failure(inp, failure)
+            raise ApplicationError(status.prefixed(self._step, failure.message), self._step,
+                                   type=failure.type, non_retryable=failure.permanent) from err
+
+    async def _install(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        fetched = await self._run(inp, c.FETCH_PACKAGE, c.FetchPackageInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+            digest=inp.digest), c.FetchPackageResult, f"fetch {inp.digest[:19]}")
+        parsed = await self._run(inp, c.PARSE_PACKAGE, c.ParsePackageInput(
+            kind=inp.kind, revision=inp.revision, digest=fetched.digest),
+            c.ParsePackageResult, f"parse and lint {inp.revision}")
+        if parsed.warnings:
+            workflow.logger.info("lint warnings revision=%s count=%d first=%s",
+                                 inp.revision, parsed.warnings, parsed.first_warnings[:1])
+        if parsed.crossplane_constraint and not inp.ignore_crossplane_constraints:
+            await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
+                revision=inp.revision, constraint=parsed.crossplane_constraint),
+                c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
+        dependencies = 0
+        if not inp.skip_dependency_resolution:
+            locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+                digest=inp.digest), c.TakeLockResult, f"lock {inp.kind} {inp.package}")
+            dependencies = locked.dependencies
+        runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
+        if runtime:
+            await self._run(inp, c.ENSURE_TLS, c.EnsureTlsInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision),
+                c.EnsureTlsResult, f"tls secrets for {inp.package}")
+        established = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+            control=inp.active), c.EstablishObjectsResult,
+            f"establish {parsed.objects} objects ({'control' if inp.active else 'owner'})")
+        if inp.kind == c.PROVIDER:
+            await self._run(inp, c.ENSURE_RBAC, c.EnsureRbacInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+                active=inp.active), c.EnsureRbacResult, f"rbac for {inp.revision}")
+        health = c.CheckHealthResult(healthy=True)
+        if runtime:
+            await self._run(inp, c.ENSURE_RUNTIME, c.EnsureRuntimeInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+                digest=inp.digest), c.EnsureRuntimeResult, f"runtime for {inp.package}")
+            health = await self._wait_healthy(inp)
+        await self._write(inp, status.revision_ok(runtime, health.healthy, health.message),
+                          objects=established.objects, dependencies=dependencies,
+                          capabilities=parsed.capabilities)
+        workflow.set_current_details(f"**installed** `{inp.revision}` healthy={health.healthy}")
+        return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                       objects=established.objects, dependencies=dependencies,
+                                       healthy=health.healthy, message=health.message)
+
+    async def _wait_healthy(self, inp: c.InstallRevisionInput) -> c.CheckHealthResult:
+        polls = max(1, inp.tuning.health_polls)
+        shown = ""
+        health = c.CheckHealthResult()
+        for poll in range(polls):
+            health = await self._run(inp, c.CHECK_HEALTH, c.CheckHealthInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision),
+                c.CheckHealthResult, f"health of {inp.revision} ({poll + 1}/{polls})")
+            if health.healthy or poll + 1 == polls:
+                return health
+            if health.message != shown:
+                # Only on change: the runtime's own words on the revision while we wait.
+                shown = health.message
+                await self._write(inp, status.revision_ok(True, False, health.message))
+            await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
+                                 summary="wait for the runtime to become available")
+        return health
+
+    async def _run(self, inp: c.InstallRevisionInput, name: str, arg: object,
+                   result_type: type[R], summary: str) -> R:
+        self._step = name
+        workflow.set_current_details(f"**{name}** `{inp.revision}`")
+        return await call(name, arg, result_type, summary, inp.tuning)
+
+    async def _write(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
+                     objects: int = 0, dependencies: int = 0,
+                     capabilities: list[str] | None = None) -> None:
+        await call(c.WRITE_REVISION_STATUS, c.WriteRevisionStatusInput(
+            kind=inp.kind, revision=inp.revision, conditions=conditions, objects=objects,
+            found_dependencies=dependencies, resolved_image=inp.source,
+            capabilities=capabilities or []), c.WriteRevisionStatusResult,
+            f"status of {inp.revision}", inp.tuning)
+
+    async def _write_failure(self, inp: c.InstallRevisionInput, failure: Failure) -> None:
+        workflow.set_current_details(f"**failed** at {self._step}: {failure.message[:120]}")
+        workflow.logger.warning("install failed revision=%s step=%s type=%s permanent=%s",
+                                inp.revision, self._step, failure.type, failure.permanent)
+        try:
+            await self._write(inp, status.revision_failed(self._step, failure.message))
+        except ActivityError:
+            # The API is likely down too; the parent's status and retry still report it.
+            workflow.logger.warning("could not write failure status revision=%s", inp.revision)

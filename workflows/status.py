@@ -1,0 +1,97 @@
+"""Conditions the workflows write, in Crossplane's types and reasons (reference §4).
+
+Pure functions of what happened; the workflows decide which one applies and the
+``write_*_status`` activities only store the result. Tests assert on reasons, which are
+fixed strings; messages follow Crossplane's wording where it has one.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from workflows import contracts as c
+
+TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+INSTALLED, HEALTHY = "Installed", "Healthy"
+REVISION_HEALTHY, RUNTIME_HEALTHY, RUNTIME_ACTIVE = (
+    "RevisionHealthy", "RuntimeHealthy", "RuntimeActive")
+ACTIVE_PACKAGE_REVISION = "ActivePackageRevision"
+INACTIVE_PACKAGE_REVISION = "InactivePackageRevision"
+UNPACKING_PACKAGE = "UnpackingPackage"
+HEALTHY_PACKAGE_REVISION = "HealthyPackageRevision"
+UNHEALTHY_PACKAGE_REVISION = "UnhealthyPackageRevision"
+ACTIVE_RUNTIME = "ActiveRuntime"
+
+# Steps whose failure means "we could not even get the package" (Installed=False).
+UNPACK_STEPS = (c.RESOLVE_DIGEST, c.FETCH_PACKAGE, c.PARSE_PACKAGE)
+
+# Crossplane's message prefix per failing revision step.
+STEP_PREFIX = {
+    c.FETCH_PACKAGE: "cannot get package: ",
+    c.TAKE_LOCK: "cannot resolve package dependencies: ",
+    c.ENSURE_TLS: "pre establish runtime hook failed for package: ",
+    c.ESTABLISH_OBJECTS: "cannot establish control of object: ",
+    c.ENSURE_RUNTIME: "post establish runtime hook failed for package: ",
+}
+
+
+def cond(type_: str, status: str, reason: str, message: str = "") -> c.Condition:
+    """Build one condition."""
+    return c.Condition(type=type_, status=status, reason=reason, message=message)
+
+
+def package_ok(active: bool, healthy: bool, health_message: str) -> list[c.Condition]:
+    """Conditions of a package whose current revision installed (reference §4.2, §9.14)."""
+    installed = (cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION) if active
+                 else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, "Package is inactive"))
+    if healthy:
+        return [installed, cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
+    message = f'Package runtime health is "False" with message: {health_message}'
+    return [installed, cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message)]
+
+
+def package_installing(active: bool) -> list[c.Condition]:
+    """Conditions while a revision installs: health not known yet (Crossplane says the same)."""
+    installed = (cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION) if active
+                 else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, "Package is inactive"))
+    return [installed, cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION,
+                            'Package revision health is "Unknown"')]
+
+
+def package_failed(step: str, message: str, retry_in: timedelta | None,
+                   attempt: int) -> list[c.Condition]:
+    """Conditions of a package whose pass failed at ``step``.
+
+    A transient failure says when the next attempt comes, so ``kubectl get`` shows the
+    error while it is being retried.
+    """
+    if retry_in is not None:
+        message = f"{message} (retrying in {retry_in.total_seconds():g}s, attempt {attempt})"
+    if step in UNPACK_STEPS:
+        text = f"cannot unpack package: {message}"
+        return [cond(INSTALLED, FALSE, UNPACKING_PACKAGE, text),
+                cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, text)]
+    text = f'Package revision health is "False" with message: {message}'
+    return [cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION),
+            cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, text)]
+
+
+def revision_ok(runtime: bool, healthy: bool, runtime_message: str) -> list[c.Condition]:
+    """Conditions of an installed revision; runtime ones only when it has a runtime."""
+    out = [cond(REVISION_HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
+    if runtime:
+        out.append(cond(RUNTIME_HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION) if healthy
+                   else cond(RUNTIME_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, runtime_message))
+        out.append(cond(RUNTIME_ACTIVE, TRUE, ACTIVE_RUNTIME))
+    return out
+
+
+def revision_failed(step: str, message: str) -> list[c.Condition]:
+    """Conditions of a revision whose install failed at ``step``."""
+    text = prefixed(step, message)
+    return [cond(REVISION_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, text)]
+
+
+def prefixed(step: str, message: str) -> str:
+    """Return ``message`` with Crossplane's prefix for ``step``."""
+    return STEP_PREFIX.get(step, "") + message
