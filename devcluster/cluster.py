@@ -568,6 +568,8 @@ def _metadata_causes(rt: ResourceType, meta: Obj) -> list[schema.Cause]:
     if not name:
         return [schema.Cause("FieldValueRequired", "metadata.name",
                              "name or generateName is required")]
+    if rt.group == "rbac.authorization.k8s.io":
+        return _path_segment_causes(name)
     pattern = _LABEL if rt.kind == "Namespace" and not rt.group else _SUBDOMAIN
     if len(name) > 253 or not pattern.match(name):
         what = "RFC 1123 label" if pattern is _LABEL else "RFC 1123 subdomain"
@@ -575,6 +577,17 @@ def _metadata_causes(rt: ResourceType, meta: Obj) -> list[schema.Cause]:
                              f"a lowercase {what} must consist of lower case alphanumeric"
                              " characters, '-' or '.', and must start and end with an"
                              " alphanumeric character", name)]
+    return []
+
+
+def _path_segment_causes(name: str) -> list[schema.Cause]:
+    """RBAC names need only be valid path segments (``crossplane:provider:x:system`` is)."""
+    if name in (".", ".."):
+        return [schema.Cause("FieldValueInvalid", "metadata.name", f"may not be '{name}'", name)]
+    for bad in ("/", "%"):
+        if bad in name:
+            return [schema.Cause("FieldValueInvalid", "metadata.name",
+                                 f"may not contain '{bad}'", name)]
     return []
 
 

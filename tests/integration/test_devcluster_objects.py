@@ -354,3 +354,18 @@ def test_scale_subresource(apps: client.AppsV1Api, namespace: str) -> None:
     assert scaled.spec.replicas == 4 and scaled.status.selector == "app=sc"
     d = apps.read_namespaced_deployment("sc", namespace)
     assert (d.spec.replicas, d.metadata.generation) == (4, 2)
+
+
+@pytest.mark.parametrize("name, ok", [("crossplane:provider:p-1:system", True),
+                                      ("a/b", False), ("..", False)])
+def test_rbac_names_are_path_segments(kube_client: client.ApiClient, name: str,
+                                      ok: bool) -> None:
+    """RBAC objects accept any valid path segment as a name, as kube-apiserver does."""
+    rbac = client.RbacAuthorizationV1Api(kube_client)
+    body = {"metadata": {"name": name if not ok else f"{name}-{unique('r')}"}, "rules": []}
+    if ok:
+        assert rbac.create_cluster_role(body).metadata.name == body["metadata"]["name"]
+    else:
+        with pytest.raises(ApiException) as err:
+            rbac.create_cluster_role(body)
+        assert err.value.status in (404, 422)
