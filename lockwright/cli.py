@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # Modules exposing ``register(subparsers)``; each adds one top-level subcommand.
 _AREAS: tuple[str, ...] = (
     "devcluster.cli",
+    "lockwright.xpkg.cli",
 )
 
 

@@ -1,0 +1,172 @@
+"""The package cache: ``package.yaml`` files on local disk, keyed by manifest digest.
+
+Layout: ``<dir>/<sha256 hex>/package.yaml`` plus ``meta.json`` (size, sha256 of the
+package.yaml, source, base layer digest). An entry is built in ``<dir>/.tmp`` and renamed
+into place, so readers see a whole entry or none. Reading re-hashes the package.yaml; an
+entry that does not match is deleted and reported as a miss, so the caller fetches again.
+The cache is bounded: after each insert, least recently used entries (by ``meta.json``
+mtime, touched on every hit) are evicted until the total fits. Aliases
+(``<dir>/.refs/<sha256 of ref>``) map a reference to a digest for ``packagePullPolicy:
+Never``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO
+
+import structlog
+
+from lockwright.oci.reference import is_digest
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024 * 1024
+PACKAGE_FILE = "package.yaml"
+META_FILE = "meta.json"
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One cached package: where its package.yaml is and what it is."""
+
+    digest: str
+    path: Path
+    size: int
+    sha256: str
+    source: str = ""
+    base_layer: str = ""
+
+
+def _hash_file(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1024 * 1024):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+class PackageCache:
+    """A content-addressed, size-bounded, LRU-evicted directory of package.yaml files.
+
+    Args:
+        root: the cache directory (created if missing).
+        max_bytes: bound on the total size of cached package.yaml files.
+    """
+
+    def __init__(self, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.root = Path(root)
+        self.max_bytes = max_bytes
+        for sub in (".tmp", ".refs"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def _dir(self, digest: str) -> Path:
+        if not is_digest(digest):
+            raise ValueError(f"not a sha256 digest: {digest[:80]!r}")
+        return self.root / digest.removeprefix("sha256:")
+
+    @contextlib.contextmanager
+    def temp_file(self, suffix: str = "") -> Iterator[tuple[Path, IO[bytes]]]:
+        """A scratch file inside the cache's filesystem, removed on exit."""
+        fd, name = tempfile.mkstemp(dir=self.root / ".tmp", suffix=suffix)
+        path = Path(name)
+        try:
+            with os.fdopen(fd, "w+b") as f:
+                yield path, f
+        finally:
+            path.unlink(missing_ok=True)
+
+    def get(self, digest: str) -> CacheEntry | None:
+        """The entry for ``digest`` if present and intact; a corrupt one is removed."""
+        directory = self._dir(digest)
+        try:
+            meta = json.loads((directory / META_FILE).read_text())
+            entry = CacheEntry(**{**meta, "path": directory / PACKAGE_FILE})
+            intact = _hash_file(entry.path) == entry.sha256
+        except (OSError, ValueError, TypeError):
+            intact, entry = False, None
+        if not intact or entry is None:
+            if directory.exists():
+                log.warning("cache.corrupt_entry", digest=digest)
+                shutil.rmtree(directory, ignore_errors=True)
+            return None
+        os.utime(directory / META_FILE)
+        return entry
+
+    def put(self, digest: str, package_yaml: Path, sha256: str, source: str = "",
+            base_layer: str = "") -> CacheEntry:
+        """Move ``package_yaml`` (already verified) into the cache under ``digest``."""
+        final = self._dir(digest)
+        staging = self.root / ".tmp" / f"entry-{uuid.uuid4().hex}"
+        staging.mkdir()
+        size = package_yaml.stat().st_size
+        os.replace(package_yaml, staging / PACKAGE_FILE)
+        entry = CacheEntry(digest, final / PACKAGE_FILE, size, sha256, source, base_layer)
+        meta = {k: v for k, v in asdict(entry).items() if k != "path"}
+        (staging / META_FILE).write_text(json.dumps(meta))
+        try:
+            os.rename(staging, final)
+        except OSError:  # another writer won the race; its entry has the same content
+            shutil.rmtree(staging, ignore_errors=True)
+        log.info("cache.stored", digest=digest, size=size)
+        self.evict(keep=digest)
+        return entry
+
+    def entries(self) -> list[tuple[float, int, Path]]:
+        """``(last use, size, directory)`` for every entry."""
+        found = []
+        for meta in self.root.glob(f"*/{META_FILE}"):
+            with contextlib.suppress(OSError, ValueError):
+                found.append((meta.stat().st_mtime, int(json.loads(meta.read_text())["size"]),
+                              meta.parent))
+        return found
+
+    def evict(self, keep: str | None = None) -> list[str]:
+        """Remove least recently used entries until the total fits; return their digests."""
+        entries = sorted(self.entries())
+        total = sum(size for _, size, _ in entries)
+        removed: list[str] = []
+        for _, size, directory in entries:
+            if total <= self.max_bytes:
+                break
+            if keep and directory.name == keep.removeprefix("sha256:"):
+                continue
+            shutil.rmtree(directory, ignore_errors=True)
+            total -= size
+            removed.append("sha256:" + directory.name)
+        if removed:
+            log.info("cache.evicted", digests=removed, total=total)
+        return removed
+
+    def _alias_path(self, ref: str) -> Path:
+        return self.root / ".refs" / hashlib.sha256(ref.encode()).hexdigest()
+
+    def set_alias(self, ref: str, digest: str) -> None:
+        """Record that ``ref`` names ``digest`` (for ``packagePullPolicy: Never``)."""
+        fd, name = tempfile.mkstemp(dir=self.root / ".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"ref": ref, "digest": digest}, f)
+        os.replace(name, self._alias_path(ref))
+
+    def alias(self, ref: str) -> str | None:
+        """The digest recorded for ``ref``, if any."""
+        try:
+            return str(json.loads(self._alias_path(ref).read_text())["digest"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def load(self, tarball: str | Path, as_ref: str) -> CacheEntry:
+        """Fill the cache from an ``xpkg build`` tarball and name it ``as_ref``, so that
+        ``packagePullPolicy: Never`` finds it without asking a registry."""
+        from lockwright.oci.local import load_into_cache
+
+        return load_into_cache(self, tarball, as_ref)
