@@ -1,0 +1,56 @@
+"""The one edge where lockwright errors become Temporal ``ApplicationError`` s (invariant 6).
+
+Every activity is wrapped by :func:`edge`. It binds the activity's Temporal ids into every
+structlog line of the call, and turns whatever escapes into an ``ApplicationError`` whose
+``type`` is the lockwright error class name and whose ``non_retryable`` comes from
+``lockwright.errors.error_type`` — the single table deciding permanent versus transient.
+Messages are already truncated by the error tree; unknown exceptions are truncated here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import structlog
+from temporalio import activity
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from lockwright.errors import LockwrightError, error_type, truncate
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = structlog.get_logger(__name__)
+
+
+def to_application_error(exc: BaseException) -> ApplicationError:
+    """The ``ApplicationError`` the workflow sees for ``exc``."""
+    type_, retryable = error_type(exc)
+    message = (exc.message if isinstance(exc, LockwrightError)
+               else truncate(f"{type(exc).__name__}: {exc}"))
+    return ApplicationError(message, type=type_, non_retryable=not retryable)
+
+
+def edge(fn: F) -> F:
+    """Wrap an activity: bind its ids into logs, classify what it raises.
+
+    Apply it under ``@activity.defn`` so Temporal registers the wrapper (type hints are
+    read through ``__wrapped__``).
+    """
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        info = activity.info()
+        with structlog.contextvars.bound_contextvars(
+                activity=info.activity_type, activity_id=info.activity_id,
+                workflow_id=info.workflow_id, attempt=info.attempt):
+            try:
+                return fn(*args, **kwargs)
+            except (ApplicationError, CancelledError):
+                raise
+            except Exception as exc:
+                err = to_application_error(exc)
+                log.warning("activity.failed", error_type=err.type,
+                            permanent=err.non_retryable, error=err.message[:300])
+                raise err from exc
+
+    return cast(F, wrapper)

@@ -1,0 +1,99 @@
+"""Revision lifecycle: activate one, retire the rest, collect old ones, clean up after a package.
+
+Deactivating a revision releases control of its objects, takes it out of the Lock and stops
+its runtime *before* its ``desiredState`` flips to Inactive, so a worker killed halfway
+leaves it still Active and the retried activity does the whole job again (invariant 3).
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from activities.base import PKG_V1, kind_of, meta, revision_kind, spec
+from activities.errors import edge
+from activities.lock import LockActivities
+from activities.objects import ObjectActivities
+from lockwright import names
+from lockwright.errors import KubeNotFound
+from lockwright.k8s import NORMAL, Obj
+from workflows import contracts as c
+
+
+def _owns(deployment: Obj, uid: str) -> bool:
+    return any(r.get("uid") == uid and r.get("controller")
+               for r in meta(deployment).get("ownerReferences") or [])
+
+
+class LifecycleActivities(LockActivities, ObjectActivities):
+    """set_active_revision, collect_revisions, cleanup_package."""
+
+    @activity.defn(name=c.SET_ACTIVE_REVISION)
+    @edge
+    def set_active_revision(self, inp: c.SetActiveRevisionInput
+                          ) -> c.SetActiveRevisionResult:
+        """Make ``inp.revision`` Active after retiring every other Active revision."""
+        revs = self.revisions_of(inp.kind, inp.package)
+        target = next((r for r in revs if meta(r)["name"] == inp.revision), None)
+        if target is None:
+            raise KubeNotFound(f"{revision_kind(inp.kind)} {inp.revision} not found")
+        deactivated = []
+        for rev in revs:
+            if rev is not target and spec(rev).get("desiredState") == c.ACTIVE:
+                self.deactivate(inp.kind, rev)
+                deactivated.append(str(meta(rev)["name"]))
+        if spec(target).get("desiredState") != c.ACTIVE:
+            self.set_state(inp.kind, target, c.ACTIVE)
+        self.log(package=inp.package, revision=inp.revision).info(
+            "revision.activated", deactivated=deactivated)
+        return c.SetActiveRevisionResult(revision=inp.revision, deactivated=deactivated)
+
+    def deactivate(self, kind: str, rev: Obj) -> None:
+        """Release objects, leave the Lock, stop the runtime, then mark Inactive."""
+        name = str(meta(rev)["name"])
+        released = self.release_objects(kind, rev)
+        self.leave_lock(name)
+        for deployment in self.kube.list("apps/v1", "Deployment", self.namespace):
+            if _owns(deployment, str(meta(rev)["uid"])):
+                self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
+                                 self.namespace, uid=meta(deployment)["uid"])
+        self.set_state(kind, rev, c.INACTIVE)
+        self.event(rev, NORMAL, "DeactivateRevision",
+                   f"Deactivated revision; released control of {released} object(s)")
+
+    def set_state(self, kind: str, rev: Obj, state: str) -> None:
+        """Set ``spec.desiredState``."""
+        self.kube.patch(PKG_V1, revision_kind(kind), str(meta(rev)["name"]),
+                        {"spec": {"desiredState": state}})
+
+    @activity.defn(name=c.COLLECT_REVISIONS)
+    @edge
+    def collect_revisions(self, inp: c.CollectRevisionsInput) -> c.CollectRevisionsResult:
+        """Delete the oldest inactive revisions beyond ``keep`` besides the current one."""
+        others = [r for r in self.revisions_of(inp.kind, inp.package)
+                  if meta(r)["name"] != inp.current_revision]
+        doomed = [r for r in others[:max(0, len(others) - inp.keep)]
+                  if spec(r).get("desiredState") != c.ACTIVE]
+        deleted = []
+        for rev in doomed:
+            name = str(meta(rev)["name"])
+            self.leave_lock(name)
+            self.kube.delete(PKG_V1, revision_kind(inp.kind), name, uid=meta(rev)["uid"])
+            deleted.append(name)
+        if deleted:
+            self.log(package=inp.package).info("revisions.collected", deleted=deleted)
+        return c.CollectRevisionsResult(deleted=deleted)
+
+    @activity.defn(name=c.CLEANUP_PACKAGE)
+    @edge
+    def cleanup_package(self, inp: c.CleanupPackageInput) -> c.CleanupPackageResult:
+        """The package is gone: drop every Lock entry named like one of its revisions."""
+        kind = kind_of(inp.kind)
+
+        def entries(lock: Obj) -> list[str]:
+            return [str(e["name"]) for e in lock.get("packages") or []
+                    if (e.get("kind") or e.get("type")) == kind
+                    and e.get("name") == names.revision_name(inp.name, str(e["name"])[-12:])]
+
+        removed = self.remove_from_lock(entries)
+        self.log(package=inp.name).info("package.cleaned_up", lock_entries=removed)
+        return c.CleanupPackageResult(removed=removed)

@@ -1,0 +1,201 @@
+"""``take_lock``: the Lock decides which package gets which objects (invariants 4 and 5).
+
+Every write to the singleton Lock is a compare-and-swap on ``metadata.resourceVersion``;
+a 409 means someone else wrote first, so we re-read and decide again (bounded).
+
+**Claims.** The Lock's ``packages[]`` schema (Crossplane's) has no room for objects, so a
+revision's claim is its ``status.objectRefs``, written *before* its Lock entry. A claim
+counts only while its revision has an entry. Two packages wanting the same objects race
+on the Lock: the first CAS wins; the loser's retry re-reads the Lock, finds the winner's
+entry and claim, raises ``ConflictError`` naming who holds which object, and withdraws its
+own claim. It has written no package object, so exactly one wins, every time.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+
+from activities.base import PKG_V1, Base, kind_of, meta, revision_kind, spec, stream_objects
+from activities.errors import edge
+from lockwright import lock as lk
+from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
+from lockwright.establish import establishable, object_ref, sort_object_refs
+from lockwright.k8s import WARNING, Obj
+from lockwright.webhooks import inject_webhooks
+from lockwright.xpkg.meta import Dependency
+from workflows import contracts as c
+
+LOCK_API = "pkg.crossplane.io/v1beta1"
+Claims = dict[str, tuple[lk.Owner | None, frozenset[lk.ObjectKey]]]
+
+
+def dependency_meta(dep: Dependency) -> dict[str, Any]:
+    """A parsed dependency back in its ``dependsOn`` form, for ``lock.lock_entry``."""
+    if dep.form == "apiVersion":
+        return {"apiVersion": dep.api_version, "kind": dep.kind, "package": dep.package,
+                "version": dep.constraint}
+    return {dep.form: dep.package, "version": dep.constraint}
+
+
+def planned_refs(package_kind: str, package: str, path: Path) -> list[dict[str, str]]:
+    """The sorted refs of every object the package would establish (webhooks renamed)."""
+    refs = []
+    for obj in stream_objects(path):
+        for kept in establishable(package_kind, [obj]):
+            renamed = inject_webhooks(kept, package_kind=package_kind, package_name=package,
+                                      active=False, ca=None, namespace="")
+            refs.append(object_ref(renamed))
+    return sort_object_refs(refs)
+
+
+def keys_of(refs: list[Obj]) -> frozenset[lk.ObjectKey]:
+    """ObjectKeys of TypedReferences."""
+    return frozenset(lk.ObjectKey.of({"apiVersion": r.get("apiVersion", ""),
+                                      "kind": r.get("kind", ""),
+                                      "metadata": {"name": r.get("name", "")}}) for r in refs)
+
+
+class LockActivities(Base):
+    """The Lock: take, compare-and-swap, remove."""
+
+    @activity.defn(name=c.TAKE_LOCK)
+    @edge
+    def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
+        """Claim the package's objects and add its entry to the Lock, or name the winner."""
+        kind = kind_of(inp.kind)
+        rev = self.revision(inp.kind, inp.revision)
+        if spec(rev).get("desiredState") != c.ACTIVE:
+            return c.TakeLockResult()  # inactive revisions stay out of the Lock (§11)
+        summary = self.summary(inp.kind, rev, inp.digest)
+        refs = planned_refs(kind, inp.package, self.cached(inp.kind, rev, inp.digest).path)
+        deps = [dependency_meta(d) for d in summary.meta.depends_on]
+        entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
+        claim = _Claim(self, inp.kind, rev, refs)
+        try:
+            version, attempts = self.lock_cas(claim.decide(inp.package, entry))
+        except ConflictError as err:
+            claim.withdraw()
+            self.event(rev, WARNING, "ResolveDependencies", err.message)
+            raise
+        self.log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
+            "lock.taken", resource_version=version, cas_attempts=attempts)
+        return c.TakeLockResult(resource_version=version, dependencies=len(deps),
+                                cas_attempts=attempts)
+
+    def read_lock(self) -> Obj:
+        """The Lock ``lock``, created empty if missing."""
+        found = self.kube.get(LOCK_API, "Lock", lk.LOCK_NAME)
+        if found is not None:
+            return found
+        try:
+            return self.kube.create(lk.new_lock())
+        except KubeAlreadyExists:
+            return self.kube.get(LOCK_API, "Lock", lk.LOCK_NAME) or lk.new_lock()
+
+    def lock_cas(self, change: Callable[[Obj], Obj | None]) -> tuple[str, int]:
+        """Apply ``change`` to the Lock by compare-and-swap, re-reading after each 409.
+
+        Returns:
+            The Lock's resourceVersion afterwards, and how many attempts it took.
+        """
+        attempts = self.settings.cas_attempts
+        for attempt in range(1, attempts + 1):
+            current = self.read_lock()
+            wanted = change(current)
+            if wanted is None:
+                return str(meta(current).get("resourceVersion", "")), attempt
+            try:
+                written = self.kube.update(wanted)
+            except KubeConflict:
+                # Jitter spreads out a herd of writers that all lost the same round.
+                time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
+                continue
+            return str(meta(written).get("resourceVersion", "")), attempt
+        raise KubeConflict(f"the Lock kept changing: gave up after {attempts} "
+                           "compare-and-swap attempts")
+
+    def leave_lock(self, revision: str) -> int:
+        """Remove ``revision``'s Lock entry, if any."""
+        return self.remove_from_lock(lambda _: [revision])
+
+    def remove_from_lock(self, revisions: Callable[[Obj], list[str]]) -> int:
+        """Remove the Lock entries ``revisions(lock)`` names; how many went."""
+        removed = 0
+
+        def change(current: Obj) -> Obj | None:
+            nonlocal removed
+            names = [n for n in revisions(current) if lk.find_entry(current, n)]
+            out = current
+            for name in names:
+                out = lk.remove_entry(out, name) or out
+            removed = len(names)
+            return out if names else None
+
+        self.lock_cas(change)
+        return removed
+
+
+class _Claim:
+    """One revision's claim on its objects, checked against the other Lock entries."""
+
+    def __init__(self, acts: LockActivities, kind: str, rev: Obj,
+                 refs: list[dict[str, str]]) -> None:
+        self.acts, self.kind, self.rev, self.refs = acts, kind, rev, refs
+        self.keys = keys_of(list(refs))
+        self.before = (rev.get("status") or {}).get("objectRefs")
+        self.written = False
+        self.others: Claims = {}
+
+    def decide(self, package: str, entry: Obj) -> Callable[[Obj], Obj | None]:
+        """The Lock change: fail on another package's claim, else claim and add ``entry``."""
+        def change(current: Obj) -> Obj | None:
+            conflicts = self.conflicts(current, package)
+            if conflicts:
+                raise ConflictError(lk.conflicts_message(conflicts))
+            self.write()
+            return lk.upsert_entry(current, entry)
+        return change
+
+    def conflicts(self, current: Obj, package: str) -> list[lk.Conflict]:
+        holders: dict[lk.ObjectKey, lk.Owner] = {}
+        name = meta(self.rev).get("name")
+        for entry in current.get("packages") or []:
+            if entry.get("name") == name:
+                continue
+            owner, keys = self.claim_of(entry)
+            if owner is None:
+                continue
+            for key in keys & self.keys:
+                holders[key] = owner
+        return lk.find_conflicts(sorted(self.keys), holders, kind=kind_of(self.kind),
+                                 package=package)
+
+    def claim_of(self, entry: Obj) -> tuple[lk.Owner | None, frozenset[lk.ObjectKey]]:
+        name, kind = str(entry.get("name", "")), str(entry.get("kind") or entry.get("type"))
+        if name not in self.others:
+            other = self.acts.kube.get(PKG_V1, revision_kind(kind), name)
+            package = meta(other).get("labels", {}).get("pkg.crossplane.io/package")
+            refs = ((other or {}).get("status") or {}).get("objectRefs") or []
+            owner = lk.Owner(kind, str(package), name) if other and package else None
+            self.others[name] = (owner, keys_of(refs))
+        return self.others[name]
+
+    def write(self) -> None:
+        if self.written or self.before == self.refs:
+            return
+        self._patch(self.refs)
+        self.written = True
+
+    def withdraw(self) -> None:
+        if self.written:
+            self._patch(self.before or [])
+
+    def _patch(self, refs: list[Any]) -> None:
+        self.acts.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),
+                             {"status": {"objectRefs": refs}}, subresource="status")

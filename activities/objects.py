@@ -1,0 +1,155 @@
+"""``establish_objects``: all or nothing, controller only when active (reference §10.14).
+
+Two streaming passes over the cached package.yaml, in batches, so a 2,000-CRD package never
+sits in memory whole: the first reads the live objects and collects every conflict — any
+conflict raises ``ConflictError`` naming who holds which object before a single write — and
+the second plans and writes batch by batch. Writes are compare-and-swap (the live
+``resourceVersion`` travels with each update), so a concurrent change makes the attempt
+fail with ``KubeConflict`` and the retry re-plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+from pathlib import Path
+
+from temporalio import activity
+
+from activities.base import (
+    RuntimeConfigs,
+    kind_of,
+    meta,
+    revision_kind,
+    service_name,
+    spec,
+    stream_objects,
+)
+from activities.errors import edge
+from lockwright import establish as est
+from lockwright import names, tls
+from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
+from lockwright.k8s import WARNING, Obj
+from lockwright.lock import ObjectKey
+from workflows import contracts as c
+
+BATCH = 100
+
+
+def batches(package_kind: str, path: Path, size: int = BATCH) -> Iterator[list[Obj]]:
+    """The package's establishable objects in lists of ``size``."""
+    objects = (o for o in stream_objects(path) if est.establishable(package_kind, [o]))
+    while chunk := list(islice(objects, size)):
+        yield chunk
+
+
+class ObjectActivities(RuntimeConfigs):
+    """Establish and release a revision's objects."""
+
+    @activity.defn(name=c.ESTABLISH_OBJECTS)
+    @edge
+    def establish_objects(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
+        """Create/adopt (active) or co-own (inactive) every object; nothing on conflict."""
+        rev = self.revision(inp.kind, inp.revision)
+        revision = self.est_revision(inp, rev)
+        path = self.cached(inp.kind, rev, inp.digest).path
+        ca, service = self.webhook_target(inp, rev)
+        log = self.log(package=inp.package, revision=inp.revision, digest=inp.digest)
+        with ThreadPoolExecutor(self.settings.establish_workers) as pool:
+            refs = self._check(pool, revision, path, ca, service, rev)
+            counts = {op: 0 for op in est.Op}
+            for done, batch in enumerate(batches(revision.package_kind, path)):
+                plan = self._plan(pool, revision, batch, ca, service)
+                if plan.conflicts:
+                    raise ConflictError(plan.conflict_message)
+                for op in pool.map(self._write, plan.actions):
+                    counts[op] += 1
+                activity.heartbeat(done)
+        self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
+                        {"status": {"objectRefs": refs}}, subresource="status")
+        created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
+        log.info("objects.established", objects=len(refs), created=created, updated=updated,
+                 owned=counts[est.Op.OWN], control=inp.control)
+        return c.EstablishObjectsResult(objects=len(refs), created=created,
+                                        updated=updated + counts[est.Op.OWN])
+
+    def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj) -> est.Revision:
+        """The revision as ``lockwright.establish`` sees it."""
+        pkg = self.package(inp.kind, inp.package)
+        return est.Revision(
+            name=inp.revision, uid=str(meta(rev)["uid"]), kind=revision_kind(inp.kind),
+            package_kind=kind_of(inp.kind), package_name=inp.package,
+            package_uid=str(meta(pkg)["uid"]), active=inp.control,
+            common_labels=dict(spec(rev).get("commonLabels") or {}),
+            common_annotations=dict(spec(rev).get("commonAnnotations") or {}))
+
+    def webhook_target(self, inp: c.EstablishObjectsInput, rev: Obj) -> tuple[bytes | None, str]:
+        """The CA bundle and Service name webhooks point at (active runtimes only)."""
+        if not inp.control or inp.kind not in c.KINDS_WITH_RUNTIME:
+            return None, inp.package
+        drc, _ = self.runtime_config(rev, required=False)
+        secret_name = (spec(rev).get("tlsServerSecretName")
+                       or names.tls_server_secret_name(inp.package))
+        secret = self.kube.get("v1", "Secret", str(secret_name), self.namespace)
+        data = (secret or {}).get("data") or {}
+        ca = tls.ca_bundle(data) if data.get(tls.TLS_CERT) else None
+        return ca, service_name(inp.package, drc)
+
+    def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, path: Path,
+               ca: bytes | None, service: str, rev: Obj) -> list[dict[str, str]]:
+        refs: list[dict[str, str]] = []
+        conflicts = []
+        for batch in batches(revision.package_kind, path):
+            plan = self._plan(pool, revision, batch, ca, service)
+            conflicts.extend(plan.conflicts)
+            refs.extend(plan.object_refs)
+            activity.heartbeat()
+        if conflicts:
+            message = "; ".join(x.message for x in sorted(conflicts, key=lambda x: x.object))
+            self.event(rev, WARNING, "SyncPackage", "cannot establish control of object: "
+                       + message)
+            raise ConflictError(message)
+        return est.sort_object_refs(refs)
+
+    def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
+              ca: bytes | None, service: str) -> est.Plan:
+        prepared = est.prepare(batch, revision, ca, self.namespace, service)
+        found = pool.map(lambda o: self.kube.get(str(o["apiVersion"]), str(o["kind"]),
+                                                 str(o["metadata"]["name"])), prepared)
+        live = {ObjectKey.of(o): f for o, f in zip(prepared, found, strict=True) if f}
+        return est.plan_establish(revision, batch, live, ca_bundle=ca,
+                                  namespace=self.namespace, service=service)
+
+    def _write(self, action: est.Action) -> est.Op:
+        obj = action.object
+        if action.op is est.Op.CREATE:
+            try:
+                self.kube.create(obj)
+            except KubeAlreadyExists as exc:
+                raise KubeConflict(f"{action.key} appeared while establishing") from exc
+        elif action.op in (est.Op.UPDATE, est.Op.ADOPT):
+            self.kube.update(obj)
+        elif action.op is est.Op.OWN:
+            self.kube.patch(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
+                            {"metadata": {"ownerReferences": obj["metadata"]["ownerReferences"],
+                                          "resourceVersion": obj["metadata"]["resourceVersion"]}})
+        return action.op
+
+    def release_objects(self, kind: str, rev: Obj) -> int:
+        """Deactivation: drop the revision's controller flag on each of its objects."""
+        revision = est.Revision(name=str(meta(rev)["name"]), uid=str(meta(rev)["uid"]),
+                                kind=revision_kind(kind), package_kind=kind_of(kind),
+                                package_name="", package_uid="", active=False)
+        released = 0
+        for ref in (rev.get("status") or {}).get("objectRefs") or []:
+            live = self.kube.get(str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"]))
+            current = meta(live).get("ownerReferences") or []
+            wanted = est.release_references(current, revision)
+            if live is None or wanted == current:
+                continue
+            self.kube.patch(str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"]),
+                            {"metadata": {"ownerReferences": wanted,
+                                          "resourceVersion": meta(live)["resourceVersion"]}})
+            released += 1
+        return released

@@ -1,0 +1,209 @@
+"""Package-level activities: read the package, resolve its digest, ensure its revision, status.
+
+Each re-reads the package object (invariant 1). Revisions are named
+``<package>-<first 12 hex of the digest>`` (v1.x), created Inactive with a controller
+reference to the package and numbered one above the highest; only ``activate_revision``
+changes which one is Active.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+
+from activities import status as st
+from activities.base import (
+    DEPLOYMENT_RUNTIME,
+    LABEL_PACKAGE,
+    PKG_V1,
+    Base,
+    kind_of,
+    meta,
+    revision_kind,
+    secret_names,
+    spec,
+)
+from activities.errors import edge
+from lockwright import conditions, imageconfig, names
+from lockwright.errors import KubeAlreadyExists, KubeConflict, LockwrightError, PackageNotFound
+from lockwright.imageconfig import Resolution
+from lockwright.k8s import NORMAL, WARNING, Obj
+from lockwright.oci.reference import Reference, parse
+from workflows import contracts as c
+
+COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",
+          "skipDependencyResolution", "commonLabels", "commonAnnotations")
+RUNTIME_FIELDS = ("runtimeConfigRef", "tlsServerSecretName", "tlsClientSecretName")
+MSG_CONTROLLER_CONFIG = ("controllerConfigRef is not supported by lockwright; use "
+                         "runtimeConfigRef with a DeploymentRuntimeConfig")
+
+
+class PackageActivities(Base):
+    """Read, resolve, ensure the revision, write the package's status."""
+
+    @activity.defn(name=c.READ_PACKAGE)
+    @edge
+    def read_package(self, inp: c.ReadPackageInput) -> c.ReadPackageResult:
+        """The spec fields the workflow decides on, and the package's revisions."""
+        pkg = self.kube.get(PKG_V1, kind_of(inp.kind), inp.name)
+        if pkg is None:
+            return c.ReadPackageResult(found=False)
+        if spec(pkg).get("controllerConfigRef"):
+            self.event(pkg, WARNING, "InstallPackageRevision", MSG_CONTROLLER_CONFIG)
+        revs = self.revisions_of(inp.kind, inp.name)
+        s = spec(pkg)
+        return c.ReadPackageResult(
+            found=True, uid=str(meta(pkg).get("uid", "")),
+            generation=int(meta(pkg).get("generation") or 0), source=str(s.get("package", "")),
+            activation_policy=str(s.get("revisionActivationPolicy") or c.AUTOMATIC),
+            revision_history_limit=int(s["revisionHistoryLimit"]
+                                       if s.get("revisionHistoryLimit") is not None else 1),
+            ignore_crossplane_constraints=bool(s.get("ignoreCrossplaneConstraints")),
+            skip_dependency_resolution=bool(s.get("skipDependencyResolution")),
+            deleting=bool(meta(pkg).get("deletionTimestamp")),
+            revisions=[meta(r)["name"] for r in revs],
+            active_revision=next((meta(r)["name"] for r in revs
+                                  if spec(r).get("desiredState") == c.ACTIVE), ""))
+
+    @activity.defn(name=c.RESOLVE_DIGEST)
+    @edge
+    def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
+        """Tag → digest after ImageConfig rewrites, with the package's pull secrets."""
+        pkg = self.package(inp.kind, inp.name)
+        resolution = self.resolution(inp.source or str(spec(pkg).get("package", "")))
+        try:
+            digest = self.digest_of(pkg, parse(resolution.resolved), resolution)
+        except LockwrightError as err:
+            self.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
+            raise
+        self.record_applied(inp.kind, pkg, resolution)
+        self.log(package=inp.name, digest=digest).info("digest.resolved",
+                                                        ref=resolution.resolved)
+        return c.ResolveDigestResult(
+            digest=digest, resolved_source=resolution.resolved,
+            applied_image_configs=[r["name"] for r in resolution.package_applied])
+
+    def digest_of(self, pkg: Obj, ref: Reference, resolution: Resolution) -> str:
+        """The digest ``ref`` names, asking the registry only when the pull policy says so.
+
+        ``IfNotPresent`` trusts the digest this worker last resolved while the package's
+        identifier is unchanged and its content is cached (v1.x); ``Never`` uses only that.
+        """
+        if ref.digest:
+            return ref.digest
+        policy = str(spec(pkg).get("packagePullPolicy") or "IfNotPresent")
+        known = self.cache.alias(str(ref))
+        unchanged = (pkg.get("status") or {}).get("currentIdentifier") == spec(pkg).get("package")
+        if known and (policy == "Never" or (policy == "IfNotPresent" and unchanged)) and (
+                self.cache.get(known) is not None):
+            return known
+        if policy == "Never":
+            raise PackageNotFound(f"package {ref} not in cache and pull policy is Never")
+        secrets = secret_names(spec(pkg).get("packagePullSecrets"))
+        client = self.registry(secrets + ([resolution.pull_secret]
+                                          if resolution.pull_secret else []))
+        digest = client.resolve(ref)
+        self.cache.set_alias(str(ref), digest)
+        return digest
+
+    def record_applied(self, kind: str, pkg: Obj, resolution: Resolution) -> None:
+        """``status.appliedImageConfigRefs``: the client reasons cleared, this pull's added."""
+        current = (pkg.get("status") or {}).get("appliedImageConfigRefs")
+        applied = imageconfig.merge_applied_refs(current, resolution.package_applied)
+        if applied != (current or []):
+            self.kube.patch(PKG_V1, kind_of(kind), meta(pkg)["name"],
+                            {"status": {"appliedImageConfigRefs": applied}},
+                            subresource="status")
+
+    @activity.defn(name=c.ENSURE_REVISION)
+    @edge
+    def ensure_revision(self, inp: c.EnsureRevisionInput) -> c.EnsureRevisionResult:
+        """Create ``<package>-<digest12>`` Inactive, or bring an existing one up to date."""
+        pkg = self.package(inp.kind, inp.package)
+        name = names.revision_name(inp.package, inp.digest)
+        revs = self.revisions_of(inp.kind, inp.package)
+        top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
+        existing = next((r for r in revs if meta(r)["name"] == name), None)
+        wanted = self.revision_spec(inp, pkg)
+        if existing is None:
+            try:
+                created = self.kube.create(self.new_revision(inp, pkg, name, wanted, top + 1))
+            except KubeAlreadyExists:
+                existing = self.revision(inp.kind, name)
+            else:
+                self.log(package=inp.package, revision=name).info("revision.created")
+                return c.EnsureRevisionResult(revision=name, number=top + 1, created=True,
+                                              desired_state=spec(created)["desiredState"])
+        return self.refresh_revision(inp, pkg, existing, wanted, top)
+
+    def revision_spec(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
+        """The spec fields a revision copies from its package (reference §9 step 11)."""
+        s = spec(pkg)
+        wanted: Obj = {"image": s.get("package") or inp.source}
+        wanted.update({k: s[k] for k in COPIED if s.get(k) is not None})
+        runtime = (inp.kind in c.KINDS_WITH_RUNTIME
+                   and self.settings.package_runtime == DEPLOYMENT_RUNTIME)
+        if runtime:
+            wanted["runtimeConfigRef"] = s.get("runtimeConfigRef") or {"name": "default"}
+            wanted["tlsServerSecretName"] = names.tls_server_secret_name(inp.package)
+            if kind_of(inp.kind) == "Provider":
+                wanted["tlsClientSecretName"] = names.tls_client_secret_name(inp.package)
+        return wanted
+
+    def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
+                     number: int) -> Obj:
+        """A new Inactive revision controlled by its package."""
+        owner = {"apiVersion": PKG_V1, "kind": kind_of(inp.kind), "name": inp.package,
+                 "uid": meta(pkg)["uid"], "controller": True, "blockOwnerDeletion": True}
+        return {"apiVersion": PKG_V1, "kind": revision_kind(inp.kind),
+                "metadata": {"name": name, "labels": {LABEL_PACKAGE: inp.package},
+                             "ownerReferences": [owner]},
+                "spec": {**wanted, "desiredState": c.INACTIVE, "revision": number}}
+
+    def refresh_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, rev: Obj, wanted: Obj,
+                         top: int) -> c.EnsureRevisionResult:
+        """Renumber a revision that is not the newest and copy changed package fields."""
+        controller: Obj = next((r for r in meta(rev).get("ownerReferences") or []
+                                if r.get("controller")), {})
+        if controller.get("uid") != meta(pkg)["uid"]:
+            raise KubeConflict(f"revision {meta(rev)['name']} exists but is not controlled "
+                               f"by UID {meta(pkg)['uid']}")
+        number = int(spec(rev).get("revision") or 0)
+        number = top + 1 if number < top else number
+        patch: dict[str, Any] = {k: v for k, v in wanted.items() if spec(rev).get(k) != v}
+        patch.update({k: None for k in (*COPIED, *RUNTIME_FIELDS)
+                      if k not in wanted and k in spec(rev)})
+        if number != spec(rev).get("revision"):
+            patch["revision"] = number
+        body: Obj = {"spec": patch} if patch else {}
+        if (meta(rev).get("labels") or {}).get(LABEL_PACKAGE) != inp.package:
+            body["metadata"] = {"labels": {LABEL_PACKAGE: inp.package}}
+        if body:
+            rev = self.kube.patch(PKG_V1, revision_kind(inp.kind), meta(rev)["name"], body)
+        return c.EnsureRevisionResult(revision=meta(rev)["name"], number=number,
+                                      desired_state=str(spec(rev).get("desiredState")
+                                                        or c.INACTIVE))
+
+    @activity.defn(name=c.WRITE_PACKAGE_STATUS)
+    @edge
+    def write_package_status(self, inp: c.WritePackageStatusInput
+                             ) -> c.WritePackageStatusResult:
+        """Store the conditions and fields the workflow decided; Events on transitions."""
+        pkg = self.package(inp.kind, inp.name)
+        status = pkg.get("status") or {}
+        before = status.get("conditions")
+        after = st.merged_conditions(before, inp.conditions, inp.observed_generation)
+        fields: Obj = {"conditions": after, "currentRevision": inp.current_revision,
+                       "currentIdentifier": inp.current_identifier}
+        if inp.resolved_package:
+            fields["resolvedPackage"] = inp.resolved_package
+        changed = st.changed_fields(status, fields)
+        if not changed:
+            return c.WritePackageStatusResult(changed=False)
+        self.kube.patch(PKG_V1, kind_of(inp.kind), inp.name, {"status": changed},
+                        subresource="status")
+        if st.turned(before, after, conditions.HEALTHY, conditions.TRUE):
+            self.event(pkg, NORMAL, "InstallPackageRevision",
+                       "Successfully installed package revision")
+        return c.WritePackageStatusResult(changed=True)

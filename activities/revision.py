@@ -1,0 +1,137 @@
+"""Revision-level activities: fetch into the cache, parse and lint, version check, status.
+
+Only counts, names and the first few lint warnings go back to the workflow; the package
+contents stay in the per-worker cache, keyed by digest, refetched on a miss (invariant 2).
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from activities import status as st
+from activities.base import PKG_V1, Base, kind_of, meta, revision_kind
+from activities.errors import edge
+from lockwright import conditions
+from lockwright.errors import ConstraintError, InvalidPackage, LintError, LockwrightError
+from lockwright.k8s import NORMAL, WARNING, Obj
+from lockwright.xpkg.constraints import parse_constraint
+from lockwright.xpkg.lint import installable
+from lockwright.xpkg.parse import PackageSummary
+from workflows import contracts as c
+
+FIRST_WARNINGS = 5
+
+
+def capabilities(summary: PackageSummary) -> list[str]:
+    """The meta capabilities; a Function without any reports ``composition`` (§3.2)."""
+    caps = list(summary.meta.capabilities)
+    return caps or (["composition"] if summary.meta.kind == "Function" else [])
+
+
+class RevisionActivities(Base):
+    """fetch_package, parse_package, check_crossplane_version, write_revision_status."""
+
+    @activity.defn(name=c.FETCH_PACKAGE)
+    @edge
+    def fetch_package(self, inp: c.FetchPackageInput) -> c.FetchPackageResult:
+        """Pull the package by digest into the cache (a hit costs nothing)."""
+        rev = self.revision(inp.kind, inp.revision)
+        hit = self.cache.get(inp.digest) is not None
+        try:
+            entry = self.cached(inp.kind, rev, inp.digest)
+            summary = self.summary(inp.kind, rev, inp.digest)
+        except LockwrightError as err:
+            self.event(rev, WARNING, "ParsePackage", f"cannot get package: {err.message}")
+            raise
+        self.log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
+            "package.fetched", cached=hit, size=entry.size)
+        return c.FetchPackageResult(digest=inp.digest, size=entry.size, cached=hit,
+                                    object_counts=dict(summary.counts))
+
+    @activity.defn(name=c.PARSE_PACKAGE)
+    @edge
+    def parse_package(self, inp: c.ParsePackageInput) -> c.ParsePackageResult:
+        """Validate and lint; copy meta labels onto the revision; warnings as Events."""
+        rev = self.revision(inp.kind, inp.revision)
+        try:
+            summary = self.summary(inp.kind, rev, inp.digest)
+        except InvalidPackage as err:
+            reason = "LintPackage" if isinstance(err, LintError) else "ValidatePackage"
+            self.event(rev, WARNING, reason, err.message)
+            raise
+        for warning in summary.warnings[:FIRST_WARNINGS]:
+            self.event(rev, WARNING, "LintPackage", warning)
+        self.copy_meta(inp.kind, rev, summary)
+        kind = kind_of(inp.kind)
+        objects = sum(1 for s in summary.summaries if installable(kind, s.api_version, s.kind))
+        return c.ParsePackageResult(
+            meta_name=summary.meta.name,
+            crossplane_constraint=summary.meta.crossplane_version or "",
+            dependencies=len(summary.meta.depends_on), objects=objects,
+            warnings=len(summary.warnings),
+            first_warnings=[w[:300] for w in summary.warnings[:FIRST_WARNINGS]],
+            capabilities=capabilities(summary))
+
+    def copy_meta(self, kind: str, rev: Obj, summary: PackageSummary) -> None:
+        """Meta labels and annotations onto the revision; v1.x permissionRequests to status."""
+        labels, annotations = dict(summary.meta.labels), dict(summary.meta.annotations)
+        current = meta(rev)
+        body: Obj = {}
+        if any((current.get("labels") or {}).get(k) != v for k, v in labels.items()):
+            body["labels"] = labels
+        if any((current.get("annotations") or {}).get(k) != v for k, v in annotations.items()):
+            body["annotations"] = annotations
+        name = str(current["name"])
+        if body:
+            self.kube.patch(PKG_V1, revision_kind(kind), name, {"metadata": body})
+        requests = [dict(r) for r in getattr(summary.meta, "permission_requests", ())]
+        if requests and (rev.get("status") or {}).get("permissionRequests") != requests:
+            self.kube.patch(PKG_V1, revision_kind(kind), name,
+                            {"status": {"permissionRequests": requests}}, subresource="status")
+
+    @activity.defn(name=c.CHECK_CROSSPLANE_VERSION)
+    @edge
+    def check_crossplane_version(self, inp: c.CheckCrossplaneVersionInput
+                                 ) -> c.CheckCrossplaneVersionResult:
+        """The worker's Crossplane version must satisfy ``spec.crossplane.version`` (§7.4)."""
+        version = self.settings.crossplane_version
+        message = conditions.MSG_INCOMPATIBLE_CROSSPLANE.format(version)
+        try:
+            allowed = parse_constraint(inp.constraint).allows(version)
+        except ConstraintError as err:
+            raise ConstraintError(f"{message}: {err.message}") from err
+        if not allowed:
+            raise ConstraintError(message)
+        return c.CheckCrossplaneVersionResult(version=version)
+
+    @activity.defn(name=c.WRITE_REVISION_STATUS)
+    @edge
+    def write_revision_status(self, inp: c.WriteRevisionStatusInput
+                              ) -> c.WriteRevisionStatusResult:
+        """Store conditions and counts; Events when health turns."""
+        rev = self.revision(inp.kind, inp.revision)
+        status = rev.get("status") or {}
+        before = status.get("conditions")
+        after = st.merged_conditions(before, inp.conditions,
+                                     int(meta(rev).get("generation") or 0))
+        fields: Obj = {"conditions": after, "foundDependencies": inp.found_dependencies}
+        if inp.resolved_image:
+            fields["resolvedImage"] = inp.resolved_image
+        if inp.capabilities:
+            fields["capabilities"] = list(inp.capabilities)
+        changed = st.changed_fields(status, fields)
+        if not changed:
+            return c.WriteRevisionStatusResult(changed=False)
+        self.kube.patch(PKG_V1, revision_kind(inp.kind), inp.revision, {"status": changed},
+                        subresource="status")
+        self.status_events(rev, before, after)
+        return c.WriteRevisionStatusResult(changed=True)
+
+    def status_events(self, rev: Obj, before: list[Obj] | None, after: list[Obj]) -> None:
+        """SyncPackage Events for health transitions (reference §4.3)."""
+        if st.turned(before, after, conditions.REVISION_HEALTHY, conditions.TRUE):
+            self.event(rev, NORMAL, "SyncPackage", "Successfully reconciled package revision")
+        if st.turned(before, after, conditions.RUNTIME_HEALTHY, conditions.TRUE):
+            self.event(rev, NORMAL, "SyncPackage", "Successfully configured package revision")
+        if message := st.new_message(before, after, conditions.REVISION_HEALTHY):
+            self.event(rev, WARNING, "SyncPackage", message)

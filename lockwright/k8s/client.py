@@ -1,0 +1,192 @@
+"""``Kube``: the small Kubernetes seam, over the official client's ``ApiClient``.
+
+Objects are plain dicts (what the API sends), addressed by ``apiVersion`` and ``kind``; the
+plural comes from discovery. Every failure leaves as one of the errors in
+``lockwright.errors`` (see :mod:`lockwright.k8s.errors`). The generated typed APIs are not
+used: they cannot address CRDs, and their models would be converted back to dicts anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import structlog
+import urllib3
+from kubernetes import client as kclient
+from kubernetes import config as kconfig
+
+from lockwright.errors import KubeAlreadyExists, KubeNotFound, LockwrightError
+from lockwright.k8s import events
+from lockwright.k8s.discovery import Discovery, Resource
+from lockwright.k8s.errors import status_error, unavailable
+
+Obj = dict[str, Any]
+log = structlog.get_logger(__name__)
+# The client is untyped; these aliases keep that at the edge of this module.
+_loader: Any = kconfig
+
+PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+APPLY_TYPE = "application/apply-patch+yaml"
+PAGE = 500
+
+
+def _meta(obj: Obj) -> Obj:
+    meta: Obj = obj.get("metadata") or {}
+    return meta
+
+
+class Kube:
+    """Read and write Kubernetes objects as dicts.
+
+    Args:
+        api: an official ``kubernetes.client.ApiClient`` (it carries address and auth).
+        timeout: seconds for connecting and for each response.
+    """
+
+    def __init__(self, api: kclient.ApiClient, timeout: float = 30.0) -> None:
+        self._api: Any = api
+        self._timeout = timeout
+        self.discovery = Discovery(lambda path: self._call("GET", path))
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, timeout: float = 30.0) -> Kube:
+        """Connect from ``kubeconfig``, else in-cluster when running in a Pod, else ~/.kube."""
+        configuration = kclient.Configuration()
+        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            _loader.load_incluster_config(client_configuration=configuration)
+        else:
+            _loader.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 32)
+        return cls(kclient.ApiClient(configuration), timeout)
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._api.close()
+
+    # --- transport ----------------------------------------------------------------------
+    def _call(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
+              body: Any = None, content_type: str = "application/json") -> Obj:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        verb, url, hdrs, data, _ = self._api.param_serialize(
+            method, path, query_params=query or [], header_params=headers, body=body,
+            auth_settings=["BearerToken"])
+        try:
+            resp: Any = self._api.call_api(verb, url, hdrs, data,
+                                           _request_timeout=self._timeout)
+            raw: bytes = resp.read() or b""
+        except (urllib3.exceptions.HTTPError, kclient.ApiException, OSError) as exc:
+            raise unavailable(method, path, exc) from exc
+        if not 200 <= resp.status < 300:
+            raise status_error(resp.status, raw, method, path)
+        try:
+            out: Obj = json.loads(raw) if raw else {}
+        except ValueError as exc:
+            raise status_error(502, raw[:200], method, path) from exc
+        return out
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """Where ``kind`` is served (discovery, cached; refreshed on a miss)."""
+        return self.discovery.resource(api_version, kind)
+
+    def _path(self, obj: Obj, subresource: str | None = None, named: bool = True) -> str:
+        res = self.resource(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        meta = _meta(obj)
+        return res.path(meta.get("namespace"), meta.get("name") if named else None, subresource)
+
+    # --- reads --------------------------------------------------------------------------
+    def get(self, api_version: str, kind: str, name: str,
+            namespace: str | None = None) -> Obj | None:
+        """The object, or None when it does not exist."""
+        path = self.resource(api_version, kind).path(namespace, name)
+        try:
+            return self._call("GET", path)
+        except KubeNotFound:
+            return None
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None,
+             label_selector: str | None = None) -> list[Obj]:
+        """Every object of ``kind`` (in ``namespace``, or all), following pagination."""
+        path = self.resource(api_version, kind).path(namespace)
+        items: list[Obj] = []
+        token = ""
+        while True:
+            query = [("limit", str(PAGE))]
+            query += [("labelSelector", label_selector)] if label_selector else []
+            query += [("continue", token)] if token else []
+            page = self._call("GET", path, query)
+            for item in page.get("items") or []:
+                items.append({"apiVersion": api_version, "kind": kind, **item})
+            token = str((page.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
+
+    # --- writes -------------------------------------------------------------------------
+    def create(self, obj: Obj) -> Obj:
+        """Create ``obj``; :class:`KubeAlreadyExists` when its name is taken."""
+        return self._call("POST", self._path(obj, named=False), body=obj)
+
+    def update(self, obj: Obj) -> Obj:
+        """Replace ``obj``; its ``metadata.resourceVersion`` makes this a compare-and-swap."""
+        return self._call("PUT", self._path(obj), body=obj)
+
+    def update_status(self, obj: Obj) -> Obj:
+        """Replace ``obj``'s status subresource (compare-and-swap like :meth:`update`)."""
+        return self._call("PUT", self._path(obj, "status"), body=obj)
+
+    def patch(self, api_version: str, kind: str, name: str, patch: Any,
+              namespace: str | None = None, patch_type: str = "merge",
+              subresource: str | None = None) -> Obj:
+        """Patch one object (``merge``, ``json`` or ``strategic``), or its subresource."""
+        path = self.resource(api_version, kind).path(namespace, name, subresource)
+        return self._call("PATCH", path, body=patch, content_type=PATCH_TYPES[patch_type])
+
+    def apply(self, obj: Obj, field_manager: str = "lockwright", force: bool = False) -> Obj:
+        """Server-side apply ``obj`` as ``field_manager``; ``force`` takes contested fields."""
+        query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
+        return self._call("PATCH", self._path(obj), query, obj, APPLY_TYPE)
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
+               propagation: str = "Background", uid: str | None = None) -> bool:
+        """Delete one object; False when it was already gone.
+
+        Args:
+            uid: delete only if the object still has this UID (a precondition).
+        """
+        path = self.resource(api_version, kind).path(namespace, name)
+        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions",
+                     "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            self._call("DELETE", path, body=body)
+        except KubeNotFound:
+            return False
+        return True
+
+    def create_event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        """Record an Event about ``obj``; a repeat bumps the existing one's ``count``.
+
+        Events are advice: a failure to write one is logged, never raised.
+        """
+        involved = events.involved_object(obj)
+        event = events.render_event(involved, type_, reason, message)
+        try:
+            try:
+                self.create(event)
+            except KubeAlreadyExists:
+                self._bump(event)
+        except LockwrightError as exc:
+            log.warning("event.failed", reason=reason, error=exc.message[:200])
+
+    def _bump(self, event: Obj) -> None:
+        meta = event["metadata"]
+        live = self.get("v1", "Event", meta["name"], meta["namespace"])
+        count = int((live or {}).get("count") or 1) + 1
+        self.patch("v1", "Event", meta["name"], {"count": count,
+                   "lastTimestamp": events.now_rfc3339()}, meta["namespace"])

@@ -1,0 +1,70 @@
+"""Turn Kubernetes API answers into the lockwright error tree, once.
+
+The API answers failures with a ``Status`` body (``reason``, ``message``); we keep both,
+classify by HTTP status, and truncate the message so a huge validation report or an echoed
+object never travels further. Connection-level failures (refused, reset, timeouts, TLS)
+become :class:`KubernetesUnavailable`, chained from the original exception by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+
+from lockwright.errors import (
+    KubeAlreadyExists,
+    KubeConflict,
+    KubeError,
+    KubeForbidden,
+    KubeGone,
+    KubeInvalid,
+    KubeNotFound,
+    KubernetesUnavailable,
+    LockwrightError,
+)
+
+MAX_DETAIL = 400
+
+
+def _status_body(body: bytes) -> tuple[str, str]:
+    """``(reason, message)`` of a ``Status`` body; the raw text when it is not one."""
+    try:
+        doc = json.loads(body or b"{}")
+    except ValueError:
+        return "", body[:MAX_DETAIL].decode("utf-8", "replace")
+    if not isinstance(doc, dict):
+        return "", ""
+    return str(doc.get("reason") or ""), str(doc.get("message") or "")
+
+
+def status_error(status: int, body: bytes, method: str, path: str) -> LockwrightError:
+    """The error for a non-2xx answer to ``method path``.
+
+    Args:
+        status: the HTTP status.
+        body: the response body (a ``Status`` object, usually).
+        method: the HTTP method, for the message.
+        path: the request path without query, for the message.
+    """
+    reason, message = _status_body(body)
+    text = f"{method} {path}: {status} {reason or 'error'}: {message[:MAX_DETAIL]}"
+    if status == 404:
+        return KubeNotFound(text, status, reason)
+    if status == 409:
+        cls = KubeAlreadyExists if reason == "AlreadyExists" else KubeConflict
+        return cls(text, status, reason)
+    if status == 410:
+        return KubeGone(text, status, reason)
+    if status in (401, 403):
+        return KubeForbidden(text, status, reason)
+    if status == 429 or status >= 500:
+        return KubernetesUnavailable(text)
+    if 400 <= status < 500:
+        return KubeInvalid(text, status, reason)
+    return KubeError(text, status, reason)
+
+
+def unavailable(method: str, path: str, exc: BaseException) -> KubernetesUnavailable:
+    """The error for a request that got no HTTP answer at all."""
+    detail = str(exc).splitlines()[0][:MAX_DETAIL] if str(exc) else ""
+    return KubernetesUnavailable(
+        f"{method} {path}: Kubernetes API unreachable: {type(exc).__name__}: {detail}")

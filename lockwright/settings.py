@@ -1,0 +1,204 @@
+"""Settings shared by the worker, the watcher, activities and ``lockwright crds install``.
+
+Every setting is both a flag and an environment variable; a flag beats the environment,
+which beats the default. :func:`add_arguments` adds the flags to a parser (their argparse
+default is ``None`` so "not given" can be told apart), and :func:`from_args` resolves them.
+Invalid values raise :class:`SettingsError` naming the flag, the variable and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+RUNTIMES = ("Deployment", "External")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+_HOST_PORT = re.compile(r"^[^\s:/]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$")
+
+
+class SettingsError(ValueError):
+    """A setting has an invalid value; the message names the flag and how to fix it."""
+
+
+def default_cache_dir() -> str:
+    """The package cache directory used when none is configured (as ``lockwright xpkg``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "lockwright" / "xpkg")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One setting: its field, flag, environment variable, default and help."""
+
+    field: str
+    flag: str
+    env: str
+    default: str
+    help: str
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec("temporal_address", "--temporal-address", "LOCKWRIGHT_TEMPORAL_ADDRESS",
+         "127.0.0.1:7233", "Temporal frontend HOST:PORT"),
+    Spec("temporal_namespace", "--temporal-namespace", "LOCKWRIGHT_TEMPORAL_NAMESPACE",
+         "default", "Temporal namespace"),
+    Spec("task_queue", "--task-queue", "LOCKWRIGHT_TASK_QUEUE", "lockwright",
+         "Temporal task queue of workflows and activities"),
+    Spec("kubeconfig", "--kubeconfig", "KUBECONFIG", "",
+         "kubeconfig file (default: in-cluster service account)"),
+    Spec("system_namespace", "--system-namespace", "LOCKWRIGHT_SYSTEM_NAMESPACE",
+         "crossplane-system", "namespace for runtimes, TLS and pull secrets"),
+    Spec("cache_dir", "--cache-dir", "LOCKWRIGHT_CACHE_DIR", "",
+         "package cache directory (default: ~/.cache/lockwright/xpkg)"),
+    Spec("insecure_registries", "--insecure-registries", "LOCKWRIGHT_INSECURE_REGISTRIES", "",
+         "comma-separated HOST:PORT registries reached over plain HTTP"),
+    Spec("crossplane_version", "--crossplane-version", "LOCKWRIGHT_CROSSPLANE_VERSION",
+         "v1.20.0", "Crossplane version reported for package constraint checks"),
+    Spec("package_runtime", "--package-runtime", "LOCKWRIGHT_PACKAGE_RUNTIME", "Deployment",
+         "runtime for Providers and Functions: Deployment or External"),
+    Spec("resync_seconds", "--resync-seconds", "LOCKWRIGHT_RESYNC_SECONDS", "600",
+         "watcher: relist and signal every package this often (0 = never)"),
+    Spec("max_concurrent_activities", "--max-concurrent-activities",
+         "LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "32",
+         "worker: activities run at once (threads for the Kubernetes client)"),
+)
+_BY_FIELD = {s.field: s for s in SPECS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved, validated settings of one lockwright process."""
+
+    temporal_address: str = "127.0.0.1:7233"
+    temporal_namespace: str = "default"
+    task_queue: str = "lockwright"
+    kubeconfig: str = ""
+    system_namespace: str = "crossplane-system"
+    cache_dir: str = ""
+    insecure_registries: tuple[str, ...] = ()
+    crossplane_version: str = "v1.20.0"
+    package_runtime: str = "Deployment"
+    resync_seconds: float = 600.0
+    max_concurrent_activities: int = 32
+
+    def __post_init__(self) -> None:
+        if not self.cache_dir:
+            object.__setattr__(self, "cache_dir", default_cache_dir())
+        for check in _CHECKS:
+            check(self)
+
+    def env(self) -> dict[str, str]:
+        """These settings as environment variables, for child processes."""
+        out = {}
+        for spec in SPECS:
+            value = getattr(self, spec.field)
+            out[spec.env] = ",".join(value) if isinstance(value, tuple) else str(value)
+        if not self.kubeconfig:
+            del out["KUBECONFIG"]
+        return out
+
+    def kube_api_client(self) -> Any:
+        """Return a ``kubernetes.client.ApiClient`` for the kubeconfig, else in-cluster."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        if self.kubeconfig:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=self.kubeconfig, client_configuration=configuration)
+        else:
+            config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration)
+        return client.ApiClient(configuration)
+
+
+def _fail(name: str, problem: str, fix: str) -> SettingsError:
+    spec = _BY_FIELD[name]
+    return SettingsError(f"{spec.flag} / {spec.env}: {problem}; {fix}")
+
+
+def _check_address(s: Settings) -> None:
+    if not _HOST_PORT.match(s.temporal_address):
+        raise _fail("temporal_address", f"{s.temporal_address!r} is not HOST:PORT",
+                    "give e.g. 127.0.0.1:7233")
+
+
+def _check_names(s: Settings) -> None:
+    if not s.temporal_namespace.strip():
+        raise _fail("temporal_namespace", "empty", "give a namespace such as 'default'")
+    if not s.task_queue.strip():
+        raise _fail("task_queue", "empty", "give a task queue name such as 'lockwright'")
+    if not _DNS_LABEL.match(s.system_namespace):
+        raise _fail("system_namespace", f"{s.system_namespace!r} is not a DNS-1123 label",
+                    "use lower-case letters, digits and '-', e.g. crossplane-system")
+
+
+def _check_values(s: Settings) -> None:
+    if s.package_runtime not in RUNTIMES:
+        raise _fail("package_runtime", f"{s.package_runtime!r} is not supported",
+                    f"use one of {', '.join(RUNTIMES)}")
+    if not _VERSION.match(s.crossplane_version):
+        raise _fail("crossplane_version", f"{s.crossplane_version!r} is not a semantic version",
+                    "give e.g. v1.20.0")
+    for host in s.insecure_registries:
+        if "/" in host or not host:
+            raise _fail("insecure_registries", f"{host!r} is not HOST[:PORT]",
+                        "list registry hosts like 127.0.0.1:5000, comma-separated")
+    if s.resync_seconds < 0:
+        raise _fail("resync_seconds", "negative", "give seconds >= 0 (0 turns resync off)")
+    if s.max_concurrent_activities < 1:
+        raise _fail("max_concurrent_activities", "below 1", "give a positive number")
+
+
+_CHECKS: tuple[Callable[[Settings], None], ...] = (_check_address, _check_names, _check_values)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per setting; each flag's help names its environment variable."""
+    group = parser.add_argument_group("settings (flag beats environment beats default)")
+    for spec in SPECS:
+        group.add_argument(spec.flag, dest=spec.field, default=None, metavar="VALUE",
+                           help=f"{spec.help} [${spec.env}, default {spec.default or '-'}]")
+
+
+def _convert(name: str, raw: str) -> Any:
+    kind = {f.name: f.type for f in fields(Settings)}[name]
+    try:
+        if kind == "float":
+            return float(raw)
+        if kind == "int":
+            return int(raw)
+    except ValueError:
+        raise _fail(name, f"{raw!r} is not a number", "give a number") from None
+    if kind == "tuple[str, ...]":
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
+    return raw.strip()
+
+
+def from_args(args: argparse.Namespace | None = None,
+              environ: Mapping[str, str] | None = None) -> Settings:
+    """Resolve settings: the flag if given, else the environment variable, else the default.
+
+    Args:
+        args: parsed arguments from a parser set up with :func:`add_arguments` (or None).
+        environ: the environment to read (default ``os.environ``).
+
+    Returns:
+        Validated settings.
+
+    Raises:
+        SettingsError: a value is invalid; the message names the flag and the fix.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for spec in SPECS:
+        raw = getattr(args, spec.field, None) if args is not None else None
+        if raw is None:
+            raw = env.get(spec.env) or spec.default
+        values[spec.field] = _convert(spec.field, raw)
+    return Settings(**values)

@@ -1,0 +1,456 @@
+"""The real activities, called directly, against devcluster and the real registry.
+
+Matrix:
+- a Provider installed step by step (resolve → revision → activate → fetch → parse →
+  version → Lock → TLS → establish → RBAC → runtime → health → status): objects checked
+  field by field;
+- idempotency: every step run twice, no resourceVersion moves;
+- conflict: a second package sharing a CRD fails in take_lock and in establish with
+  ConflictError naming the first, and writes nothing;
+- a permission request no allowed ClusterRole covers: PermissionRejected naming the rule,
+  no ClusterRole written;
+- the Lock under 10 concurrent take_lock calls: no entry lost;
+- errors cross as typed ApplicationErrors (image not found: PackageNotFound, permanent).
+
+Every test uses its own package names and CRD groups, so tests share one devcluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import Activities, Settings
+from lockwright.crds import load_crds
+from lockwright.errors import KubeAlreadyExists
+from lockwright.k8s import Kube
+from lockwright.oci.auth import DockerAuths
+from lockwright.oci.cache import PackageCache
+from lockwright.oci.client import RegistryClient
+from lockwright.oci.local import read_tarball
+from lockwright.oci.push import push_package
+from lockwright.xpkg.build import build_package
+from tests.helpers import unique, wait_for
+from workflows import contracts as c
+from workflows import status as wst
+
+pytestmark = pytest.mark.registry
+
+DATA = Path(__file__).parent.parent / "data" / "packages"
+NS = "crossplane-system"
+PKG = "pkg.crossplane.io/v1"
+RBAC = "rbac.authorization.k8s.io/v1"
+ALLOW_SECRETS = "lockwright-test-allow-secret-reads"
+
+
+def run(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """Run one activity in a Temporal activity context."""
+    return ActivityEnvironment().run(fn, arg)
+
+
+def create_quietly(kube: Kube, obj: dict[str, Any]) -> None:
+    with contextlib.suppress(KubeAlreadyExists):
+        kube.create(obj)
+
+
+@pytest.fixture(scope="module")
+def kube(devcluster: Any) -> Iterator[Kube]:
+    """The seam on devcluster, with lockwright's CRDs, namespace, DRC, Lock and allow-list."""
+    k = Kube.connect(devcluster.kubeconfig)
+    for crd in load_crds():
+        create_quietly(k, crd)
+    create_quietly(k, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    create_quietly(k, {"apiVersion": "pkg.crossplane.io/v1beta1",
+                       "kind": "DeploymentRuntimeConfig", "metadata": {"name": "default"},
+                       "spec": {}})
+    create_quietly(k, {"apiVersion": RBAC, "kind": "ClusterRole",
+                       "metadata": {"name": ALLOW_SECRETS, "labels": {
+                           "rbac.crossplane.io/aggregate-to-allowed-provider-permissions":
+                               "true"}},
+                       "rules": [{"apiGroups": [""], "resources": ["secrets"],
+                                  "verbs": ["get", "list", "watch"]}]})
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def acts(kube: Kube, registry: Any, tmp_path: Path) -> Activities:
+    settings = Settings(cache_dir=tmp_path / "cache",
+                        insecure_registries=frozenset({registry.host}))
+    return Activities(settings, kube, PackageCache(settings.cache_dir))
+
+
+@dataclass
+class Pushed:
+    ref: str
+    digest: str
+    group: str
+
+
+def provider_root(tmp_path: Path, group: str, crds: tuple[str, ...] = ("widgets",
+                  "providerconfigs"), requests: list[dict[str, Any]] | None = None) -> Path:
+    """The test provider with its CRDs moved to API group ``group``."""
+    root = tmp_path / f"src-{unique('p')}"
+    shutil.copytree(DATA / "provider", root)
+    for path in (root / "crds").iterdir():
+        if path.name.split("_")[1].removesuffix(".yaml") not in crds:
+            path.unlink()
+            continue
+        path.write_text(path.read_text().replace("widgets.example.org", group))
+    if requests is not None:
+        meta = yaml.safe_load((root / "crossplane.yaml").read_text())
+        meta["spec"]["controller"]["permissionRequests"] = requests
+        (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    return root
+
+
+def push(registry: Any, root: Path, tmp_path: Path, group: str = "") -> Pushed:
+    """Build ``root`` and push it as ``<registry>/test/<unique>:v0.1.0``."""
+    tarball = tmp_path / f"{unique('x')}.xpkg"
+    with build_package(root) as built:
+        built.write(tarball)
+    ref = f"{registry.host}/test/{unique('pkg')}:v0.1.0"
+    with contextlib.closing(read_tarball(tarball)) as image:
+        digest = push_package(RegistryClient(insecure=[registry.host]), ref, [image])
+    return Pushed(ref, digest, group)
+
+
+def apply_package(kube: Kube, kind: str, name: str, ref: str) -> dict[str, Any]:
+    return kube.create({"apiVersion": PKG, "kind": kind, "metadata": {"name": name},
+                        "spec": {"package": ref}})
+
+
+@pytest.fixture
+def provider(acts: Activities, registry: Any, tmp_path: Path) -> Pushed:
+    group = f"{unique('g')}.example.org"
+    return push(registry, provider_root(tmp_path, group), tmp_path, group)
+
+
+def install_steps(acts: Activities, kind: str, name: str,
+                  digest: str, source: str) -> list[tuple[Callable[[Any], Any], Any]]:
+    """The install's activity calls after resolve and ensure_revision, in workflow order."""
+    rev = f"{name}-{digest.removeprefix('sha256:')[:12]}"
+    steps: list[tuple[Callable[[Any], Any], Any]] = [
+        (acts.set_active_revision, c.SetActiveRevisionInput(kind, name, rev)),
+        (acts.fetch_package, c.FetchPackageInput(kind, name, rev, source, digest)),
+        (acts.parse_package, c.ParsePackageInput(kind, rev, digest)),
+        (acts.check_crossplane_version, c.CheckCrossplaneVersionInput(rev, ">=v1.14.0-0")),
+        (acts.take_lock, c.TakeLockInput(kind, name, rev, source, digest))]
+    if kind in c.KINDS_WITH_RUNTIME:
+        steps.append((acts.ensure_tls, c.EnsureTlsInput(kind, name, rev)))
+    steps.append((acts.establish_objects, c.EstablishObjectsInput(kind, name, rev, digest)))
+    if kind == c.PROVIDER:
+        steps.append((acts.ensure_rbac, c.EnsureRbacInput(kind, name, rev, digest)))
+    if kind in c.KINDS_WITH_RUNTIME:
+        steps.append((acts.ensure_runtime, c.EnsureRuntimeInput(kind, name, rev, source,
+                                                                digest)))
+    return steps
+
+
+def install(acts: Activities, kind: str, name: str,
+            until: str = "") -> tuple[str, str, list[tuple[Callable[[Any], Any], Any]]]:
+    """Resolve, ensure the revision and run the steps (up to the one named ``until``)."""
+    pkg = run(acts.read_package, c.ReadPackageInput(kind, name))
+    resolved = run(acts.resolve_digest, c.ResolveDigestInput(kind, name, pkg.source))
+    ensured = run(acts.ensure_revision, c.EnsureRevisionInput(
+        kind, name, pkg.source, resolved.digest, pkg.generation))
+    steps = install_steps(acts, kind, name, resolved.digest, resolved.resolved_source)
+    for fn, arg in steps:
+        if fn.__name__ == until:
+            break
+        run(fn, arg)
+    return ensured.revision, resolved.digest, steps
+
+
+def owner(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    refs = (obj or {})["metadata"].get("ownerReferences") or []
+    return next(r for r in refs if r["kind"] == kind)
+
+
+def finish(acts: Activities, kind: str, name: str, rev: str) -> c.CheckHealthResult:
+    """Wait for the runtime, then write the revision's and the package's status."""
+    health: c.CheckHealthResult = wait_for(
+        lambda: (h := run(acts.check_health, c.CheckHealthInput(kind, name, rev))).healthy
+        and h, timeout=20, what="the runtime Deployment to become available")
+    run(acts.write_revision_status, c.WriteRevisionStatusInput(
+        kind, rev, wst.revision_ok(True, True, ""), objects=2))
+    run(acts.write_package_status, c.WritePackageStatusInput(
+        kind, name, 1, rev, "", "", wst.package_ok(True, True, "")))
+    return health
+
+
+def test_provider_installs_step_by_step(acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """Every object of an installed Provider, field by field."""
+    name = unique("prov")
+    pkg = apply_package(kube, "Provider", name, provider.ref)
+    rev_name, digest, _ = install(acts, c.PROVIDER, name)
+    finish(acts, c.PROVIDER, name, rev_name)
+
+    rev = kube.get(PKG, "ProviderRevision", rev_name)
+    assert rev is not None and rev_name == f"{name}-{provider.digest[7:19]}"
+    assert rev["spec"]["desiredState"] == "Active" and rev["spec"]["revision"] == 1
+    assert rev["spec"]["image"] == provider.ref
+    assert rev["metadata"]["labels"]["pkg.crossplane.io/package"] == name
+    assert owner(rev, "Provider") == {"apiVersion": PKG, "kind": "Provider", "name": name,
+                                      "uid": pkg["metadata"]["uid"], "controller": True,
+                                      "blockOwnerDeletion": True}
+    refs = {r["name"] for r in rev["status"]["objectRefs"]}
+    assert refs == {f"widgets.{provider.group}", f"providerconfigs.{provider.group}"}
+    conds = {x["type"]: x for x in rev["status"]["conditions"]}
+    assert conds["RevisionHealthy"]["reason"] == "HealthyPackageRevision"
+    assert rev["status"]["permissionRequests"][0]["resources"] == ["secrets"]
+
+    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                   f"widgets.{provider.group}")
+    ctl = owner(crd, "ProviderRevision")
+    assert (ctl["name"], ctl["uid"], ctl["controller"]) == (rev_name, rev["metadata"]["uid"],
+                                                            True)
+    assert owner(crd, "Provider")["uid"] == pkg["metadata"]["uid"]
+    assert not owner(crd, "Provider").get("controller")
+
+    lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
+    entry = next(e for e in lock["packages"] if e["name"] == rev_name)
+    assert entry["kind"] == "Provider" and entry["version"] == "v0.1.0"
+    assert entry["source"] == provider.ref.rsplit(":", 1)[0]
+
+    system = kube.get(RBAC, "ClusterRole", f"crossplane:provider:{rev_name}:system") or {}
+    assert {"apiGroups": [""], "resources": ["secrets"],
+            "verbs": ["get", "list", "watch"]} in system["rules"]
+    assert system["rules"][0] == {"apiGroups": [provider.group],
+                                  "resources": ["providerconfigs", "providerconfigs/status",
+                                                "widgets", "widgets/status"],
+                                  "verbs": ["get", "list", "watch", "update", "patch",
+                                            "create"]}
+    for suffix in ("aggregate-to-edit", "aggregate-to-view", "system"):
+        role = kube.get(RBAC, "ClusterRole", f"crossplane:provider:{rev_name}:{suffix}")
+        assert owner(role, "ProviderRevision")["uid"] == rev["metadata"]["uid"]
+    binding = kube.get(RBAC, "ClusterRoleBinding", f"crossplane:provider:{rev_name}:system")
+    assert binding and binding["subjects"] == [{"kind": "ServiceAccount", "namespace": NS,
+                                                "name": rev_name}]
+
+    sa = kube.get("v1", "ServiceAccount", rev_name, NS)
+    assert owner(sa, "ProviderRevision")["controller"] is True
+    dep = kube.get("apps/v1", "Deployment", rev_name, NS) or {}
+    pod = dep["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["name"] == "package-runtime"
+    assert container["image"] == "registry.example.org/example/provider-widgets-controller:v0.1.0"
+    assert pod["serviceAccountName"] == rev_name
+    assert dep["spec"]["selector"]["matchLabels"] == {
+        "pkg.crossplane.io/revision": rev_name, "pkg.crossplane.io/provider": name}
+    assert {v["secret"]["secretName"] for v in pod["volumes"]} == {
+        f"{name}-tls-server", f"{name}-tls-client"}
+    svc = kube.get("v1", "Service", name, NS) or {}
+    assert svc["spec"]["ports"][0]["port"] == 9443
+    assert kube.get("v1", "Secret", f"{name}-tls-server", NS)["data"]["tls.crt"]
+
+    status = (kube.get(PKG, "Provider", name) or {})["status"]
+    assert {x["type"]: x["reason"] for x in status["conditions"]} == {
+        "Installed": "ActivePackageRevision", "Healthy": "HealthyPackageRevision"}
+    assert status["currentRevision"] == rev_name and digest == provider.digest
+
+
+def snapshot(kube: Kube, name: str, rev: str, group: str) -> dict[str, str]:
+    """resourceVersions of everything an install writes."""
+    objects = [(PKG, "Provider", name, None), (PKG, "ProviderRevision", rev, None),
+               ("pkg.crossplane.io/v1beta1", "Lock", "lock", None),
+               ("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"widgets.{group}",
+                None),
+               (RBAC, "ClusterRole", f"crossplane:provider:{rev}:system", None),
+               (RBAC, "ClusterRoleBinding", f"crossplane:provider:{rev}:system", None),
+               ("v1", "ServiceAccount", rev, NS), ("apps/v1", "Deployment", rev, NS),
+               ("v1", "Service", name, NS), ("v1", "Secret", f"{name}-tls-server", NS),
+               ("v1", "Secret", f"{name}-tls-client", NS),
+               ("v1", "Secret", "crossplane-root-ca", NS)]
+    return {f"{k}/{n}": (kube.get(a, k, n, ns) or {})["metadata"]["resourceVersion"]
+            for a, k, n, ns in objects}
+
+
+def test_every_step_twice_changes_nothing(acts: Activities, kube: Kube,
+                                          provider: Pushed) -> None:
+    """Run twice, every activity converges: no object's resourceVersion moves."""
+    name = unique("twice")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, _, steps = install(acts, c.PROVIDER, name)
+    finish(acts, c.PROVIDER, name, rev)
+    before = snapshot(kube, name, rev, provider.group)
+    install(acts, c.PROVIDER, name)
+    finish(acts, c.PROVIDER, name, rev)
+    assert snapshot(kube, name, rev, provider.group) == before
+    assert run(acts.establish_objects, steps[-3][1]) == c.EstablishObjectsResult(objects=2)
+
+
+def test_second_package_sharing_a_crd_names_the_first_and_writes_nothing(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """Two packages want one CRD: the second fails naming the first and touches nothing."""
+    group = f"{unique('g')}.example.org"
+    first = push(registry, provider_root(tmp_path, group), tmp_path, group)
+    second = push(registry, provider_root(tmp_path, group, ("widgets",)), tmp_path, group)
+    winner, loser = unique("first"), unique("second")
+    apply_package(kube, "Provider", winner, first.ref)
+    apply_package(kube, "Provider", loser, second.ref)
+    winner_rev, _, _ = install(acts, c.PROVIDER, winner, until="ensure_rbac")
+    crd_name = f"widgets.{group}"
+    crd_before = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd_name)
+    lock_before = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock")
+
+    with pytest.raises(ApplicationError) as lost:
+        install(acts, c.PROVIDER, loser, until="ensure_tls")
+    expected = (f'CustomResourceDefinition.apiextensions.k8s.io "{crd_name}" is already '
+                f"controlled by Provider {winner} (revision {winner_rev})")
+    assert (lost.value.type, lost.value.non_retryable) == ("ConflictError", True)
+    assert lost.value.message == expected
+
+    loser_rev = f"{loser}-{second.digest[7:19]}"
+    establish = c.EstablishObjectsInput(c.PROVIDER, loser, loser_rev, second.digest)
+    with pytest.raises(ApplicationError) as lost_again:
+        run(acts.establish_objects, establish)
+    assert lost_again.value.type == "ConflictError" and winner in lost_again.value.message
+    assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                    crd_name) == crd_before
+    lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
+    assert not any(e["name"] == loser_rev for e in lock.get("packages") or [])
+    assert lock_before and lock["metadata"]["resourceVersion"] == (
+        lock_before["metadata"]["resourceVersion"])
+    assert not (kube.get(PKG, "ProviderRevision", loser_rev) or {}).get(
+        "status", {}).get("objectRefs")
+
+
+def test_disallowed_permission_request_is_rejected_naming_the_rule(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """A request no allowed ClusterRole covers fails permanently; no role is written."""
+    group = f"{unique('g')}.example.org"
+    wanted = [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}]
+    pushed = push(registry, provider_root(tmp_path, group, requests=wanted), tmp_path, group)
+    name = unique("greedy")
+    apply_package(kube, "Provider", name, pushed.ref)
+    rev, _, steps = install(acts, c.PROVIDER, name, until="ensure_rbac")
+    rbac_step = next(arg for fn, arg in steps if fn.__name__ == "ensure_rbac")
+    with pytest.raises(ApplicationError) as rejected:
+        run(acts.ensure_rbac, rbac_step)
+    assert (rejected.value.type, rejected.value.non_retryable) == ("PermissionRejected", True)
+    assert rejected.value.message == (
+        "refusing to apply any RBAC roles due to request for disallowed permission "
+        '{apiGroup: "apps", resource: "deployments", resourceName: "*", verb: "delete"}')
+    assert kube.get(RBAC, "ClusterRole", f"crossplane:provider:{rev}:system") is None
+    events = kube.list("v1", "Event", "default")
+    assert any(e["reason"] == "ApplyClusterRoles" and e["involvedObject"]["name"] == rev
+               and e["type"] == "Warning" for e in events)
+
+
+def test_lock_compare_and_swap_loses_no_entry_under_10_concurrent_writers(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """Ten take_lock calls at once: every entry lands; losers of a round retried."""
+    pushed = push(registry, DATA / "function", tmp_path)
+    names = [unique("fn") for _ in range(10)]
+    for name in names:
+        apply_package(kube, "Function", name, pushed.ref)
+        install(acts, c.FUNCTION, name, until="take_lock")
+    revs = [f"{n}-{pushed.digest[7:19]}" for n in names]
+    inputs = [c.TakeLockInput(c.FUNCTION, n, r, pushed.ref, pushed.digest)
+              for n, r in zip(names, revs, strict=True)]
+    with ThreadPoolExecutor(10) as pool:
+        results = list(pool.map(lambda i: run(acts.take_lock, i), inputs))
+    lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
+    entries = {e["name"]: e for e in lock["packages"]}
+    assert all(r in entries and entries[r]["kind"] == "Function" for r in revs)
+    assert all(r.resource_version for r in results)
+    assert sum(r.cas_attempts for r in results) >= 10
+
+
+def test_missing_image_is_a_permanent_package_not_found(
+        acts: Activities, kube: Kube, registry: Any) -> None:
+    """Errors cross the edge typed: a tag the registry lacks is PackageNotFound, final."""
+    name = unique("ghost")
+    apply_package(kube, "Provider", name, f"{registry.host}/test/{unique('none')}:v9.9.9")
+    with pytest.raises(ApplicationError) as missing:
+        install(acts, c.PROVIDER, name)
+    assert (missing.value.type, missing.value.non_retryable) == ("PackageNotFound", True)
+    events = kube.list("v1", "Event", "default")
+    assert any(e["reason"] == "UnpackPackage" and e["involvedObject"]["name"] == name
+               for e in events)
+
+
+def test_upgrade_hands_control_over_then_collects_and_cleans_up(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
+    """v1 → v2: v1 releases control, leaves the Lock, loses its runtime; v2 controls."""
+    name = unique("upg")
+    apply_package(kube, "Provider", name, provider.ref)
+    old, _, _ = install(acts, c.PROVIDER, name)
+    root = provider_root(tmp_path, provider.group)
+    (root / "crossplane.yaml").write_text((root / "crossplane.yaml").read_text().replace(
+        "A tiny provider for tests.", "A tiny provider for tests, version two."))
+    v2 = push(registry, root, tmp_path, provider.group)
+    kube.patch(PKG, "Provider", name, {"spec": {"package": v2.ref}})
+    new, _, _ = install(acts, c.PROVIDER, name)
+
+    old_rev = kube.get(PKG, "ProviderRevision", old) or {}
+    new_rev = kube.get(PKG, "ProviderRevision", new) or {}
+    assert (old_rev["spec"]["desiredState"], new_rev["spec"]["desiredState"]) == (
+        "Inactive", "Active")
+    assert new_rev["spec"]["revision"] == 2
+    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                   f"widgets.{provider.group}") or {}
+    by_name = {r["name"]: r for r in crd["metadata"]["ownerReferences"]}
+    assert by_name[new].get("controller") is True and not by_name[old].get("controller")
+    assert kube.get("apps/v1", "Deployment", old, NS) is None
+    entries = {e["name"] for e in (kube.get("pkg.crossplane.io/v1beta1", "Lock",
+                                            "lock") or {})["packages"]}
+    assert new in entries and old not in entries
+
+    collected = run(acts.collect_revisions, c.CollectRevisionsInput(c.PROVIDER, name, new, 0))
+    assert collected.deleted == [old]
+    kube.delete(PKG, "Provider", name)
+    assert run(acts.cleanup_package, c.CleanupPackageInput(c.PROVIDER, name)).removed == 1
+    lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
+    assert new not in {e["name"] for e in lock["packages"]}
+
+
+def test_pull_secret_is_read_inside_the_activity(
+        acts: Activities, kube: Kube, auth_registry: Any, tmp_path: Path) -> None:
+    """A private image resolves and fetches with packagePullSecrets; without, Unauthorized."""
+    auths = {auth_registry.host: {"username": auth_registry.username,
+                                  "password": auth_registry.password}}
+    tarball = tmp_path / "private.xpkg"
+    with build_package(DATA / "function") as built:
+        built.write(tarball)
+    ref = f"{auth_registry.host}/test/{unique('private')}:v1"
+    client = RegistryClient(insecure=[auth_registry.host],
+                            auths=DockerAuths.from_json(json.dumps({"auths": auths})))
+    with contextlib.closing(read_tarball(tarball)) as image:
+        digest = push_package(client, ref, [image])
+    secret = unique("regcred")
+    kube.create({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+                 "metadata": {"name": secret, "namespace": NS},
+                 "data": {".dockerconfigjson": base64.b64encode(
+                     json.dumps({"auths": auths}).encode()).decode()}})
+    settings = Settings(cache_dir=tmp_path / "c2", insecure_registries=frozenset(
+        {auth_registry.host}))
+    private = Activities(settings, kube, PackageCache(settings.cache_dir))
+    name, bare = unique("priv"), unique("bare")
+    for pkg in (name, bare):
+        kube.create({"apiVersion": PKG, "kind": "Function", "metadata": {"name": pkg},
+                     "spec": {"package": ref, "packagePullSecrets": (
+                         [{"name": secret}] if pkg == name else [])}})
+    resolved = run(private.resolve_digest, c.ResolveDigestInput(c.FUNCTION, name, ref))
+    assert resolved.digest == digest
+    ensured = run(private.ensure_revision, c.EnsureRevisionInput(c.FUNCTION, name, ref, digest))
+    fetched = run(private.fetch_package, c.FetchPackageInput(
+        c.FUNCTION, name, ensured.revision, ref, digest))
+    assert fetched.object_counts == {"CustomResourceDefinition": 1} and not fetched.cached
+    with pytest.raises(ApplicationError) as refused:
+        run(private.resolve_digest, c.ResolveDigestInput(c.FUNCTION, bare, ref))
+    assert (refused.value.type, refused.value.non_retryable) == ("Unauthorized", True)
+    assert auth_registry.password not in refused.value.message

@@ -1,0 +1,84 @@
+"""Settings: flag beats environment beats default; invalid values name the flag and fix."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from lockwright.settings import SPECS, Settings, SettingsError, add_arguments, from_args
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_defaults_without_flags_or_environment() -> None:
+    s = from_args(parse(), {})
+    assert (s.temporal_address, s.temporal_namespace, s.task_queue) == (
+        "127.0.0.1:7233", "default", "lockwright")
+    assert (s.system_namespace, s.crossplane_version, s.package_runtime) == (
+        "crossplane-system", "v1.20.0", "Deployment")
+    assert s.kubeconfig == "" and s.insecure_registries == ()
+    assert s.cache_dir.endswith("lockwright/xpkg")
+
+
+@pytest.mark.parametrize(("field", "flag", "env", "flag_value", "env_value", "expected"), [
+    ("temporal_address", "--temporal-address", "LOCKWRIGHT_TEMPORAL_ADDRESS",
+     "10.0.0.1:7233", "10.0.0.2:7233", "10.0.0.1:7233"),
+    ("temporal_namespace", "--temporal-namespace", "LOCKWRIGHT_TEMPORAL_NAMESPACE",
+     "a", "b", "a"),
+    ("task_queue", "--task-queue", "LOCKWRIGHT_TASK_QUEUE", "q1", "q2", "q1"),
+    ("kubeconfig", "--kubeconfig", "KUBECONFIG", "/a", "/b", "/a"),
+    ("system_namespace", "--system-namespace", "LOCKWRIGHT_SYSTEM_NAMESPACE", "ns-a", "ns-b",
+     "ns-a"),
+    ("cache_dir", "--cache-dir", "LOCKWRIGHT_CACHE_DIR", "/c1", "/c2", "/c1"),
+    ("insecure_registries", "--insecure-registries", "LOCKWRIGHT_INSECURE_REGISTRIES",
+     "a:1, b:2", "c:3", ("a:1", "b:2")),
+    ("crossplane_version", "--crossplane-version", "LOCKWRIGHT_CROSSPLANE_VERSION",
+     "v2.0.0", "v1.19.0", "v2.0.0"),
+    ("package_runtime", "--package-runtime", "LOCKWRIGHT_PACKAGE_RUNTIME", "External",
+     "Deployment", "External"),
+    ("resync_seconds", "--resync-seconds", "LOCKWRIGHT_RESYNC_SECONDS", "5", "7", 5.0),
+    ("max_concurrent_activities", "--max-concurrent-activities",
+     "LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "4", "8", 4),
+])
+def test_flag_beats_environment_beats_default(field: str, flag: str, env: str, flag_value: str,
+                                              env_value: str, expected: object) -> None:
+    assert getattr(from_args(parse(flag, flag_value), {env: env_value}), field) == expected
+    from_env = from_args(parse(), {env: env_value})
+    assert getattr(from_env, field) == getattr(from_args(parse(flag, env_value), {}), field)
+
+
+def test_every_setting_has_a_flag_and_a_variable() -> None:
+    help_text = argparse.ArgumentParser()
+    add_arguments(help_text)
+    rendered = help_text.format_help()
+    for spec in SPECS:
+        assert spec.flag in rendered and spec.env in rendered
+
+
+@pytest.mark.parametrize(("env", "value", "flag", "fix"), [
+    ("LOCKWRIGHT_PACKAGE_RUNTIME", "Pod", "--package-runtime", "Deployment, External"),
+    ("LOCKWRIGHT_TEMPORAL_ADDRESS", "localhost", "--temporal-address", "127.0.0.1:7233"),
+    ("LOCKWRIGHT_CROSSPLANE_VERSION", "latest", "--crossplane-version", "v1.20.0"),
+    ("LOCKWRIGHT_SYSTEM_NAMESPACE", "Crossplane_System", "--system-namespace",
+     "crossplane-system"),
+    ("LOCKWRIGHT_INSECURE_REGISTRIES", "http://x/y", "--insecure-registries", "127.0.0.1:5000"),
+    ("LOCKWRIGHT_RESYNC_SECONDS", "soon", "--resync-seconds", "number"),
+    ("LOCKWRIGHT_RESYNC_SECONDS", "-1", "--resync-seconds", "0 turns resync off"),
+    ("LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "0", "--max-concurrent-activities", "positive"),
+])
+def test_invalid_values_name_the_flag_variable_and_fix(env: str, value: str, flag: str,
+                                                       fix: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        from_args(parse(), {env: value})
+    assert flag in str(err.value) and env in str(err.value) and fix in str(err.value)
+
+
+def test_env_round_trips_for_child_processes() -> None:
+    s = Settings(kubeconfig="/k", insecure_registries=("a:1", "b:2"), task_queue="q")
+    assert from_args(None, s.env()) == s
+    assert "KUBECONFIG" not in Settings().env()
