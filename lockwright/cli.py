@@ -15,6 +15,7 @@ from collections.abc import Sequence
 _AREAS: tuple[str, ...] = (
     "devcluster.cli",
     "lockwright.xpkg.cli",
+    "worker.cli",
 )
 
 

@@ -1,0 +1,76 @@
+"""Commands of the worker area: ``crds install``, ``worker``, ``watcher`` and ``dev up``.
+
+Only parsers are built here (argparse and the light settings module); each handler
+imports Temporal, the Kubernetes client and structlog when it runs, so ``lockwright
+--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from lockwright.settings import add_arguments
+
+
+def _crds_install(args: argparse.Namespace) -> int:
+    from lockwright.bootstrap import install_command
+
+    return install_command(args)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from worker.worker import worker_command
+
+    return worker_command(args)
+
+
+def _watcher(args: argparse.Namespace) -> int:
+    from worker.watcher import watcher_command
+
+    return watcher_command(args)
+
+
+def _dev_up(args: argparse.Namespace) -> int:
+    from worker.devstack import up_command
+
+    return up_command(args)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``crds``, ``worker``, ``watcher`` and ``dev`` to the top-level parser."""
+    crds = subparsers.add_parser("crds", help="the CRDs lockwright serves")
+    crds_sub = crds.add_subparsers(dest="crds_command", metavar="COMMAND", required=True)
+    install = crds_sub.add_parser("install", help="apply the CRDs, the system namespace, the "
+                                  "default DeploymentRuntimeConfig and the Lock (idempotent)")
+    add_arguments(install)
+    install.set_defaults(func=_crds_install)
+
+    worker = subparsers.add_parser("worker", help="run workflows and activities (Temporal)")
+    add_arguments(worker)
+    worker.add_argument("--no-bootstrap", action="store_true",
+                        help="skip installing CRDs and system objects at start-up")
+    worker.set_defaults(func=_worker)
+
+    watcher = subparsers.add_parser("watcher", help="watch packages and signal their workflows")
+    add_arguments(watcher)
+    watcher.set_defaults(func=_watcher)
+
+    dev = subparsers.add_parser("dev", help="the embedded development stack")
+    dev_sub = dev.add_subparsers(dest="dev_command", metavar="COMMAND", required=True)
+    up = dev_sub.add_parser("up", help="run Temporal, a registry, devcluster, worker and "
+                            "watcher on loopback, and install the example Provider")
+    up.add_argument("--state-dir", type=Path, default=Path(".lockwright/dev"),
+                    help="where data, logs and the kubeconfig go (default .lockwright/dev)")
+    up.add_argument("--example", action=argparse.BooleanOptionalAction, default=True,
+                    help="build, push and install the example Provider (default on)")
+    up.add_argument("--temporal-port", type=int, default=7233,
+                    help="Temporal gRPC port; the UI listens on this + 1000 (default 7233)")
+    up.add_argument("--registry-port", type=int, default=5000,
+                    help="registry port; examples/provider.yaml names 5000 (default 5000)")
+    up.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds to wait for each component and for Healthy (default 120)")
+    up.add_argument("--exit-when-healthy", action="store_true",
+                    help="stop everything and exit 0 once the example is Healthy (for CI)")
+    up.set_defaults(func=_dev_up)

@@ -1,0 +1,230 @@
+"""Which package workflows a Kubernetes change concerns: the watcher's pure core.
+
+The watcher feeds every list and watch event through :class:`Index`; each call returns
+the :class:`Target` list to signal (``look_again``, with signal-with-start). Rules:
+
+- A package (Provider, Configuration, Function) targets its own workflow when it is added
+  or deleted, or when its ``generation`` or ``deletionTimestamp`` changed. Status and
+  metadata-only writes (the workflow's own) are ignored, so the watcher does not echo the
+  workflow's writes back to it.
+- A revision targets its package (controller ownerReference, else the label
+  ``pkg.crossplane.io/package``) under the same rules.
+- A DeploymentRuntimeConfig targets the Providers and Functions whose
+  ``spec.runtimeConfigRef.name`` (default ``default``) names it, and the packages matched by
+  an ImageConfig whose ``spec.runtime.configRef`` names it.
+- An ImageConfig targets every package whose ``spec.package`` starts with one of its
+  ``matchImages`` prefixes, before or after the change.
+- A list (start, periodic resync) targets every package and revision when ``signal_all``
+  (lists of DRCs and ImageConfigs then target nothing: the package lists cover everyone);
+  a relist after ``410 Gone`` targets only what changed, appeared or vanished since the
+  index last saw it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflows.contracts import (
+    CONFIGURATION,
+    FUNCTION,
+    PROVIDER,
+    LookAgainInput,
+    PackageInput,
+    package_workflow_id,
+)
+
+Obj = dict[str, Any]
+PACKAGE_LABEL = "pkg.crossplane.io/package"
+DEFAULT_RUNTIME_CONFIG = "default"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One watched resource type: where it lives and what it means to the watcher."""
+
+    kind: str
+    plural: str
+    version: str
+    role: str  # package | revision | runtimeconfig | imageconfig
+    package_kind: str = ""  # for packages and revisions: provider, configuration, function
+    group: str = "pkg.crossplane.io"
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("Provider", "providers", "v1", "package", PROVIDER),
+    Resource("Configuration", "configurations", "v1", "package", CONFIGURATION),
+    Resource("Function", "functions", "v1", "package", FUNCTION),
+    Resource("ProviderRevision", "providerrevisions", "v1", "revision", PROVIDER),
+    Resource("ConfigurationRevision", "configurationrevisions", "v1", "revision", CONFIGURATION),
+    Resource("FunctionRevision", "functionrevisions", "v1", "revision", FUNCTION),
+    Resource("DeploymentRuntimeConfig", "deploymentruntimeconfigs", "v1beta1", "runtimeconfig"),
+    Resource("ImageConfig", "imageconfigs", "v1beta1", "imageconfig"),
+)
+_PACKAGE_KINDS = {r.kind: r.package_kind for r in RESOURCES if r.role == "package"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One package workflow to signal, and why (the reason is for logs only)."""
+
+    kind: str
+    name: str
+    reason: str
+    generation: int = 0
+    source: str = ""
+
+    @property
+    def workflow_id(self) -> str:
+        """The workflow id, ``package:<kind>:<name>``."""
+        return package_workflow_id(self.kind, self.name)
+
+    def package_input(self) -> PackageInput:
+        """The workflow input used if the signal starts the workflow."""
+        return PackageInput(kind=self.kind, name=self.name)
+
+    def signal_input(self) -> LookAgainInput:
+        """The ``look_again`` payload."""
+        return LookAgainInput(generation=self.generation, reason=self.reason[:200])
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the index remembers of one object: enough to detect changes and route events."""
+
+    generation: int = 0
+    deleting: bool = False
+    source: str = ""  # packages: spec.package
+    runtime_config: str = ""  # Providers/Functions: spec.runtimeConfigRef.name
+    package: str = ""  # revisions: the owning package's name
+    prefixes: tuple[str, ...] = ()  # ImageConfigs: matchImages prefixes
+    config_ref: str = ""  # ImageConfigs: spec.runtime.configRef.name
+
+
+def _owner_package(res: Resource, obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and _PACKAGE_KINDS.get(ref.get("kind", "")) == res.package_kind:
+            return str(ref.get("name", ""))
+    return str((meta.get("labels") or {}).get(PACKAGE_LABEL, ""))
+
+
+def summarize(res: Resource, obj: Obj) -> Summary:
+    """Reduce an object to its :class:`Summary`."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    base = Summary(generation=int(meta.get("generation") or 0),
+                   deleting=bool(meta.get("deletionTimestamp")))
+    if res.role == "package":
+        ref = (spec.get("runtimeConfigRef") or {}).get("name") or DEFAULT_RUNTIME_CONFIG
+        runtime = ref if res.package_kind != CONFIGURATION else ""
+        return Summary(base.generation, base.deleting, str(spec.get("package", "")), runtime)
+    if res.role == "revision":
+        return Summary(base.generation, base.deleting, package=_owner_package(res, obj))
+    if res.role == "imageconfig":
+        prefixes = tuple(str(m.get("prefix", "")) for m in spec.get("matchImages") or []
+                         if m.get("prefix"))
+        ref = ((spec.get("runtime") or {}).get("configRef") or {}).get("name", "")
+        return Summary(base.generation, base.deleting, prefixes=prefixes, config_ref=str(ref))
+    return base
+
+
+def _changed(old: Summary | None, new: Summary) -> bool:
+    return old is None or (old.generation, old.deleting) != (new.generation, new.deleting)
+
+
+@dataclass
+class Index:
+    """The watcher's memory of every watched object, by resource kind and name."""
+
+    objects: dict[str, dict[str, Summary]] = field(default_factory=dict)
+
+    def of(self, kind: str) -> dict[str, Summary]:
+        """The summaries of one resource kind."""
+        return self.objects.setdefault(kind, {})
+
+    def on_event(self, res: Resource, event_type: str, obj: Obj) -> list[Target]:
+        """Apply one watch event (ADDED, MODIFIED, DELETED); return whom to signal."""
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        new, old = summarize(res, obj), self.of(res.kind).get(name)
+        if event_type == "DELETED":
+            self.of(res.kind).pop(name, None)
+        elif event_type in ("ADDED", "MODIFIED"):
+            self.of(res.kind)[name] = new
+        else:
+            return []
+        if event_type == "MODIFIED" and not _changed(old, new):
+            return []
+        return self._route(res, name, new, old, f"{res.kind} {name} {event_type.lower()}")
+
+    def on_sync(self, res: Resource, items: list[Obj], signal_all: bool,
+                why: str = "list") -> list[Target]:
+        """Replace one kind's objects with a full list; return whom to signal.
+
+        Args:
+            res: the resource listed.
+            items: every object of the list.
+            signal_all: target every package concerned (start-up, periodic resync), not
+                only what changed since the index last saw it (relist after 410 Gone).
+            why: reason recorded on the signals.
+        """
+        before = dict(self.of(res.kind))
+        after = {str(o["metadata"]["name"]): summarize(res, o) for o in items}
+        self.objects[res.kind] = after
+        if signal_all and res.role in ("runtimeconfig", "imageconfig"):
+            return []  # the packages' own lists signal every package
+        out: list[Target] = []
+        for name, new in after.items():
+            if signal_all or _changed(before.get(name), new):
+                out += self._route(res, name, new, before.get(name), f"{res.kind} {name} {why}")
+        for name, old in before.items():
+            if name not in after:
+                out += self._route(res, name, old, old, f"{res.kind} {name} gone at {why}")
+        return dedupe(out)
+
+    def _route(self, res: Resource, name: str, new: Summary, old: Summary | None,
+               reason: str) -> list[Target]:
+        if res.role == "package":
+            return [Target(res.package_kind, name, reason, new.generation, new.source)]
+        if res.role == "revision":
+            pkg = new.package or (old.package if old else "")
+            return [self._package_target(res.package_kind, pkg, reason)] if pkg else []
+        if res.role == "runtimeconfig":
+            return self._users_of_runtime_config(name, reason)
+        prefixes = new.prefixes + (old.prefixes if old else ())
+        return self._matching_images(prefixes, reason)
+
+    def _package_target(self, kind: str, name: str, reason: str) -> Target:
+        res = next(r for r in RESOURCES if r.role == "package" and r.package_kind == kind)
+        known = self.of(res.kind).get(name)
+        return Target(kind, name, reason, known.generation if known else 0,
+                      known.source if known else "")
+
+    def _packages(self) -> list[tuple[Resource, str, Summary]]:
+        return [(r, n, s) for r in RESOURCES if r.role == "package"
+                for n, s in sorted(self.of(r.kind).items())]
+
+    def _users_of_runtime_config(self, drc: str, reason: str) -> list[Target]:
+        via_images = tuple(p for s in self.of("ImageConfig").values() if s.config_ref == drc
+                           for p in s.prefixes)
+        return dedupe([Target(r.package_kind, n, reason, s.generation, s.source)
+                       for r, n, s in self._packages()
+                       if s.runtime_config == drc or _matches(s.source, via_images)])
+
+    def _matching_images(self, prefixes: tuple[str, ...], reason: str) -> list[Target]:
+        return dedupe([Target(r.package_kind, n, reason, s.generation, s.source)
+                       for r, n, s in self._packages() if _matches(s.source, prefixes)])
+
+
+def _matches(source: str, prefixes: tuple[str, ...]) -> bool:
+    return bool(source) and any(source.startswith(p) for p in prefixes)
+
+
+def dedupe(targets: list[Target]) -> list[Target]:
+    """Keep the first target per workflow id, in order."""
+    seen: set[str] = set()
+    out = []
+    for t in targets:
+        if t.workflow_id not in seen:
+            seen.add(t.workflow_id)
+            out.append(t)
+    return out

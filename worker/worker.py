@@ -1,0 +1,125 @@
+"""``lockwright worker``: bootstrap the cluster, then run workflows and activities.
+
+One process polls one task queue for both workflow and activity tasks. Activities that
+use the (synchronous) Kubernetes client run on a thread pool sized to the activity slots,
+so the event loop never blocks. SIGTERM or SIGINT drains: no new tasks are polled and
+running activities get ``GRACEFUL_SHUTDOWN`` to finish before they are cancelled (their
+retries then run on another worker, or on this one after a restart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+import structlog
+
+from lockwright.settings import Settings
+from worker.common import Backoff
+
+log = structlog.get_logger("lockwright.worker")
+
+GRACEFUL_SHUTDOWN = timedelta(seconds=20)
+BOOTSTRAP_TIMEOUT_S = 60.0
+
+
+async def bootstrap_cluster(settings: Settings, timeout: float = BOOTSTRAP_TIMEOUT_S) -> None:
+    """Run :func:`lockwright.bootstrap.bootstrap`, retrying while the API is unreachable.
+
+    Raises:
+        RuntimeError: the cluster did not accept the bootstrap within ``timeout``.
+    """
+    from lockwright.bootstrap import bootstrap
+
+    deadline, backoff = time.monotonic() + timeout, Backoff()
+    while True:
+        try:
+            with settings.kube_api_client() as api_client:
+                await asyncio.to_thread(bootstrap, api_client, settings.system_namespace)
+            return
+        except Exception as exc:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"bootstrap failed for {timeout:.0f}s: {exc}") from exc
+            delay = backoff.next()
+            log.warning("bootstrap failed", retry_in=delay, error=str(exc)[:200])
+            await asyncio.sleep(delay)  # retry backoff, not synchronisation
+
+
+def load_activities(settings: Settings) -> Sequence[Callable[..., Any]]:
+    """The activity implementations, from ``activities.build(settings)``."""
+    from activities import build
+
+    return build(settings)
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event, *, bootstrap: bool = True,
+                     client: Any = None,
+                     activity_list: Sequence[Callable[..., Any]] | None = None) -> None:
+    """Bootstrap, connect and poll the task queue until ``stop`` is set.
+
+    Args:
+        settings: resolved settings.
+        stop: set it to shut down gracefully.
+        bootstrap: apply CRDs and system objects first (idempotent).
+        client: an existing Temporal client (default: connect using ``settings``).
+        activity_list: activity implementations (default: :func:`load_activities`).
+    """
+    from temporalio.worker import Worker
+
+    from worker.common import connect
+    from workflows import ALL_WORKFLOWS
+
+    if bootstrap:
+        await bootstrap_cluster(settings)
+    client = client or await connect(settings)
+    await _register_search_attributes(client)
+    acts = list(activity_list) if activity_list is not None else load_activities(settings)
+    slots = settings.max_concurrent_activities
+    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="activity") as pool:
+        worker = Worker(client, task_queue=settings.task_queue, workflows=ALL_WORKFLOWS,
+                        activities=acts, activity_executor=pool,
+                        max_concurrent_activities=slots,
+                        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN)
+        async with worker:
+            log.info("worker polling", task_queue=settings.task_queue,
+                     namespace=settings.temporal_namespace, workflows=len(ALL_WORKFLOWS),
+                     activities=len(acts), max_concurrent_activities=slots)
+            await stop.wait()
+            log.info("worker draining", graceful_shutdown_s=GRACEFUL_SHUTDOWN.total_seconds())
+    log.info("worker stopped")
+
+
+async def _register_search_attributes(client: Any) -> None:
+    from temporalio.service import RPCError
+
+    from worker.common import ensure_search_attributes
+
+    try:
+        await ensure_search_attributes(client)
+    except RPCError as exc:  # e.g. no operator permission (Temporal Cloud): register by hand
+        log.warning("cannot register search attributes; create them with `temporal operator "
+                    "search-attribute create`", error=str(exc)[:200])
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    """Handler of ``lockwright worker``."""
+    from lockwright.log import configure
+    from worker.common import settings_or_exit
+
+    configure()
+    settings = settings_or_exit(args)
+    asyncio.run(_main(settings, bootstrap=not args.no_bootstrap))
+    return 0
+
+
+async def _main(settings: Settings, bootstrap: bool) -> None:
+    from worker.common import stop_on_signals
+
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    await run_worker(settings, stop, bootstrap=bootstrap)
