@@ -9,6 +9,7 @@ Invalid values raise :class:`SettingsError` naming the flag, the variable and th
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -67,6 +68,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("max_concurrent_activities", "--max-concurrent-activities",
          "LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "32",
          "worker: activities run at once (threads for the Kubernetes client)"),
+    Spec("tuning", "--tuning", "LOCKWRIGHT_TUNING", "",
+         'watcher: JSON object overriding workflow timings, e.g. {"backoff_max_s": 2}'),
 )
 _BY_FIELD = {s.field: s for s in SPECS}
 
@@ -86,6 +89,7 @@ class Settings:
     package_runtime: str = "Deployment"
     resync_seconds: float = 600.0
     max_concurrent_activities: int = 32
+    tuning: str = ""
 
     def __post_init__(self) -> None:
         if not self.cache_dir:
@@ -153,6 +157,19 @@ def _check_values(s: Settings) -> None:
         raise _fail("resync_seconds", "negative", "give seconds >= 0 (0 turns resync off)")
     if s.max_concurrent_activities < 1:
         raise _fail("max_concurrent_activities", "below 1", "give a positive number")
+    if s.tuning:
+        _check_tuning(s.tuning)
+
+
+def _check_tuning(raw: str) -> None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+        raise _fail("tuning", f"{raw!r} is not a JSON object of numbers",
+                    'give e.g. {"backoff_initial_s": 0.5, "backoff_max_s": 2}')
 
 
 _CHECKS: tuple[Callable[[Settings], None], ...] = (_check_address, _check_names, _check_values)

@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.devcluster",
     "tests.fixtures.registry",
     "tests.fixtures.temporal",
+    "tests.fixtures.stack",
 ]

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import structlog
@@ -164,6 +164,19 @@ class Stream:
                 log.debug("interrupt failed", kind=self.res.kind, error=str(exc)[:200])
 
 
+def workflow_tuning(raw: str) -> Any:
+    """The workflows' ``Tuning`` from the ``LOCKWRIGHT_TUNING`` setting (JSON overrides)."""
+    from workflows.contracts import Tuning
+
+    if not raw:
+        return Tuning()
+    try:
+        return Tuning(**json.loads(raw))
+    except TypeError as exc:
+        known = ", ".join(f.name for f in fields(Tuning))
+        raise SystemExit(f"LOCKWRIGHT_TUNING / --tuning: {exc}; known keys: {known}") from None
+
+
 class Watcher:
     """Streams plus the signal-with-start side; run with :meth:`run`."""
 
@@ -181,6 +194,7 @@ class Watcher:
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._stop = threading.Event()
         self._streams: list[Stream] = []
+        self._tuning = workflow_tuning(settings.tuning)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Watch and signal until ``stop`` is set."""
@@ -255,7 +269,8 @@ class Watcher:
         if target.source:
             pairs.append(SearchAttributePair(c.SA_PACKAGE_SOURCE, target.source))
         handle = await self.client.start_workflow(
-            PackageWorkflow.run, target.package_input(), id=target.workflow_id,
+            PackageWorkflow.run, replace(target.package_input(), tuning=self._tuning),
+            id=target.workflow_id,
             task_queue=self.settings.task_queue, start_signal=c.SIGNAL_LOOK_AGAIN,
             start_signal_args=[target.signal_input()],
             search_attributes=TypedSearchAttributes(pairs),

@@ -82,3 +82,19 @@ def test_env_round_trips_for_child_processes() -> None:
     s = Settings(kubeconfig="/k", insecure_registries=("a:1", "b:2"), task_queue="q")
     assert from_args(None, s.env()) == s
     assert "KUBECONFIG" not in Settings().env()
+
+
+def test_tuning_must_be_a_json_object_of_numbers() -> None:
+    from lockwright.settings import SettingsError, from_args
+
+    assert from_args(None, {"LOCKWRIGHT_TUNING": '{"backoff_max_s": 2}'}).tuning
+    with pytest.raises(SettingsError, match="LOCKWRIGHT_TUNING"):
+        from_args(None, {"LOCKWRIGHT_TUNING": '{"backoff_max_s": "soon"}'})
+
+
+def test_watcher_builds_workflow_tuning_from_setting() -> None:
+    from worker.watcher import workflow_tuning
+
+    assert workflow_tuning('{"backoff_max_s": 2}').backoff_max_s == 2
+    with pytest.raises(SystemExit, match="known keys"):
+        workflow_tuning('{"nonsense": 1}')
