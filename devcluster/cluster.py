@@ -8,15 +8,14 @@ store lock so compare-and-swap on ``metadata.resourceVersion`` is exact.
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from devcluster import apply, crd, defaults, patch, scale, schema
+from devcluster import apply, crd, patch, scale
+from devcluster.admission import (CRD_GROUP, CRD_PLURAL, WriteOptions, admit, now,
+                                  prepare_body)
 from devcluster.builtins import BUILTINS
 from devcluster.errors import (ApiError, already_exists, bad_request, conflict, forbidden,
                                invalid, not_found, unsupported_media_type)
@@ -24,31 +23,12 @@ from devcluster.store import Key, Store
 from devcluster.types import ResourceType, clone
 
 Obj = dict[str, Any]
-CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
 CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATION_KINDS = {"Deployment", "CustomResourceDefinition", "ValidatingWebhookConfiguration",
                      "MutatingWebhookConfiguration"}
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                    "generation", "selfLink")
-
-
-def now() -> str:
-    """The current time as kube-apiserver formats timestamps (seconds, UTC, Z)."""
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass
-class WriteOptions:
-    """What a write request carries besides the object."""
-
-    dry_run: bool = False
-    field_manager: str = ""
-    field_validation: str = "Warn"  # Strict | Warn | Ignore
-    force: bool = False
-    warnings: list[str] = field(default_factory=list)
 
 
 class Cluster:
@@ -137,7 +117,7 @@ class Cluster:
 
     def create(self, rt: ResourceType, namespace: str | None, body: Obj,
                opts: WriteOptions, managed: list[Obj] | None = None) -> Obj:
-        obj = self._prepare_body(rt, namespace, body)
+        obj = prepare_body(rt, namespace, body)
         meta = obj["metadata"]
         with self.lock:
             self._check_crd_live(rt)
@@ -152,7 +132,7 @@ class Cluster:
                 meta.pop(k, None)
             if rt.has_status and rt.kind != "Namespace":
                 obj.pop("status", None)
-            self._admit(rt, obj, None, opts)
+            admit(rt, obj, None, opts)
             if self._tracks_generation(rt):
                 meta["generation"] = 1
             if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
@@ -169,12 +149,12 @@ class Cluster:
             return
         owner = self.store.get((CRD_GROUP, CRD_PLURAL, "", rt.crd_name))
         if owner is not None and owner["metadata"].get("deletionTimestamp"):
-            raise ApiError(405, "MethodNotAllowed", f"create not allowed while custom resource"
-                           f" definition is terminating")
+            raise ApiError(405, "MethodNotAllowed", "create not allowed while custom resource"
+                           " definition is terminating")
 
     def update(self, rt: ResourceType, namespace: str | None, name: str, body: Obj,
                opts: WriteOptions, subresource: str = "") -> Obj:
-        new = self._prepare_body(rt, namespace, body, name)
+        new = prepare_body(rt, namespace, body, name)
         with self.lock:
             key = self.key(rt, namespace, name)
             old = self.store.get(key)
@@ -208,7 +188,7 @@ class Cluster:
             sent_rv = (new.get("metadata") or {}).get("resourceVersion")
             if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
                 raise conflict(rt, name)
-            new = self._prepare_body(rt, namespace, new, name)
+            new = prepare_body(rt, namespace, new, name)
             return self._replace(rt, key, old, new, opts, subresource, "Update"), False
 
     def update_scale(self, rt: ResourceType, namespace: str | None, name: str,
@@ -274,7 +254,7 @@ class Cluster:
                 raise not_found(rt, name)
             new["metadata"].setdefault("name", name)
             return self.create(rt, namespace, new, opts, managed), True
-        new = self._prepare_body(rt, namespace, new, name)
+        new = prepare_body(rt, namespace, new, name)
         return self._replace(rt, key, old, new, opts, subresource, "Apply"), False
 
     def _replace(self, rt: ResourceType, key: Key, old: Obj, new: Obj, opts: WriteOptions,
@@ -304,7 +284,7 @@ class Cluster:
                                 " forbidden: no new finalizers can be added if the object is being"
                                 " deleted, found new finalizers " + str(sorted(added)))
         if subresource != "status":
-            self._admit(rt, new, old, opts)
+            admit(rt, new, old, opts)
         if self._tracks_generation(rt) and _spec_changed(rt, old, new):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if operation == "Update" or "managedFields" not in meta:
@@ -318,63 +298,6 @@ class Cluster:
         return self._commit(rt, key, new, old, opts)
 
     # -- admission -----------------------------------------------------------------------
-
-    def _prepare_body(self, rt: ResourceType, namespace: str | None, body: Obj,
-                      name: str | None = None) -> Obj:
-        if not isinstance(body, dict):
-            raise bad_request("the body of the request was not a JSON object")
-        obj = body  # the caller hands over a fresh object (decoded JSON or a clone)
-        if obj.get("kind", rt.kind) != rt.kind or obj.get("apiVersion", rt.group_version) not in (
-                rt.group_version,):
-            raise bad_request(f"the API version in the data ({obj.get('apiVersion')}) does not"
-                              f" match the expected API version ({rt.group_version})"
-                              if obj.get("kind", rt.kind) == rt.kind else
-                              f"the kind in the data ({obj.get('kind')}) does not match the"
-                              f" expected kind ({rt.kind})")
-        obj["apiVersion"], obj["kind"] = rt.group_version, rt.kind
-        meta = obj.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise bad_request("metadata must be an object")
-        if rt.namespaced:
-            if meta.get("namespace") and namespace and meta["namespace"] != namespace:
-                raise bad_request("the namespace of the provided object does not match the"
-                                  " namespace sent on the request")
-            meta["namespace"] = namespace or meta.get("namespace") or "default"
-        else:
-            meta.pop("namespace", None)
-        if name is not None:
-            if meta.get("name") and meta["name"] != name:
-                raise bad_request(f"the name of the object ({meta['name']}) does not match the"
-                                  f" name on the URL ({name})")
-            meta["name"] = name
-        return obj
-
-    def _admit(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions) -> None:
-        name = obj["metadata"].get("name", "")
-        causes = _metadata_causes(rt, obj["metadata"])
-        if rt.schema is not None:
-            unknown = schema.prune(obj, rt.schema)
-            self._unknown_fields(rt, unknown, opts)
-            schema.apply_defaults(obj, rt.schema)
-            causes += schema.validate(obj, rt.schema)
-        elif not rt.is_custom:
-            defaults.apply_defaults(rt.group, rt.kind, obj)
-            causes += defaults.validate(rt.group, rt.kind, obj, old)
-        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL and not causes:
-            crd.default_crd(obj)
-            causes += crd.validate_crd(obj, old)
-        if causes:
-            raise invalid(rt, name, schema.invalid_message(rt.kind, rt.group, name, causes),
-                          [c.status_cause() for c in causes])
-
-    def _unknown_fields(self, rt: ResourceType, paths: list[str], opts: WriteOptions) -> None:
-        if not paths or opts.field_validation == "Ignore":
-            return
-        fields = [f'unknown field "{p.lstrip(".")}"' for p in paths]
-        if opts.field_validation == "Strict":
-            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a'
-                              f" {rt.kind}: strict decoding error: " + ", ".join(fields))
-        opts.warnings.extend(fields)
 
     def _check_namespace(self, rt: ResourceType, namespace: str | None, name: str) -> None:
         if not rt.namespaced:
@@ -561,34 +484,6 @@ def _spec_changed(rt: ResourceType, old: Obj, new: Obj) -> bool:
     skip = {"metadata", "apiVersion", "kind"} | ({"status"} if rt.has_status else set())
     return ({k: v for k, v in old.items() if k not in skip}
             != {k: v for k, v in new.items() if k not in skip})
-
-
-def _metadata_causes(rt: ResourceType, meta: Obj) -> list[schema.Cause]:
-    name = meta.get("name")
-    if not name:
-        return [schema.Cause("FieldValueRequired", "metadata.name",
-                             "name or generateName is required")]
-    if rt.group == "rbac.authorization.k8s.io":
-        return _path_segment_causes(name)
-    pattern = _LABEL if rt.kind == "Namespace" and not rt.group else _SUBDOMAIN
-    if len(name) > 253 or not pattern.match(name):
-        what = "RFC 1123 label" if pattern is _LABEL else "RFC 1123 subdomain"
-        return [schema.Cause("FieldValueInvalid", "metadata.name",
-                             f"a lowercase {what} must consist of lower case alphanumeric"
-                             " characters, '-' or '.', and must start and end with an"
-                             " alphanumeric character", name)]
-    return []
-
-
-def _path_segment_causes(name: str) -> list[schema.Cause]:
-    """RBAC names need only be valid path segments (``crossplane:provider:x:system`` is)."""
-    if name in (".", ".."):
-        return [schema.Cause("FieldValueInvalid", "metadata.name", f"may not be '{name}'", name)]
-    for bad in ("/", "%"):
-        if bad in name:
-            return [schema.Cause("FieldValueInvalid", "metadata.name",
-                                 f"may not contain '{bad}'", name)]
-    return []
 
 
 def _check_preconditions(rt: ResourceType, obj: Obj, pre: Obj) -> None:

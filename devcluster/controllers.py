@@ -18,7 +18,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from devcluster.cluster import CRD_FINALIZER, CRD_GROUP, CRD_PLURAL, Cluster, now
+from devcluster.admission import CRD_GROUP, CRD_PLURAL, now
+from devcluster.cluster import CRD_FINALIZER, Cluster
 from devcluster.store import Key
 
 Obj = dict[str, Any]

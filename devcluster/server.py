@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from devcluster import discovery, openapi, scale, table
-from devcluster.cluster import Cluster, WriteOptions
+from devcluster.admission import WriteOptions
+from devcluster.cluster import Cluster
 from devcluster.errors import ApiError, bad_request, method_not_allowed, not_found_path, too_large
 from devcluster.selectors import field_selector, label_selector
 from devcluster.types import ResourceType
