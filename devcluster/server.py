@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from devcluster import discovery, openapi, scale, table
 from devcluster.admission import WriteOptions
@@ -121,7 +121,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _route(self, method: str) -> None:
         path = urlsplit(self.path).path.rstrip("/") or "/"
-        parts = [p for p in path.split("/") if p]
+        # Clients percent-encode names (the Python client turns ":" into "%3A").
+        parts = [unquote(p) for p in path.split("/") if p]
         if method == "GET" and self._meta_endpoint(path, parts):
             return
         target = self._target(parts)

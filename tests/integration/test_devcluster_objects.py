@@ -365,6 +365,9 @@ def test_rbac_names_are_path_segments(kube_client: client.ApiClient, name: str,
     body = {"metadata": {"name": name if not ok else f"{name}-{unique('r')}"}, "rules": []}
     if ok:
         assert rbac.create_cluster_role(body).metadata.name == body["metadata"]["name"]
+        # The client percent-encodes ":" in the path; the server must decode it.
+        assert rbac.read_cluster_role(body["metadata"]["name"]).metadata.name == body[
+            "metadata"]["name"]
     else:
         with pytest.raises(ApiException) as err:
             rbac.create_cluster_role(body)
