@@ -37,6 +37,7 @@ PERMANENT_ERRORS = (
     "PackageNotFound",
     "Unauthorized",
     "InvalidPackage",
+    "InvalidReference",
     "LintError",
     "ConstraintError",
     "ConflictError",
@@ -141,6 +142,8 @@ class PackageState:
     active_revision: str = ""
     revisions: list[str] = field(default_factory=list)
     installed_key: str = ""
+    # The last key an install was started for, so a re-attempt does not say "installing".
+    attempted_key: str = ""
     healthy: bool = False
     health_message: str = ""
     approved_revision: str = ""

@@ -58,6 +58,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.revision import InstallRevision
 
 
+# workflow.patched() id: a re-attempt no longer writes "installing" over the last outcome.
+PATCH_KEEP_LAST_OUTCOME = "keep-last-outcome-on-reattempt"
+
+
 @workflow.defn
 class PackageWorkflow:
     """Keeps one package installed as its Kubernetes object says; never ends while it exists."""
@@ -184,9 +188,15 @@ class PackageWorkflow:
             self._s = replace(self._s, active_revision=rev)
         key = f"{rev}/{pkg.generation}/{'active' if active else 'inactive'}"
         if key != self._s.installed_key or not self._s.healthy:
-            # Say "installing" first: a health wait can take minutes.
-            await self._write_status(conditions.package_installing(active),
-                                     _source(pkg, resolved))
+            fresh = key not in (self._s.installed_key, self._s.attempted_key)
+            # Say "installing" first: a health wait can take minutes. Only for a new key: a
+            # re-attempt leaves the last outcome (a refusal, an outage being retried, an
+            # unhealthy runtime) on the status until it has a new one. Runs started before
+            # this change replay the old way (said it on every attempt).
+            if fresh or not workflow.patched(PATCH_KEEP_LAST_OUTCOME):
+                await self._write_status(conditions.package_installing(active),
+                                         _source(pkg, resolved))
+            self._s = replace(self._s, attempted_key=key)
             result = await self._install(pkg, resolved, rev, active)
             self._s = replace(self._s, installed_key=key, healthy=result.healthy,
                               health_message=result.message, installs=self._s.installs + 1)

@@ -115,7 +115,8 @@ class RegistryClient:
                                         stream=call.stream, timeout=self.timeout)
         except requests.RequestException as exc:
             raise RegistryUnavailable(f"registry {call.ref.api_host} unreachable: "
-                                      f"{type(exc).__name__}: {oci_errors.short(exc)}") from None
+                                      f"{oci_errors.root_cause(exc)} ({type(exc).__name__})"
+                                      ) from None
 
     # -- reading -----------------------------------------------------------------------
 

@@ -26,6 +26,28 @@ def short(exc: BaseException, limit: int = 200) -> str:
     return str(exc)[:limit]
 
 
+def root_cause(exc: BaseException, limit: int = 200) -> str:
+    """The innermost OS error's words (``connection refused``), else :func:`short`.
+
+    requests wraps the cause three deep (ConnectionError → MaxRetryError →
+    NewConnectionError → ConnectionRefusedError); the outer texts are long and the cause
+    comes last, where truncation would cut it.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.strerror:
+            return f"{current.strerror[0].lower()}{current.strerror[1:]}"[:limit]
+        nested = [getattr(current, "reason", None), current.__cause__, current.__context__,
+                  *current.args]
+        todo.extend(e for e in nested if isinstance(e, BaseException))
+    return short(exc, limit)
+
+
 def error_codes(resp: requests.Response) -> list[str]:
     """The ``errors[].code`` values of a distribution error body, if any."""
     try:
@@ -45,7 +67,8 @@ def classify(resp: requests.Response, method: str, ref: Reference,
     detail = f"registry {ref.api_host} answered {status} to {method} for {ref}" + (
         f" ({', '.join(codes)})" if codes else "")
     if status == 404 or _NOT_FOUND_CODES.intersection(codes):
-        return PackageNotFound(detail)
+        # Say it in words too: a status code alone reads as noise on a condition.
+        return PackageNotFound(f"{ref} not found: {detail}")
     if status in (401, 403) or _DENIED_CODES.intersection(codes):
         creds = "the configured credentials" if had_credentials else "anonymous access"
         return Unauthorized(f"{detail}: {creds} refused")

@@ -24,6 +24,8 @@ SHAPES = {
     "package_install", "package_manual_activation", "package_permanent_error",
     "package_transient_retry", "package_continue_as_new", "package_deleted",
     "revision_install_provider", "revision_install_unhealthy", "revision_install_failed",
+    # Recorded before PATCH_KEEP_LAST_OUTCOME: runs started then must still replay.
+    "package_permanent_error_unpatched", "package_transient_retry_unpatched",
 }
 
 

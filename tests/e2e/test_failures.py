@@ -1,0 +1,575 @@
+"""Failure paths of an install, end to end (issue 4, invariant 6).
+
+Each test drives the product as a user does (push, apply, read conditions) and checks
+three things: the package's conditions name the cause with the reference's reasons
+(§4, §9–10, §15); nothing is half-installed; and the workflow classified the error —
+a permanent one fails once and waits for a change (no Temporal retries, no timer), a
+transient one is shown on the status while the workflow retries it with backoff.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from tests.fixtures import registry as registry_fixture
+from tests.fixtures.registry import RegistryServer
+from tests.fixtures.stack import Stack
+from tests.helpers import unique, wait_for, wait_for_async
+from workflows import contracts as c
+
+SYSTEM_NAMESPACE = "crossplane-system"
+Obj = dict[str, Any]
+
+
+# --- packages ------------------------------------------------------------------------
+def crd(group: str, kind: str) -> Obj:
+    """A minimal cluster-scoped CRD ``<plural>.<group>``."""
+    plural = kind.lower() + "s"
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Cluster",
+                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                               "singular": kind.lower()},
+                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {
+                                       "type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def provider_dir(root: Path, group: str, spec: Obj | None = None,
+                 extra: list[Obj] | None = None) -> Path:
+    """A Provider package directory with one CRD in ``group`` (and ``extra`` objects)."""
+    root.mkdir(parents=True)
+    meta = {"apiVersion": "meta.pkg.crossplane.io/v1", "kind": "Provider",
+            "metadata": {"name": f"provider-{group.split('.')[0]}"}, "spec": spec or {}}
+    (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    objects = [crd(group, "Gadget"), *(extra or [])]
+    (root / "objects.yaml").write_text(yaml.safe_dump_all(objects))
+    return root
+
+
+def unique_group() -> str:
+    return f"{uuid.uuid4().hex[:8]}.failures.example.org"
+
+
+def push_unlinted(stack: Stack, root: Path) -> str:
+    """Push ``root`` as a package without the build's lint (to ship a lint failure)."""
+    from lockwright.oci.client import RegistryClient
+    from lockwright.oci.push import push_package
+    from lockwright.xpkg import build
+    from lockwright.xpkg.tarball import Image, read_image_tarball, write_image_tarball
+
+    work = stack.state / uuid.uuid4().hex
+    work.mkdir()
+    stream = work / build.STREAM_FILE
+    build._concatenate(stream, [root / "crossplane.yaml", root / "objects.yaml"])
+    layer = build._file_layer(stream, build.STREAM_FILE, work, build.BASE_ANNOTATION)
+    out = work / "package.xpkg"
+    write_image_tarball(out, Image(build._config(None, [layer]), (layer,)))
+    ref = f"{stack.registry_host}/{unique('unlinted')}:v1.0.0"
+    tarball = read_image_tarball(out)
+    try:
+        push_package(RegistryClient(insecure=[stack.registry_host]), ref, [tarball])
+    finally:
+        tarball.close()
+    return ref
+
+
+def push_to(stack: Stack, server: RegistryServer, root: Path) -> str:
+    """Push the package under ``root`` to ``server`` (with its credentials, if any)."""
+    from lockwright.oci.auth import DockerAuths
+    from lockwright.oci.client import RegistryClient
+    from lockwright.oci.push import push_package
+    from lockwright.xpkg.build import build_package
+    from lockwright.xpkg.tarball import read_image_tarball
+
+    auths = DockerAuths.from_json(json.dumps({"auths": {server.host: {
+        "username": server.username, "password": server.password}}} if server.username
+        else {"auths": {}}))
+    ref = f"{server.host}/{unique('pkg')}:v1.0.0"
+    out = stack.state / f"{uuid.uuid4().hex}.xpkg"
+    with build_package(root) as built:
+        built.write(out)
+    tarball = read_image_tarball(out)
+    try:
+        push_package(RegistryClient(insecure=[server.host], auths=auths), ref, [tarball])
+    finally:
+        tarball.close()
+    return ref
+
+
+# --- cluster reads ---------------------------------------------------------------------
+def revision_conditions(stack: Stack, name: str) -> dict[str, Obj]:
+    revs = stack.revisions("Provider", name)
+    assert len(revs) == 1, [r["metadata"]["name"] for r in revs]
+    return {x["type"]: x for x in (revs[0].get("status") or {}).get("conditions") or []}
+
+
+def wait_revision_condition(stack: Stack, name: str, type_: str, status: str,
+                            contains: str) -> Obj:
+    def met() -> Obj | None:
+        found = revision_conditions(stack, name).get(type_) or {}
+        ok = found.get("status") == status and contains in found.get("message", "")
+        return found if ok else None
+
+    return wait_for(met, timeout=60, interval=0.2,
+                    what=f"revision of {name}: {type_}={status} with {contains!r}")
+
+
+def wait_package_condition(stack: Stack, name: str, type_: str, status: str, reason: str,
+                           contains: str) -> dict[str, Obj]:
+    """Wait until the Provider's ``type_`` condition is (status, reason) and says ``contains``."""
+    def met() -> dict[str, Obj] | None:
+        conds = stack.conditions("Provider", name)
+        found = conds.get(type_) or {}
+        ok = ((found.get("status"), found.get("reason")) == (status, reason)
+              and contains in found.get("message", ""))
+        return conds if ok else None
+
+    try:
+        return wait_for(met, timeout=60, interval=0.2, what=f"{name}: {type_}={status}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; now {stack.conditions('Provider', name)}") from exc
+
+
+def crd_exists(stack: Stack, name: str) -> Obj | None:
+    try:
+        return client.ApiextensionsV1Api(stack.api).read_custom_resource_definition(
+            name).to_dict()
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def cluster_roles_of(stack: Stack, revision: str) -> list[str]:
+    roles = client.RbacAuthorizationV1Api(stack.api).list_cluster_role().items
+    return [r.metadata.name for r in roles
+            if r.metadata.name.startswith(f"crossplane:provider:{revision}:")]
+
+
+def deployments_of(stack: Stack, revision: Obj) -> list[str]:
+    uid = revision["metadata"]["uid"]
+    items = client.AppsV1Api(stack.api).list_namespaced_deployment(SYSTEM_NAMESPACE).items
+    return [d.metadata.name for d in items
+            if d.metadata.name == revision["metadata"]["name"]
+            or any(o.uid == uid for o in d.metadata.owner_references or [])]
+
+
+def lock_entries(stack: Stack) -> list[str]:
+    lock = stack.custom.get_cluster_custom_object("pkg.crossplane.io", "v1beta1", "locks",
+                                                  "lock")
+    return [p["name"] for p in lock.get("packages") or []]
+
+
+def assert_nothing_installed(stack: Stack, name: str, crd_name: str) -> None:
+    """The revision (if any) is not in the Lock and has no CRD, roles or runtime."""
+    for rev in stack.revisions("Provider", name):
+        rname = rev["metadata"]["name"]
+        assert rname not in lock_entries(stack)
+        assert cluster_roles_of(stack, rname) == []
+        assert deployments_of(stack, rev) == []
+        assert not (rev.get("status") or {}).get("objectRefs")
+    assert crd_exists(stack, crd_name) is None
+
+
+# --- Temporal reads --------------------------------------------------------------------
+async def temporal(stack: Stack) -> Client:
+    return await Client.connect(stack.temporal_address)
+
+
+async def package_status(tc: Client, name: str) -> c.PackageStatusResult:
+    handle = tc.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name))
+    desc = await handle.describe()
+    assert desc.status == WorkflowExecutionStatus.RUNNING, desc.status
+    result: c.PackageStatusResult = await handle.query(
+        c.QUERY_STATUS, result_type=c.PackageStatusResult)
+    return result
+
+
+async def settled_failed(tc: Client, name: str) -> c.PackageStatusResult:
+    """The package workflow's status once it waits for a signal after a failed pass."""
+    async def failed() -> c.PackageStatusResult | None:
+        status = await package_status(tc, name)
+        return status if status.phase == "Failed" and status.idle else None
+
+    return await wait_for_async(failed, timeout=60, interval=0.2, what=f"{name} failed, idle")
+
+
+async def assert_failed_permanently(tc: Client, name: str, error_type: str,
+                                    workflow_id: str, activity: str) -> None:
+    """The package workflow runs on, idle with no retry timer; the activity ran once."""
+    status = await settled_failed(tc, name)
+    assert (status.last_error_type, status.retry_attempt) == (error_type, 0), status
+    attempts = await failed_attempts(tc, workflow_id, activity)
+    # Non-retryable: each failing schedule of the activity got exactly one attempt.
+    assert attempts and set(attempts) == {1}, attempts
+
+
+async def look_again_keeps_the_failure(tc: Client, name: str, cause: str) -> None:
+    """A signal re-runs the failed pass without first flipping the status to "installing".
+
+    Read from the package workflow's history: every status written after our signal still
+    carries ``cause`` (the bug was ``Package revision health is "Unknown"`` hiding it).
+    """
+    before = await settled_failed(tc, name)
+    handle = tc.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name))
+    reason = unique("e2e-look-again")
+    await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(reason=reason))
+
+    async def passed_again() -> c.PackageStatusResult | None:
+        status = await package_status(tc, name)
+        return status if status.passes > before.passes and status.phase == "Failed" \
+            and status.idle else None
+
+    await wait_for_async(passed_again, timeout=60, interval=0.2, what="another failed pass")
+    converter = tc.data_converter.payload_converter
+    history = await handle.fetch_history()
+    seen_signal, written = False, []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            payloads = list(event.workflow_execution_signaled_event_attributes.input.payloads)
+            [signal_input] = converter.from_payloads(payloads, [c.LookAgainInput])
+            seen_signal = seen_signal or signal_input.reason == reason
+        elif seen_signal and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == c.WRITE_PACKAGE_STATUS:
+                [inp] = converter.from_payloads(list(attrs.input.payloads),
+                                                [c.WritePackageStatusInput])
+                written.append({x.type: x.message for x in inp.conditions})
+    assert seen_signal and written, (seen_signal, written)
+    for conds in written:
+        assert cause in conds["Healthy"], written
+
+
+async def failed_attempts(tc: Client, workflow_id: str, activity: str) -> list[int]:
+    """The attempt numbers of every failed run of ``activity`` in ``workflow_id``'s runs."""
+    out: list[int] = []
+    async for run in tc.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        history = await tc.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
+        scheduled: dict[int, str] = {}
+        started: dict[int, int] = {}
+        for event in history.events:
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                scheduled[event.event_id] = (
+                    event.activity_task_scheduled_event_attributes.activity_type.name)
+            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+                attrs = event.activity_task_started_event_attributes
+                started[attrs.scheduled_event_id] = attrs.attempt
+            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+                sid = event.activity_task_failed_event_attributes.scheduled_event_id
+                if scheduled.get(sid) == activity:
+                    out.append(started.get(sid, 0))
+    return out
+
+
+async def histories_text(tc: Client, workflow_ids: list[str]) -> str:
+    """Every run's history of ``workflow_ids``, as JSON text."""
+    texts = []
+    for wid in workflow_ids:
+        # The latest run directly (visibility may lag), then every run listed.
+        texts.append((await tc.get_workflow_handle(wid).fetch_history()).to_json())
+        async for run in tc.list_workflows(f"WorkflowId = '{wid}'"):
+            history = await tc.get_workflow_handle(wid, run_id=run.run_id).fetch_history()
+            texts.append(history.to_json())
+    return "\n".join(texts)
+
+
+# --- 1. image not found ----------------------------------------------------------------
+async def test_missing_tag_fails_unpacking_and_waits(stack: Stack, tmp_path: Path) -> None:
+    group = unique_group()
+    ref = stack.push(provider_dir(tmp_path / "p", group))
+    missing = ref.rsplit(":", 1)[0] + ":v9.9.9"
+    name = unique("notfound")
+    stack.apply_package("Provider", name, missing)
+
+    conds = stack.wait_conditions("Provider", name, {
+        "Installed": ("False", "UnpackingPackage"),
+        "Healthy": ("False", "UnhealthyPackageRevision")})
+    message = conds["Installed"]["message"]
+    assert message.startswith("cannot unpack package: ")
+    assert "not found" in message and "v9.9.9" in message, message
+    assert conds["Healthy"]["message"] == message
+    assert stack.revisions("Provider", name) == []  # reference §9 step 4: no revision
+    assert_nothing_installed(stack, name, f"gadgets.{group}")
+    tc = await temporal(stack)
+    await assert_failed_permanently(tc, name, "PackageNotFound",
+                                    c.package_workflow_id(c.PROVIDER, name), c.RESOLVE_DIGEST)
+
+
+# --- 2. unauthorized, wrong secret, right secret ---------------------------------------
+def pull_secret(stack: Stack, server: RegistryServer, password: str) -> tuple[str, str]:
+    """A dockerconfigjson Secret for ``server``: its name and its stored (base64) value."""
+    name = unique("pull")
+    auth = base64.b64encode(f"{server.username}:{password}".encode()).decode()
+    config = json.dumps({"auths": {server.host: {"auth": auth}}})
+    value = base64.b64encode(config.encode()).decode()
+    client.CoreV1Api(stack.api).create_namespaced_secret(SYSTEM_NAMESPACE, {
+        "metadata": {"name": name}, "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": value}})
+    return name, value
+
+
+async def test_unauthorized_then_wrong_then_right_secret(
+        stack: Stack, auth_registry: RegistryServer, tmp_path: Path) -> None:
+    group = unique_group()
+    ref = push_to(stack, auth_registry, provider_dir(tmp_path / "p", group))
+    name = unique("private")
+    stack.apply_package("Provider", name, ref)
+    wid = c.package_workflow_id(c.PROVIDER, name)
+    tc = await temporal(stack)
+
+    conds = stack.wait_conditions("Provider", name, {
+        "Installed": ("False", "UnpackingPackage")})
+    assert "requires credentials and none are configured" in conds["Installed"]["message"]
+    await assert_failed_permanently(tc, name, "Unauthorized", wid, c.RESOLVE_DIGEST)
+
+    wrong = "not-" + str(auth_registry.password)
+    wrong_secret, wrong_value = pull_secret(stack, auth_registry, wrong)
+    stack.custom.patch_cluster_custom_object(
+        "pkg.crossplane.io", "v1", "providers", name,
+        {"spec": {"packagePullSecrets": [{"name": wrong_secret}]}})
+
+    def says_credentials_refused() -> bool:
+        message = stack.conditions("Provider", name).get("Installed", {}).get("message", "")
+        return "credentials" in message and "none are configured" not in message
+
+    wait_for(says_credentials_refused, timeout=60, interval=0.2, what="credentials refused")
+    message = stack.conditions("Provider", name)["Installed"]["message"]
+    assert "answered 401" in message and "the configured credentials refused" in message
+    assert_nothing_installed(stack, name, f"gadgets.{group}")
+    await assert_failed_permanently(tc, name, "Unauthorized", wid, c.RESOLVE_DIGEST)
+
+    right = str(auth_registry.password)
+    right_secret, right_value = pull_secret(stack, auth_registry, right)
+    stack.custom.patch_cluster_custom_object(
+        "pkg.crossplane.io", "v1", "providers", name,
+        {"spec": {"packagePullSecrets": [{"name": right_secret}]}})
+    stack.wait_healthy("Provider", name)
+    assert crd_exists(stack, f"gadgets.{group}") is not None
+
+    revisions = [r["metadata"]["name"] for r in stack.revisions("Provider", name)]
+    text = await histories_text(tc, [wid] + [c.revision_workflow_id(c.PROVIDER, r)
+                                             for r in revisions])
+    assert revisions[0] in text  # the histories were read
+    basic = base64.b64encode(f"{auth_registry.username}:{right}".encode()).decode()
+    for secret in (right, wrong, basic, right_value, wrong_value):
+        assert secret not in text
+
+
+# --- 3. lint failure -------------------------------------------------------------------
+async def test_provider_carrying_a_composition_fails_lint(stack: Stack, tmp_path: Path) -> None:
+    group = unique_group()
+    composition = {"apiVersion": "apiextensions.crossplane.io/v1", "kind": "Composition",
+                   "metadata": {"name": f"xthings.{group}"},
+                   "spec": {"compositeTypeRef": {"apiVersion": f"{group}/v1alpha1",
+                                                 "kind": "XThing"}, "mode": "Pipeline",
+                            "pipeline": []}}
+    ref = push_unlinted(stack, provider_dir(tmp_path / "p", group, extra=[composition]))
+    name = unique("lint")
+    stack.apply_package("Provider", name, ref)
+
+    conds = stack.wait_conditions("Provider", name, {
+        "Installed": ("False", "UnpackingPackage"),
+        "Healthy": ("False", "UnhealthyPackageRevision")})
+    message = conds["Installed"]["message"]
+    assert "linting package contents failed" in message, message
+    assert "Composition" in message and "object is not a CRD" in message, message
+    rh = wait_revision_condition(stack, name, "RevisionHealthy", "False",
+                                 "linting package contents failed")
+    assert rh["reason"] == "UnhealthyPackageRevision"
+    assert_nothing_installed(stack, name, f"gadgets.{group}")
+    tc = await temporal(stack)
+    rev = stack.revisions("Provider", name)[0]["metadata"]["name"]
+    await assert_failed_permanently(tc, name, "LintError",
+                                    c.revision_workflow_id(c.PROVIDER, rev), c.FETCH_PACKAGE)
+
+
+# --- 4. wrong Crossplane version -------------------------------------------------------
+async def test_crossplane_version_constraint_then_ignored(stack: Stack, tmp_path: Path) -> None:
+    group = unique_group()
+    ref = stack.push(provider_dir(tmp_path / "p", group,
+                                  spec={"crossplane": {"version": ">=v9.0.0"}}))
+    name = unique("version")
+    stack.apply_package("Provider", name, ref)
+
+    expected = ("incompatible Crossplane version: package is not compatible with Crossplane "
+                f"version ({stack.crossplane_version})")
+    conds = wait_package_condition(stack, name, "Healthy", "False",
+                                   "UnhealthyPackageRevision", expected)
+    assert conds["Healthy"]["message"] == (
+        f'Package revision health is "False" with message: {expected}'), conds
+    assert (conds["Installed"]["status"], conds["Installed"]["reason"]) == (
+        "True", "ActivePackageRevision")
+    rh = wait_revision_condition(stack, name, "RevisionHealthy", "False", expected)
+    assert rh["message"] == expected
+    assert_nothing_installed(stack, name, f"gadgets.{group}")
+    tc = await temporal(stack)
+    rev = stack.revisions("Provider", name)[0]["metadata"]["name"]
+    await assert_failed_permanently(tc, name, "ConstraintError",
+                                    c.revision_workflow_id(c.PROVIDER, rev),
+                                    c.CHECK_CROSSPLANE_VERSION)
+
+    stack.custom.patch_cluster_custom_object("pkg.crossplane.io", "v1", "providers", name,
+                                             {"spec": {"ignoreCrossplaneConstraints": True}})
+    stack.wait_healthy("Provider", name)
+    assert revision_conditions(stack, name)["RevisionHealthy"]["status"] == "True"
+    assert crd_exists(stack, f"gadgets.{group}") is not None
+
+
+# --- 5. disallowed permission request --------------------------------------------------
+async def test_disallowed_permission_request_is_refused(stack: Stack, tmp_path: Path) -> None:
+    group = unique_group()
+    # Something no allow-list ClusterRole in this suite grants.
+    resource = f"forbidden{uuid.uuid4().hex[:6]}"
+    spec = {"controller": {"permissionRequests": [
+        {"apiGroups": [group], "resources": [resource], "verbs": ["delete"]}]}}
+    ref = stack.push(provider_dir(tmp_path / "p", group, spec=spec))
+    name = unique("perms")
+    stack.apply_package("Provider", name, ref)
+
+    wanted = ("refusing to apply any RBAC roles due to request for disallowed permission "
+              f'{{apiGroup: "{group}", resource: "{resource}", resourceName: "*", '
+              'verb: "delete"}')
+    rh = wait_revision_condition(stack, name, "RevisionHealthy", "False", wanted)
+    assert rh["reason"] == "UnhealthyPackageRevision"
+    conds = wait_package_condition(stack, name, "Healthy", "False",
+                                   "UnhealthyPackageRevision", wanted)
+    assert conds["Healthy"]["message"].startswith('Package revision health is "False"')
+    assert (conds["Installed"]["status"], conds["Installed"]["reason"]) == (
+        "True", "ActivePackageRevision")
+    rev = stack.revisions("Provider", name)[0]
+    assert cluster_roles_of(stack, rev["metadata"]["name"]) == []  # no roles at all (§15)
+    assert deployments_of(stack, rev) == []
+    tc = await temporal(stack)
+    await assert_failed_permanently(
+        tc, name, "PermissionRejected",
+        c.revision_workflow_id(c.PROVIDER, rev["metadata"]["name"]), c.ENSURE_RBAC)
+    await look_again_keeps_the_failure(tc, name, wanted)
+    assert stack.conditions("Provider", name)["Healthy"]["message"] == conds["Healthy"]["message"]
+
+
+# --- 6. object controlled by another package -------------------------------------------
+async def test_second_provider_of_the_same_crd_installs_nothing(stack: Stack,
+                                                               tmp_path: Path) -> None:
+    group = unique_group()
+    crd_name = f"gadgets.{group}"
+    first_ref = stack.push(provider_dir(tmp_path / "a", group))
+    second_ref = stack.push(provider_dir(tmp_path / "b", group, spec={
+        "crossplane": {"version": ">=v1.0.0"}}))  # a different digest, the same CRD
+    first, second = unique("holder"), unique("loser")
+    stack.apply_package("Provider", first, first_ref)
+    stack.wait_healthy("Provider", first)
+    first_rev = stack.revisions("Provider", first)[0]
+    stack.apply_package("Provider", second, second_ref)
+
+    rh = wait_revision_condition(stack, second, "RevisionHealthy", "False",
+                                 "is already controlled by")
+    message = rh["message"]
+    assert crd_name in message and first in message, message
+    assert first_rev["metadata"]["name"] in message, message
+    conds = wait_package_condition(stack, second, "Healthy", "False",
+                                   "UnhealthyPackageRevision", "is already controlled by")
+    assert crd_name in conds["Healthy"]["message"] and first in conds["Healthy"]["message"]
+
+    loser = stack.revisions("Provider", second)[0]
+    assert loser["metadata"]["name"] not in lock_entries(stack)
+    assert cluster_roles_of(stack, loser["metadata"]["name"]) == []
+    assert deployments_of(stack, loser) == []
+    owners = (crd_exists(stack, crd_name) or {})["metadata"]["owner_references"]
+    controller = [o for o in owners if o["controller"]]
+    assert [o["uid"] for o in controller] == [first_rev["metadata"]["uid"]]
+    loser_package = stack.get_package("Provider", second) or {}
+    assert {loser["metadata"]["uid"], loser_package["metadata"]["uid"]}.isdisjoint(
+        o["uid"] for o in owners), owners
+    assert stack.conditions("Provider", first)["Healthy"]["status"] == "True"
+    tc = await temporal(stack)
+    await assert_failed_permanently(
+        tc, second, "ConflictError",
+        c.revision_workflow_id(c.PROVIDER, loser["metadata"]["name"]), c.TAKE_LOCK)
+    await look_again_keeps_the_failure(tc, second, crd_name)
+    assert cluster_roles_of(stack, loser["metadata"]["name"]) == []
+
+
+# --- 7. registry down, then back -------------------------------------------------------
+async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "registry"
+    root.mkdir()
+    proc, server = registry_fixture.start_registry(root)
+    try:
+        if server.host not in stack.insecure_hosts:
+            # The worker reads its plain-HTTP registries at start: restart it knowing this one.
+            stack.insecure_hosts.append(server.host)
+            stack.kill_worker(signal.SIGTERM)
+            stack.start_worker()
+        group = unique_group()
+        ref = push_to(stack, server, provider_dir(tmp_path / "p", group))
+        registry_fixture.stop(proc)
+        name = unique("outage")
+        stack.apply_package("Provider", name, ref)
+
+        def retrying(attempt: int) -> Any:
+            def shown() -> Obj | None:
+                conds = stack.conditions("Provider", name)
+                message = conds.get("Installed", {}).get("message", "")
+                return conds if f"attempt {attempt})" in message else None
+            return shown
+
+        # The backoff doubles from 0.5s to its 2s cap (FAST_TUNING), each wait on the status.
+        for attempt, wait in ((1, "0.5s"), (2, "1s"), (3, "2s")):
+            conds = wait_for(retrying(attempt), timeout=60, interval=0.05,
+                             what=f"retry attempt {attempt} on the status")
+            message = conds["Installed"]["message"]
+            assert conds["Installed"]["reason"] == "UnpackingPackage", conds
+            assert message.startswith("cannot unpack package: "), message
+            assert f"{server.host} unreachable" in message and "refused" in message, message
+            assert f"(retrying in {wait}, attempt {attempt})" in message, message
+        tc = await temporal(stack)
+        status = await package_status(tc, name)  # Running, not failed
+        assert status.last_error_type == "RegistryUnavailable" and status.retry_attempt >= 3
+        assert status.phase == "Retrying", status
+        # Each pass spent Temporal's quick retries first (retry_attempts=2), then backed off.
+        attempts = await failed_attempts(tc, c.package_workflow_id(c.PROVIDER, name),
+                                         c.RESOLVE_DIGEST)
+        assert len(attempts) >= 3 and set(attempts) == {2}, attempts
+        assert stack.revisions("Provider", name) == []
+
+        # The same port, the same storage: the install finishes with no new apply.
+        port = int(server.host.rsplit(":", 1)[1])
+        proc = restart_registry(root, port)
+        stack.wait_healthy("Provider", name, timeout=90)
+        assert crd_exists(stack, f"gadgets.{group}") is not None
+        status = await package_status(tc, name)
+        assert (status.phase, status.retry_attempt, status.last_error) == ("Healthy", 0, "")
+    finally:
+        registry_fixture.stop(proc)
+
+
+def restart_registry(root: Path, port: int) -> Any:
+    """Start ``docker-registry`` again on ``port`` with the config written the first time."""
+    import subprocess
+
+    config = root / "config.yml"
+    assert f"127.0.0.1:{port}" in config.read_text()
+    log = open(root / "registry.log", "ab")  # noqa: SIM115 - lives as long as the process
+    proc = subprocess.Popen([registry_fixture.BINARY, "serve", str(config)], stdout=log,
+                            stderr=log)
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError((root / "registry.log").read_text()[-2000:])
+        return registry_fixture._answers(f"http://127.0.0.1:{port}")
+
+    wait_for(up, timeout=60, interval=0.1, what="registry back")
+    return proc
