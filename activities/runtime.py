@@ -9,6 +9,7 @@ external controller wrote as ``RuntimeHealthy`` (reference §13).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -32,6 +33,8 @@ from lockwright.k8s import Obj
 from workflows import contracts as c
 
 SecretData = dict[str, str]
+HEALTH_OBSERVE_S = 2.0
+HEALTH_OBSERVE_POLL_S = 0.05
 
 
 class RuntimeActivities(RuntimeConfigs):
@@ -165,7 +168,28 @@ class RuntimeActivities(RuntimeConfigs):
             return c.CheckHealthResult(healthy=healthy, message=str((found or {}).get(
                 "message", "" if healthy else "waiting for the external runtime")))
         drc, _ = self.runtime_config(rev, required=False)
-        deployment = self.kube.get("apps/v1", "Deployment",
-                                   deployment_name(inp.revision, drc), self.namespace)
+        deployment = self.observed_deployment(deployment_name(inp.revision, drc))
         healthy, message = runtime.deployment_health(deployment, kind_of(inp.kind))
         return c.CheckHealthResult(healthy=healthy, message=message)
+
+    def observed_deployment(self, name: str) -> Obj | None:
+        """The Deployment, once its controller has observed the current spec (bounded).
+
+        Right after ``ensure_runtime`` the status still describes the previous spec (or is
+        empty); judging health from it costs the workflow a status write and a timer
+        (which the Temporal server fires ~1 s late) for nothing. Waiting is bounded by
+        ``HEALTH_OBSERVE_S``; a Deployment that is observed but unavailable returns at once.
+        """
+        deadline = time.monotonic() + HEALTH_OBSERVE_S
+        while True:
+            deployment = self.kube.get("apps/v1", "Deployment", name, self.namespace)
+            if deployment is None or _observed(deployment) or time.monotonic() > deadline:
+                return deployment
+            time.sleep(HEALTH_OBSERVE_POLL_S)  # poll with a deadline: no watch for one object
+
+
+def _observed(deployment: Obj) -> bool:
+    status = deployment.get("status") or {}
+    generation = int(meta(deployment).get("generation") or 0)
+    observed = int(status.get("observedGeneration") or 0)
+    return bool(status.get("conditions")) and observed >= generation

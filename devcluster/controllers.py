@@ -29,10 +29,11 @@ SIMULATE_ANNOTATION = "devcluster.lockwright.dev/simulate"
 class _Loop:
     """A daemon thread that runs ``step`` when poked, and at least every ``period`` seconds."""
 
-    def __init__(self, name: str, period: float) -> None:
+    def __init__(self, name: str, period: float, min_interval: float = 0.0) -> None:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._period = period
+        self._min_interval = min_interval
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
@@ -58,6 +59,8 @@ class _Loop:
                 import traceback
 
                 traceback.print_exc()
+            # Coalesce pokes: a burst of writes costs one sweep, not one sweep per write.
+            self._stop.wait(self._min_interval)
 
     def step(self) -> None:
         raise NotImplementedError
@@ -67,7 +70,8 @@ class GarbageCollector(_Loop):
     """Owner-reference, foreground, namespace and CRD clean-up."""
 
     def __init__(self, cluster: Cluster, period: float = 1.0) -> None:
-        super().__init__("devcluster-gc", period)
+        # Each sweep reads every object; spacing sweeps keeps it off the request path.
+        super().__init__("devcluster-gc", period, min_interval=0.2)
         self.cluster = cluster
         cluster.listeners.append(self._on_change)
 

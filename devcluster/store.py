@@ -14,7 +14,6 @@ import os
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,8 +132,16 @@ class Store:
         """True when events after ``rv`` are no longer all retained."""
         return rv < self._floor
 
-    def events_after(self, rv: int) -> Iterator[Event]:
-        """Retained events with a version above ``rv`` (caller holds the lock)."""
-        for event in list(self._events):
-            if event.rv > rv:
-                yield event
+    def events_after(self, rv: int) -> list[Event]:
+        """Retained events with a version above ``rv`` (caller holds the lock).
+
+        Scans from the newest end: a watcher that keeps up needs only the last few events,
+        and copying the whole log on every wake made each write cost O(watchers x log).
+        """
+        newer: list[Event] = []
+        for event in reversed(self._events):
+            if event.rv <= rv:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer

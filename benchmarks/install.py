@@ -1,0 +1,699 @@
+"""Benchmark installs end to end, each beside a floor measured in the same run (a script).
+
+Starts its own stack on free loopback ports with ``worker.devstack``'s steps (Temporal dev
+server, Debian's docker-registry, devcluster, CRDs, ``lockwright worker`` and ``watcher``),
+builds and pushes Providers whose CRDs come from ``benchmarks/crdgen.py``, then measures:
+
+1. apply → Healthy of a 10-CRD Provider, p50/p95 over ``--installs`` installs, each a new
+   Provider object, timed from the create call until Installed=True and Healthy=True are
+   read back (GET every ``--poll`` s);
+2. the same for a 2,000-CRD (~100 MB) Provider, ``--big-runs`` times, and the worker's peak
+   memory over those runs (``/proc/<pid>/status`` VmHWM, reset before them);
+3. ``--concurrent`` Providers created at once: all Healthy, time until the last is, and no
+   lost Lock update (the Lock holds exactly one entry per package);
+4. the floor of each: the same registry fetch + parse and the same writes (revision, Lock
+   compare-and-swap, TLS Secrets, CRDs, ClusterRoles + binding, ServiceAccount, Service,
+   Deployment) done in a straight line with the same core functions and no Temporal, then
+   the Deployment polled until Available at the workflows' health poll interval. Floor
+   and lockwright runs are interleaved so load on the machine hits both alike.
+
+Every package is distinct (its own CRD group), so every install is a cold fetch and no two
+packages want the same objects. ``LOCKWRIGHT_TUNING`` sets ``health_poll_s`` (printed).
+After the table, the Temporal history of one install of each size shows where time went.
+
+    python benchmarks/install.py [--quick] [--installs 20] [--big-crds 2000] [--keep DIR]
+
+Targets: 10-CRD p50 < 2 s; 2,000-CRD Healthy < 60 s with worker peak memory < 300 MB;
+orchestration overhead (lockwright / floor) < 1.5x; concurrent installs all Healthy with
+no lost Lock update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import yaml
+
+from benchmarks.crdgen import crd_sizes, make_crd
+from worker import devstack
+from worker.stack import Stack, StackError, port_free
+
+G, V = "pkg.crossplane.io", "v1"
+# crdgen sizes are JSON bytes; block-style YAML of the same CRD is about this much larger.
+YAML_PER_JSON = 1.9
+META = """apiVersion: meta.pkg.crossplane.io/v1
+kind: Provider
+metadata:
+  name: {name}
+spec:
+  crossplane:
+    version: ">=v1.14.0-0"
+  controller:
+    image: xpkg.lockwright.example.org/bench/{name}-controller:v1.0.0
+"""
+Obj = dict[str, Any]
+
+
+# --- packages ---------------------------------------------------------------------------
+class _Dumper(yaml.CSafeDumper):
+    """Block-style YAML as packages ship it: crdgen shares sub-dicts; never emit anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def build_and_push(work: str, registry: str, name: str, sizes: list[int]) -> tuple[str, int]:
+    """Write a Provider with one CRD per size, build it, push it; returns (ref, YAML bytes)."""
+    from lockwright.oci.client import RegistryClient
+    from lockwright.oci.local import read_tarball
+    from lockwright.oci.push import push_package
+    from lockwright.xpkg.build import build_package
+
+    root = Path(work) / "src" / name
+    (root / "crds").mkdir(parents=True)
+    (root / "crossplane.yaml").write_text(META.format(name=name))
+    total = 0
+    for i, size in enumerate(sizes):
+        path = root / "crds" / f"crd{i:04d}.yaml"
+        with path.open("w") as f:
+            yaml.dump(make_crd(i, size, group=f"{name}.bench.example.org"), f, Dumper=_Dumper,
+                      sort_keys=False)
+        total += path.stat().st_size
+    xpkg = Path(work) / f"{name}.xpkg"
+    with build_package(root) as built:
+        built.write(xpkg)
+    ref = f"{registry}/bench/{name}:v1.0.0"
+    image = read_tarball(xpkg)
+    try:
+        push_package(RegistryClient(insecure=[registry]), ref, [image])
+    finally:
+        image.close()
+    shutil.rmtree(root)
+    xpkg.unlink()
+    return ref, total
+
+
+def small_sizes() -> list[int]:
+    """Ten CRD sizes drawn from the provider-sized spread (without its forced 1.7 MB one)."""
+    return [int(s / YAML_PER_JSON) for s in crd_sizes(2000)[1:11]]
+
+
+def big_sizes(count: int, total_mb: float) -> list[int]:
+    return [int(s / YAML_PER_JSON) for s in crd_sizes(count, int(total_mb * 1e6))]
+
+
+# --- reading results back ---------------------------------------------------------------
+def healthy(obj: Obj) -> bool:
+    conds = {c["type"]: c.get("status") for c in (obj.get("status") or {}).get("conditions")
+             or []}
+    return conds.get("Installed") == "True" and conds.get("Healthy") == "True"
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile, interpolated between closest ranks (q=0.5 is the median)."""
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def vm_hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_hwm(pid: int) -> bool:
+    """Reset the process's VmHWM to its current RSS (Linux ``clear_refs`` 5)."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+# --- the floor: the same work in a straight line, no Temporal ---------------------------
+class Floor:
+    """Install a Provider the shortest way the same core functions allow."""
+
+    def __init__(self, kubeconfig: str, registry: str, work: Path, namespace: str,
+                 poll_s: float) -> None:
+        from lockwright.k8s import Kube
+        from lockwright.oci.client import RegistryClient
+
+        self.kube = Kube.connect(kubeconfig)
+        self.client = RegistryClient(insecure=[registry])
+        self.work, self.ns, self.poll_s = work, namespace, poll_s
+        self.drc = self.kube.get("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig",
+                                 "default")
+
+    def install(self, ref: str, name: str) -> float:
+        """Seconds from start until the runtime Deployment is Available."""
+        from lockwright.oci.cache import PackageCache
+        from lockwright.oci.fetch import fetch_package
+
+        t0 = time.perf_counter()
+        fetched = fetch_package(ref, self.client, PackageCache(self.work / f"cache-{name}"),
+                                expected_kind="Provider")
+        rev = self.kube.create({"apiVersion": f"{G}/{V}", "kind": "ProviderRevision",
+                                "metadata": {"name": f"{name}-floor"},
+                                "spec": {"image": ref, "desiredState": "Active",
+                                         "revision": 1}})
+        rev_name, uid = rev["metadata"]["name"], rev["metadata"]["uid"]
+        self.lock_add(rev_name, ref)
+        ca = self.tls(name, rev_name)
+        refs = self.establish(fetched.path, name, rev_name, uid, ca)
+        self.rbac(rev_name, uid, refs)
+        controller = getattr(fetched.summary.meta, "controller_image", None) if (
+            fetched.summary) else None
+        deployment = self.runtime(name, rev_name, uid, ref, controller)
+        self.wait_available(deployment)
+        return time.perf_counter() - t0
+
+    def lock_add(self, rev_name: str, ref: str) -> None:
+        from lockwright import lock as lk
+        from lockwright.errors import KubeConflict
+
+        entry = lk.lock_entry(rev_name, "Provider", ref, [])
+        for _ in range(100):
+            current = self.kube.get("pkg.crossplane.io/v1beta1", "Lock",
+                                    lk.LOCK_NAME) or lk.new_lock()
+            wanted = lk.upsert_entry(current, entry)
+            if wanted is None:
+                return
+            try:
+                self.kube.update(wanted)
+                return
+            except KubeConflict:
+                time.sleep(random.uniform(0, 0.01))
+        raise RuntimeError("floor: Lock CAS kept failing")
+
+    def lock_remove(self, rev_name: str) -> None:
+        """Untimed clean-up, so floor entries never lengthen lockwright's Lock reads."""
+        from lockwright import lock as lk
+        from lockwright.errors import KubeConflict
+
+        for _ in range(100):
+            current = self.kube.get("pkg.crossplane.io/v1beta1", "Lock",
+                                    lk.LOCK_NAME) or lk.new_lock()
+            wanted = lk.remove_entry(current, rev_name)
+            if wanted is None:
+                return
+            try:
+                self.kube.update(wanted)
+                return
+            except KubeConflict:
+                time.sleep(random.uniform(0, 0.01))
+
+    def tls(self, name: str, rev_name: str) -> bytes:
+        from lockwright import names, tls
+
+        now = datetime.now(UTC)
+        live = self.kube.get("v1", "Secret", tls.ROOT_CA_SECRET, self.ns)
+        ca = tls.ensure_ca((live or {}).get("data"), now)
+        if live is None:
+            self.kube.create(tls.secret_manifest(tls.ROOT_CA_SECRET, self.ns, ca))
+        server = tls.ensure_server_cert(None, ca, name, self.ns, now)
+        self.kube.create(tls.secret_manifest(names.tls_server_secret_name(name), self.ns,
+                                             server))
+        client = tls.ensure_client_cert(None, ca, rev_name, now)
+        self.kube.create(tls.secret_manifest(names.tls_client_secret_name(name), self.ns,
+                                             client))
+        return tls.ca_bundle(server)
+
+    def establish(self, path: Path, name: str, rev_name: str, uid: str,
+                  ca: bytes) -> list[dict[str, str]]:
+        from activities.objects import batches
+        from lockwright import establish as est
+
+        revision = est.Revision(name=rev_name, uid=uid, kind="ProviderRevision",
+                                package_kind="Provider", package_name=name, package_uid="",
+                                active=True)
+        refs: list[dict[str, str]] = []
+        with ThreadPoolExecutor(8) as pool:  # as many as the activity's establish_workers
+            for batch in batches("Provider", path):
+                plan = est.plan_establish(revision, batch, {}, ca_bundle=ca,
+                                          namespace=self.ns, service=name)
+                objs = []
+                for action in plan.actions:
+                    # No Provider object exists for the floor: keep only the revision owner.
+                    action.object["metadata"]["ownerReferences"] = [est.controller_ref(revision)]
+                    objs.append(action.object)
+                list(pool.map(self.kube.create, objs))
+                refs.extend(plan.object_refs)
+        return refs
+
+    def rbac(self, rev_name: str, uid: str, refs: list[dict[str, str]]) -> None:
+        from lockwright import rbac
+
+        for role in rbac.render_cluster_roles(rev_name, uid, rbac.defined_resources(refs)):
+            self.kube.create(role)
+        self.kube.create(rbac.render_system_binding(rev_name, uid, [(self.ns, rev_name)]))
+
+    def runtime(self, name: str, rev_name: str, uid: str, ref: str,
+                controller: str | None) -> Obj:
+        from lockwright import names, runtime
+
+        rin = runtime.RuntimeInput(
+            kind="Provider", package_name=name, revision_name=rev_name, revision_uid=uid,
+            namespace=self.ns, image=ref, controller_image=controller,
+            tls_server_secret=names.tls_server_secret_name(name),
+            tls_client_secret=names.tls_client_secret_name(name))
+        deployment = runtime.render_deployment(rin, self.drc)
+        for obj in (runtime.render_service_account(rin, self.drc, []),
+                    runtime.render_service(rin, self.drc), deployment):
+            self.kube.apply(obj, force=True)
+        return deployment
+
+    def wait_available(self, deployment: Obj, timeout: float = 120) -> None:
+        from lockwright import runtime
+
+        deadline = time.monotonic() + timeout
+        while True:
+            live = self.kube.get("apps/v1", "Deployment", deployment["metadata"]["name"],
+                                 self.ns)
+            if runtime.deployment_health(live, "Provider")[0]:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"floor: {deployment['metadata']['name']} not Available")
+            time.sleep(self.poll_s)  # the workflows' health poll interval
+
+
+# --- lockwright side --------------------------------------------------------------------
+@dataclass
+class Bench:
+    """A running stack and what the measurements need from it."""
+
+    args: argparse.Namespace
+    work: Path
+    settings: Any
+    worker_pid: int
+    loop: asyncio.AbstractEventLoop
+    temporal: Any
+    tuning: dict[str, float]
+    custom: Any = None
+    floor: Floor | None = None
+    rows: list[tuple[str, str, str, str, str, bool]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from kubernetes import client
+
+        self.custom = client.CustomObjectsApi(self.settings.kube_api_client())
+        self.floor = Floor(self.settings.kubeconfig, self.settings.insecure_registries[0],
+                           self.work / "floor", self.settings.system_namespace,
+                           self.tuning["health_poll_s"])
+
+    def apply(self, name: str, ref: str) -> None:
+        self.custom.create_cluster_custom_object(G, V, "providers", {
+            "apiVersion": f"{G}/{V}", "kind": "Provider", "metadata": {"name": name},
+            "spec": {"package": ref}})
+
+    def get(self, name: str) -> Obj:
+        obj: Obj = self.custom.get_cluster_custom_object(G, V, "providers", name)
+        return obj
+
+    def install(self, name: str, ref: str, timeout: float) -> tuple[float, float]:
+        """(seconds from create until Installed and Healthy read back, wall-clock start)."""
+        start_wall, t0 = time.time(), time.perf_counter()
+        self.apply(name, ref)
+        deadline = t0 + timeout
+        while True:
+            obj = self.get(name)
+            if healthy(obj):
+                return time.perf_counter() - t0, start_wall
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"Provider {name} not Healthy after {timeout:.0f}s: "
+                                   f"{json.dumps((obj.get('status') or {}).get('conditions'))}")
+            time.sleep(self.args.poll)
+
+    def wait_all(self, names: set[str], t0: float, timeout: float) -> dict[str, float]:
+        done: dict[str, float] = {}
+        while len(done) < len(names):
+            items = self.custom.list_cluster_custom_object(G, V, "providers")["items"]
+            now = time.perf_counter()
+            for obj in items:
+                name = obj["metadata"]["name"]
+                if name in names and name not in done and healthy(obj):
+                    done[name] = now - t0
+            if now - t0 > timeout:
+                missing = sorted(names - set(done))
+                raise RuntimeError(f"{len(missing)} not Healthy after {timeout:.0f}s: "
+                                   f"{missing[:5]}")
+            time.sleep(self.args.poll)
+        return done
+
+    def lock_entries(self) -> list[Obj]:
+        lock = self.custom.get_cluster_custom_object(G, "v1beta1", "locks", "lock")
+        return list(lock.get("packages") or [])
+
+    def row(self, measure: str, ours: str, floor: str, ratio: str, target: str,
+            ok: bool) -> None:
+        self.rows.append((measure, ours, floor, ratio, target, ok))
+
+    def history(self, name: str) -> dict[str, Any]:
+        fut = asyncio.run_coroutine_threadsafe(breakdown(self.temporal, name), self.loop)
+        return fut.result(120)
+
+
+# --- where the time goes: Temporal history ------------------------------------------------
+async def _events(client: Any, workflow_id: str) -> list[Any]:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return list(history.events)
+
+
+async def breakdown(client: Any, name: str) -> dict[str, Any]:
+    """Per activity type: run time and schedule-to-start, from both workflows' histories."""
+    from temporalio.api.enums.v1 import EventType as E
+
+    from workflows import contracts as c
+
+    pkg = await _events(client, c.package_workflow_id(c.PROVIDER, name))
+    rev_id = next(e.start_child_workflow_execution_initiated_event_attributes.workflow_id
+                  for e in pkg if e.event_type
+                  == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+    rev = await _events(client, rev_id)
+    acts: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    wft = [0.0, 0.0]
+    timers = 0.0
+    for events in (pkg, rev):
+        at = {e.event_id: e for e in events}
+        t = {e.event_id: e.event_time.ToDatetime().timestamp() for e in events}
+        for e in events:
+            if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                sched = e.activity_task_completed_event_attributes.scheduled_event_id
+                started = e.activity_task_completed_event_attributes.started_event_id
+                kind = at[sched].activity_task_scheduled_event_attributes.activity_type.name
+                entry = acts[kind]
+                entry[0] += 1
+                entry[1] += t[e.event_id] - t[started]
+                entry[2] += t[started] - t[sched]
+            elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                a = e.workflow_task_completed_event_attributes
+                wft[0] += t[e.event_id] - t[a.started_event_id]
+                wft[1] += t[a.started_event_id] - t[a.scheduled_event_id]
+            elif e.event_type == E.EVENT_TYPE_TIMER_FIRED:
+                timers += t[e.event_id] - t[e.timer_fired_event_attributes.started_event_id]
+    t_first = pkg[0].event_time.ToDatetime().timestamp()
+    child_start = next(e.event_time.ToDatetime().timestamp() for e in pkg if e.event_type
+                       == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+    child_done = next((e.event_time.ToDatetime().timestamp() for e in pkg if e.event_type
+                       == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED), child_start)
+    return {"started": t_first, "activities": dict(acts), "wft": wft, "timers": timers,
+            "child": child_done - child_start, "rev_events": len(rev), "pkg_events": len(pkg)}
+
+
+def print_breakdown(title: str, created: float, latency: float, info: dict[str, Any]) -> None:
+    acts = info["activities"]
+    run = sum(v[1] for v in acts.values())
+    queue = sum(v[2] for v in acts.values())
+    print(f"\n{title}: apply→Healthy {latency:.2f}s; watcher→workflow start "
+          f"{(info['started'] - created) * 1000:.0f} ms; InstallRevision child "
+          f"{info['child']:.2f}s; activities ran {run:.2f}s (+{queue:.2f}s schedule-to-start);"
+          f" workflow tasks {info['wft'][0]:.2f}s (+{info['wft'][1]:.2f}s schedule-to-start);"
+          f" health timers {info['timers']:.2f}s; events {info['pkg_events']}+"
+          f"{info['rev_events']}")
+    top = sorted(acts.items(), key=lambda kv: -kv[1][1])
+    print("  " + "; ".join(f"{k} x{int(v[0])} {v[1] * 1000:.0f} ms" for k, v in top[:8]))
+
+
+# --- the measurements -----------------------------------------------------------------
+def fmt_s(v: float) -> str:
+    return f"{v:.2f} s"
+
+
+def ratio(ours: float, floor: float) -> float:
+    return ours / floor if floor > 0 else float("inf")
+
+
+def measure_small(b: Bench, pkgs: list[tuple[str, str]], floor_pkgs: list[tuple[str, str]]
+                  ) -> tuple[str, float]:
+    ours: list[float] = []
+    floors: list[float] = []
+    last: tuple[str, float, float] = ("", 0.0, 0.0)
+    for (name, ref), (fname, fref) in zip(pkgs, floor_pkgs, strict=True):
+        took, wall = b.install(name, ref, 120)
+        ours.append(took)
+        last = (name, wall, took)
+        assert b.floor is not None
+        floors.append(b.floor.install(fref, fname))
+        b.floor.lock_remove(f"{fname}-floor")
+        print(f"  10-CRD install {len(ours)}/{len(pkgs)}: {took:.2f}s (floor {floors[-1]:.2f}s)",
+              flush=True)
+    p50, p95, f50, f95 = pct(ours, .5), pct(ours, .95), pct(floors, .5), pct(floors, .95)
+    n = len(ours)
+    b.row(f"10-CRD apply→Healthy p50 (n={n})", fmt_s(p50), fmt_s(f50),
+          f"{ratio(p50, f50):.2f}x", "< 2 s", p50 < 2.0)
+    b.row(f"10-CRD apply→Healthy p95 (n={n})", fmt_s(p95), fmt_s(f95),
+          f"{ratio(p95, f95):.2f}x", "", True)
+    b.row("10-CRD orchestration overhead (p50)", f"{ratio(p50, f50):.2f}x", "1.00x",
+          f"{ratio(p50, f50):.2f}x", "< 1.5x", ratio(p50, f50) < 1.5)
+    b.notes.append("10-CRD: " + ", ".join(f"{x:.2f}" for x in ours) + " s; floor: "
+                   + ", ".join(f"{x:.2f}" for x in floors) + " s")
+    print_breakdown(f"history of {last[0]}", last[1], last[2], b.history(last[0]))
+    return last[0], last[2]
+
+
+def measure_big(b: Bench, pkgs: list[tuple[str, str]], floor_pkgs: list[tuple[str, str]],
+                label: str) -> None:
+    reset = reset_hwm(b.worker_pid)
+    before = vm_hwm_mb(b.worker_pid)
+    ours: list[float] = []
+    floors: list[float] = []
+    walls: list[float] = []
+    for (name, ref), (fname, fref) in zip(pkgs, floor_pkgs, strict=True):
+        took, wall = b.install(name, ref, 900)
+        ours.append(took)
+        walls.append(wall)
+        peak = vm_hwm_mb(b.worker_pid)
+        assert b.floor is not None
+        floors.append(b.floor.install(fref, fname))
+        b.floor.lock_remove(f"{fname}-floor")
+        print(f"  {label} install {len(ours)}/{len(pkgs)}: {took:.1f}s (floor "
+              f"{floors[-1]:.1f}s), worker VmHWM {peak:.0f} MB", flush=True)
+    peak = vm_hwm_mb(b.worker_pid)
+    med, fmed = statistics.median(ours), statistics.median(floors)
+    n = len(ours)
+    b.row(f"{label} apply→Healthy median (n={n}, max {max(ours):.1f} s)", fmt_s(med),
+          fmt_s(fmed), f"{ratio(med, fmed):.2f}x", "< 60 s", max(ours) < 60.0)
+    b.row(f"{label} orchestration overhead", f"{ratio(med, fmed):.2f}x", "1.00x",
+          f"{ratio(med, fmed):.2f}x", "< 1.5x", ratio(med, fmed) < 1.5)
+    b.row(f"{label} worker peak memory (VmHWM)", f"{peak:.0f} MB", "", "", "< 300 MB",
+          peak < 300)
+    b.notes.append(f"{label}: " + ", ".join(f"{x:.1f}" for x in ours) + " s; floor: "
+                   + ", ".join(f"{x:.1f}" for x in floors) + " s; worker VmHWM "
+                   + (f"reset to {before:.0f} MB before" if reset else
+                      f"not resettable, {before:.0f} MB before"))
+    print_breakdown(f"history of {pkgs[0][0]}", walls[0], ours[0], b.history(pkgs[0][0]))
+
+
+def measure_concurrent(b: Bench, pkgs: list[tuple[str, str]],
+                       floor_pkgs: list[tuple[str, str]]) -> None:
+    n = len(pkgs)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda p: b.apply(*p), pkgs))
+    created = time.perf_counter() - t0
+    done = b.wait_all({name for name, _ in pkgs}, t0, 600)
+    total = max(done.values())
+    revisions = {b.get(name)["status"].get("currentRevision") for name, _ in pkgs}
+    entries = [e for e in b.lock_entries() if e.get("name") in revisions]
+    names = [e["name"] for e in entries]
+    lost = len(revisions) - len(set(names))
+    dupes = len(names) - len(set(names))
+
+    assert b.floor is not None
+    floor = b.floor
+    f0 = time.perf_counter()
+    with ThreadPoolExecutor(n) as pool:  # the floor at the same concurrency
+        floors = list(pool.map(lambda p: floor.install(p[1], p[0]), floor_pkgs))
+    ftotal = time.perf_counter() - f0
+    for fname, _ in floor_pkgs:
+        floor.lock_remove(f"{fname}-floor")
+    ok = len(done) == n and lost == 0 and dupes == 0 and len(revisions) == n
+    b.row(f"{n} concurrent: time until all Healthy", fmt_s(total), fmt_s(ftotal),
+          f"{ratio(total, ftotal):.2f}x", "all Healthy", len(done) == n)
+    b.row(f"{n} concurrent: Lock entries (want {n})", f"{len(set(names))}, lost {lost}",
+          "", "", "no lost update", lost == 0 and dupes == 0)
+    b.row(f"{n} concurrent: per-install p50 / p95", f"{pct(list(done.values()), .5):.1f} / "
+          f"{pct(list(done.values()), .95):.1f} s",
+          f"{pct(floors, .5):.1f} / {pct(floors, .95):.1f} s", "", "", True)
+    b.notes.append(f"{n} concurrent: creates took {created:.2f}s; ok={ok}")
+
+
+def report(b: Bench, header: str) -> None:
+    widths = [max(len(str(r[i])) for r in [("measure", "lockwright", "floor", "ratio",
+                                             "target"), *b.rows]) for i in range(5)]
+    print("\n" + header)
+    line = "  ".join(h.ljust(w) for h, w in zip(("measure", "lockwright", "floor", "ratio",
+                                                  "target"), widths)) + "  result"
+    print(line)
+    print("-" * len(line))
+    for r in b.rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r[:5], widths))
+              + ("  PASS" if r[5] else "  FAIL"))
+    for note in b.notes:
+        print(f"  {note}")
+
+
+# --- stack and main ---------------------------------------------------------------------
+def free_port(pair: bool = False) -> int:
+    for _ in range(200):
+        port = random.randint(20000, 39000)
+        if port_free(port) and (not pair or port_free(port + 1000)):
+            return port
+    raise StackError("no free loopback port found")
+
+
+async def start_stack(stack: Stack, opts: devstack.UpOptions,
+                      tuning: dict[str, float]) -> Any:
+    from temporalio.client import Client
+
+    from lockwright.bootstrap import bootstrap
+    from lockwright.settings import Settings
+
+    address = await devstack.start_temporal(stack, opts)
+    registry = await devstack.start_registry(stack, opts)
+    kubeconfig = await devstack.start_devcluster(stack, opts)
+    settings = Settings(temporal_address=address, task_queue=opts.task_queue,
+                        kubeconfig=kubeconfig, cache_dir=str(opts.state_dir / "cache"),
+                        insecure_registries=(registry,), resync_seconds=600,
+                        tuning=json.dumps(tuning))
+    with settings.kube_api_client() as api_client:
+        await asyncio.to_thread(bootstrap, api_client, settings.system_namespace)
+    client = await Client.connect(address)
+    await devstack.start_worker(stack, settings, client, opts.timeout)
+    await devstack.start_watcher(stack, settings, opts.timeout)
+    return settings, client
+
+
+def build_all(work: Path, registry: str, jobs: list[tuple[str, list[int]]],
+              parallel: int) -> dict[str, tuple[str, int]]:
+    out: dict[str, tuple[str, int]] = {}
+    with ProcessPoolExecutor(parallel) as pool:
+        futures = {name: pool.submit(build_and_push, str(work), registry, name, sizes)
+                   for name, sizes in jobs}
+        for name, fut in futures.items():
+            out[name] = fut.result()
+    return out
+
+
+async def run(args: argparse.Namespace, work: Path) -> int:
+    tuning = {"health_poll_s": args.health_poll}
+    tport, rport = free_port(pair=True), free_port()
+    opts = devstack.UpOptions(state_dir=work / "state", example=False, temporal_port=tport,
+                              registry_port=rport, timeout=120, task_queue="bench")
+    lock = devstack.preflight(opts)
+    stack = Stack(opts.state_dir)
+    try:
+        t = time.perf_counter()
+        settings, client = await start_stack(stack, opts, tuning)
+        worker = next(c for c in stack.children if c.name == "worker")
+        print(f"stack up in {time.perf_counter() - t:.1f}s (Temporal {settings.temporal_address},"
+              f" registry {settings.insecure_registries[0]}, logs {opts.state_dir / 'logs'})",
+              flush=True)
+        registry = settings.insecure_registries[0]
+        small = [(f"s{i:03d}", small_sizes()) for i in range(args.installs)]
+        fsmall = [(f"fs{i:03d}", small_sizes()) for i in range(args.installs)]
+        conc = [(f"c{i:03d}", small_sizes()) for i in range(args.concurrent)]
+        fconc = [(f"fc{i:03d}", small_sizes()) for i in range(args.concurrent)]
+        sizes = big_sizes(args.big_crds, args.big_mb)
+        big = [(f"b{i}", sizes) for i in range(args.big_runs)]
+        fbig = [(f"fb{i}", sizes) for i in range(args.big_runs)]
+        t = time.perf_counter()
+        built = await asyncio.to_thread(build_all, work, registry,
+                                        [*small, *fsmall, *conc, *fconc], 2)
+        print(f"built and pushed {len(built)} 10-CRD packages in "
+              f"{time.perf_counter() - t:.1f}s", flush=True)
+        t = time.perf_counter()
+        built.update(await asyncio.to_thread(build_all, work, registry, [*big, *fbig], 2))
+        big_mb = built[big[0][0]][1] / 1e6
+        print(f"built and pushed {len(big) + len(fbig)} {args.big_crds}-CRD packages "
+              f"({big_mb:.1f} MB package.yaml each) in {time.perf_counter() - t:.1f}s",
+              flush=True)
+
+        def refs(jobs: list[tuple[str, list[int]]]) -> list[tuple[str, str]]:
+            return [(f"bench-{n}", built[n][0]) for n, _ in jobs]
+
+        bench = Bench(args, work, settings, worker.proc.pid, asyncio.get_running_loop(),
+                      client, tuning)
+        small_mb = built[small[0][0]][1] / 1e6 if small else 0.0
+
+        def body() -> None:
+            measure_small(bench, refs(small), refs(fsmall))
+            measure_big(bench, refs(big), refs(fbig), f"{args.big_crds}-CRD")
+            measure_concurrent(bench, refs(conc), refs(fconc))
+
+        try:
+            await asyncio.to_thread(body)
+        finally:
+            report(bench, f"lockwright install benchmark ({'quick' if args.quick else 'full'}"
+                          f" run; LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at "
+                          f"production defaults; 10-CRD package.yaml {small_mb * 1000:.0f} KB,"
+                          f" {args.big_crds}-CRD {big_mb:.1f} MB; poll {args.poll}s)")
+        return 0 if all(r[5] for r in bench.rows) else 1
+    except StackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        await stack.stop_all()
+        lock.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="small run: 5 installs, 200-CRD (10 MB) big package once, "
+                             "10 concurrent")
+    parser.add_argument("--installs", type=int, default=20)
+    parser.add_argument("--big-crds", type=int, default=2000)
+    parser.add_argument("--big-mb", type=float, default=100.0,
+                        help="package.yaml size of the big package, MB (about)")
+    parser.add_argument("--big-runs", type=int, default=3)
+    parser.add_argument("--concurrent", type=int, default=50)
+    parser.add_argument("--health-poll", type=float, default=0.2,
+                        help="Tuning.health_poll_s given to the workflows (and the floor)")
+    parser.add_argument("--poll", type=float, default=0.05,
+                        help="how often the benchmark reads the Provider back, s")
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
+    args = parser.parse_args()
+    if args.quick:
+        args.installs, args.big_crds, args.big_mb = 5, 200, 10.0
+        args.big_runs, args.concurrent = 1, 10
+    from lockwright.log import configure
+
+    configure(level="warning")
+    # The floor's concurrent run opens more connections than urllib3 keeps; that is fine.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    work = Path(args.keep or tempfile.mkdtemp(prefix="lockwright-bench-install-"))
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "floor").mkdir(exist_ok=True)
+    try:
+        return asyncio.run(run(args, work))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
