@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -192,38 +193,34 @@ class Floor:
 
     def lock_add(self, rev_name: str, ref: str) -> None:
         from lockwright import lock as lk
-        from lockwright.errors import KubeConflict
 
         entry = lk.lock_entry(rev_name, "Provider", ref, [])
-        for _ in range(100):
-            current = self.kube.get("pkg.crossplane.io/v1beta1", "Lock",
-                                    lk.LOCK_NAME) or lk.new_lock()
-            wanted = lk.upsert_entry(current, entry)
-            if wanted is None:
-                return
-            try:
-                self.kube.update(wanted)
-                return
-            except KubeConflict:
-                time.sleep(random.uniform(0, 0.01))
-        raise RuntimeError("floor: Lock CAS kept failing")
+        if not self._lock_cas(lambda current: lk.upsert_entry(current, entry)):
+            raise RuntimeError("floor: Lock CAS kept failing")
 
     def lock_remove(self, rev_name: str) -> None:
         """Untimed clean-up, so floor entries never lengthen lockwright's Lock reads."""
+        from lockwright import lock as lk
+
+        self._lock_cas(lambda current: lk.remove_entry(current, rev_name))
+
+    def _lock_cas(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
+        """Compare-and-swap the Lock as the take_lock activity does; False if it kept losing."""
         from lockwright import lock as lk
         from lockwright.errors import KubeConflict
 
         for _ in range(100):
             current = self.kube.get("pkg.crossplane.io/v1beta1", "Lock",
                                     lk.LOCK_NAME) or lk.new_lock()
-            wanted = lk.remove_entry(current, rev_name)
+            wanted = change(current)
             if wanted is None:
-                return
+                return True
             try:
                 self.kube.update(wanted)
-                return
+                return True
             except KubeConflict:
                 time.sleep(random.uniform(0, 0.01))
+        return False
 
     def tls(self, name: str, rev_name: str) -> bytes:
         from lockwright import names, tls

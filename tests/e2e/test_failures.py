@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from tests.e2e.packages import crd
 from tests.fixtures import registry as registry_fixture
 from tests.fixtures.registry import RegistryServer
 from tests.fixtures.stack import Stack
@@ -33,20 +34,6 @@ Obj = dict[str, Any]
 
 
 # --- packages ------------------------------------------------------------------------
-def crd(group: str, kind: str) -> Obj:
-    """A minimal cluster-scoped CRD ``<plural>.<group>``."""
-    plural = kind.lower() + "s"
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Cluster",
-                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
-                               "singular": kind.lower()},
-                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": {
-                                       "type": "object",
-                                       "x-kubernetes-preserve-unknown-fields": True}}}]}}
-
-
 def provider_dir(root: Path, group: str, spec: Obj | None = None,
                  extra: list[Obj] | None = None) -> Path:
     """A Provider package directory with one CRD in ``group`` (and ``extra`` objects)."""

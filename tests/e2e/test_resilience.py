@@ -35,6 +35,7 @@ from kubernetes import client
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
+from tests.e2e.packages import crd
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for, wait_for_async
 
@@ -48,21 +49,6 @@ CRASH_ROUNDS = 10
 
 
 # --- packages -----------------------------------------------------------------------------
-def crd(group: str, kind: str, description: str = "") -> Obj:
-    """A minimal cluster-scoped CRD ``<kind>s.<group>``."""
-    plural = kind.lower() + "s"
-    schema: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    if description:
-        schema["description"] = description
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Cluster",
-                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
-                               "singular": kind.lower()},
-                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": schema}}]}}
-
-
 def provider_dir(parent: Path, crds: list[Obj]) -> Path:
     """A Provider package directory: crossplane.yaml and one file per CRD."""
     root = parent / uuid.uuid4().hex[:12]
