@@ -19,20 +19,8 @@ from tests.helpers import unique, wait_for
 
 
 @pytest.fixture
-def core(kube_client: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(kube_client)
-
-
-@pytest.fixture
 def apps(kube_client: client.ApiClient) -> client.AppsV1Api:
     return client.AppsV1Api(kube_client)
-
-
-@pytest.fixture
-def namespace(core: client.CoreV1Api) -> str:
-    name = unique("ns")
-    core.create_namespace({"metadata": {"name": name}})
-    return name
 
 
 def _cm(name: str, **data: str) -> dict:

@@ -20,19 +20,6 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.fixtures.devcluster import DevCluster, start_devcluster
-from tests.helpers import unique
-
-
-@pytest.fixture
-def core(kube_client: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(kube_client)
-
-
-@pytest.fixture
-def namespace(core: client.CoreV1Api) -> str:
-    name = unique("w")
-    core.create_namespace({"metadata": {"name": name}})
-    return name
 
 
 def _raw_watch(url: str, path: str, timeout: float = 10) -> Iterator[dict]:

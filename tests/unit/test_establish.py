@@ -14,6 +14,7 @@ import pytest
 
 from lockwright import establish as es
 from lockwright.lock import ObjectKey, Owner
+from tests.unit.webhook_objects import validating_webhooks
 
 NS = "crossplane-system"
 CA = b"-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----\n"
@@ -131,18 +132,8 @@ def test_establishable(kind: str, objects: list[dict[str, Any]], kept: list[str]
     assert [o["metadata"]["name"] for o in es.establishable(kind, objects)] == kept
 
 
-def _vwc() -> dict[str, Any]:
-    return {"apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "package-webhooks"},
-            "webhooks": [
-                {"name": "a.example.org", "clientConfig": {"service": {
-                    "name": "x", "namespace": "y", "path": "/validate-a"}}},
-                {"name": "b.example.org", "clientConfig": {"url": "https://elsewhere"}},
-            ]}
-
-
 def test_plan_uses_renamed_webhook_key() -> None:
-    plan = es.plan_establish(_rev(), [_vwc()], {}, ca_bundle=CA, namespace=NS)
+    plan = es.plan_establish(_rev(), [validating_webhooks()], {}, ca_bundle=CA, namespace=NS)
     [action] = plan.actions
     assert action.key == ObjectKey("admissionregistration.k8s.io",
                                    "ValidatingWebhookConfiguration", "crossplane-provider-nop")
@@ -172,7 +163,7 @@ def test_release_references(current: list[dict[str, Any]],
 
 @pytest.mark.parametrize("rev", [_rev(), _rev(common_labels={"a": "b"})])
 def test_replanning_after_writes_is_a_no_op(rev: es.Revision) -> None:
-    [created] = es.plan_establish(rev, [_vwc(), CRD], {}, ca_bundle=CA, namespace=NS).actions[1:]
+    [created] = es.plan_establish(rev, [validating_webhooks(), CRD], {}, ca_bundle=CA, namespace=NS).actions[1:]
     live = copy.deepcopy(created.object)
     live["metadata"]["resourceVersion"] = "1"
     [again] = es.plan_establish(rev, [CRD], {KEY: live}, ca_bundle=CA, namespace=NS).actions

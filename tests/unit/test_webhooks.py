@@ -9,6 +9,7 @@ import pytest
 
 from lockwright import webhooks as wh
 from lockwright.errors import InvalidPackage
+from tests.unit.webhook_objects import validating_webhooks
 
 NS = "crossplane-system"
 CA = b"-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----\n"
@@ -26,18 +27,8 @@ def _crd(**spec: Any) -> dict[str, Any]:
             "metadata": {"name": "things.example.org"}, "spec": {"group": "example.org", **spec}}
 
 
-def _vwc() -> dict[str, Any]:
-    return {"apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "package-webhooks"},
-            "webhooks": [
-                {"name": "a.example.org", "clientConfig": {"service": {
-                    "name": "x", "namespace": "y", "path": "/validate-a"}}},
-                {"name": "b.example.org", "clientConfig": {"url": "https://elsewhere"}},
-            ]}
-
-
 def test_webhook_configuration_renamed_and_injected() -> None:
-    got = _inject(_vwc(), True, CA)
+    got = _inject(validating_webhooks(), True, CA)
     assert got["metadata"]["name"] == "crossplane-provider-nop"
     assert [h["clientConfig"] for h in got["webhooks"]] == [
         {"caBundle": CA_B64, "service": {"name": "nop", "namespace": NS, "port": 9443,
@@ -47,13 +38,13 @@ def test_webhook_configuration_renamed_and_injected() -> None:
 
 
 def test_webhook_inactive_renamed_not_injected() -> None:
-    got = _inject(_vwc(), False, None)
+    got = _inject(validating_webhooks(), False, None)
     assert got["metadata"]["name"] == "crossplane-provider-nop"
-    assert got["webhooks"] == _vwc()["webhooks"]
+    assert got["webhooks"] == validating_webhooks()["webhooks"]
 
 
 @pytest.mark.parametrize("obj", [
-    _vwc(), _crd(conversion={"strategy": "Webhook", "webhook": {
+    validating_webhooks(), _crd(conversion={"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v1"]}}),
 ])
 def test_injection_needs_a_bundle(obj: dict[str, Any]) -> None:
@@ -86,7 +77,7 @@ def test_conversion_v1beta1_crd() -> None:
 
 
 def test_mutating_configuration_renamed_too() -> None:
-    mwc = {**_vwc(), "kind": "MutatingWebhookConfiguration"}
+    mwc = {**validating_webhooks(), "kind": "MutatingWebhookConfiguration"}
     got = _inject(mwc, True, CA)
     assert got["metadata"]["name"] == "crossplane-provider-nop"
     assert all(h["clientConfig"]["caBundle"] == CA_B64 for h in got["webhooks"])
