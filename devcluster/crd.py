@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from devcluster.schema import Cause, GoLiteral, copy_json, go_quote, not_supported
-from devcluster.types import ResourceType
+from devcluster.schema import Cause, GoLiteral, go_quote, not_supported
+from devcluster.types import ResourceType, clone
 
 CRD = dict[str, Any]
 Schema = dict[str, Any]
@@ -522,7 +522,7 @@ def names_conflict(crd: CRD, others: list[CRD]) -> str | None:
 
 
 def _requested(crd: CRD) -> dict[str, Any]:
-    names = copy_json((crd.get("spec") or {}).get("names") or {})
+    names = clone((crd.get("spec") or {}).get("names") or {})
     if names.get("kind"):
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", names["kind"] + "List")
@@ -590,7 +590,7 @@ def _accepted_names(crd: CRD, found: tuple[str, str] | None) -> dict[str, Any]:
         # Keep what was granted before for every name; the conflict blocks the change.
         previous = _accepted(crd)
         requested = {k: previous[k] for k in _NAME_ORDER if k in previous}
-    return {k: copy_json(requested[k]) for k in _NAME_ORDER if requested.get(k)}
+    return {k: clone(requested[k]) for k in _NAME_ORDER if requested.get(k)}
 
 
 def _condition(old: dict[str, Any], ctype: str, state: tuple[str, str, str],
