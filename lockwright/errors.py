@@ -71,6 +71,10 @@ class InvalidPackage(PermanentError):
     """The package or its image is malformed, hostile or over a limit."""
 
 
+class InvalidReference(InvalidPackage):
+    """An image reference does not parse."""
+
+
 class LintError(InvalidPackage):
     """package.yaml parsed, but breaks a lint rule."""
 

@@ -17,19 +17,25 @@ from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
     ChildWorkflowError,
+    FailureError,
     TimeoutError,
 )
 
 from workflows import contracts as c
-from workflows.retry import TIMEOUTS, retry_policy
+from workflows.retry import TIMEOUTS, Where, retry_policy
 
 R = TypeVar("R")
 
 MAX_SUMMARY = 200
 
 
+# workflow.patched() id: quick steps run as local activities (workflows.retry). Runs that
+# started before it keep scheduling every step on the task queue.
+PATCH_LOCAL_STEPS = "local-quick-steps"
+
+
 async def call(name: str, arg: Any, result_type: type[R], summary: str,
-               tuning: c.Tuning) -> R:
+               tuning: c.Tuning, small: bool = False) -> R:
     """Run activity ``name`` with its timeouts and the shared retry policy.
 
     Args:
@@ -38,6 +44,8 @@ async def call(name: str, arg: Any, result_type: type[R], summary: str,
         result_type: The activity's ``<Op>Result`` dataclass, for decoding.
         summary: One line for the Temporal UI.
         tuning: Retry knobs from the workflow input.
+        small: the caller knows this step's work is small (package.yaml within
+            ``tuning.local_max_bytes``; no other revision to hand control over from).
 
     Returns:
         The decoded result.
@@ -46,6 +54,21 @@ async def call(name: str, arg: Any, result_type: type[R], summary: str,
         ActivityError: when the activity failed for good; see :func:`classify`.
     """
     timeouts = TIMEOUTS[name]
+    if runs_locally(timeouts.where, small):
+        try:
+            local: R = await workflow.execute_local_activity(
+                name, arg, result_type=result_type,
+                start_to_close_timeout=timeouts.start_to_close,
+                retry_policy=retry_policy(tuning), summary=summary[:MAX_SUMMARY])
+        except ActivityError:
+            raise
+        except FailureError as err:
+            # A local activity's failure arrives bare (SDK 1.35), a queued one's wrapped in
+            # ActivityError; wrap it so every caller and classify() see one shape.
+            raise ActivityError(f"local activity {name} failed", scheduled_event_id=0,
+                                started_event_id=0, identity="", activity_type=name,
+                                activity_id="", retry_state=None) from err
+        return local
     result: R = await workflow.execute_activity(
         name,
         arg,
@@ -56,6 +79,13 @@ async def call(name: str, arg: Any, result_type: type[R], summary: str,
         summary=summary[:MAX_SUMMARY],
     )
     return result
+
+
+def runs_locally(where: Where, small: bool) -> bool:
+    """True when a step runs as a local activity (see :mod:`workflows.retry`)."""
+    if where is Where.QUEUE or (where is Where.LOCAL_WHEN_SMALL and not small):
+        return False
+    return workflow.patched(PATCH_LOCAL_STEPS)
 
 
 @dataclass(frozen=True)

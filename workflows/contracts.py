@@ -121,6 +121,8 @@ class Tuning:
     health_poll_s: float = 2.0
     health_polls: int = 90
     unhealthy_recheck_s: float = 300.0
+    # Parse and establish run as local activities up to this package.yaml size (retry.py).
+    local_max_bytes: int = 4 * 1024 * 1024
 
 
 # --- PackageWorkflow: input, durable state, signals, update, query ----------------------

@@ -182,9 +182,11 @@ class PackageWorkflow:
         active = (pkg.activation_policy != c.MANUAL or ensured.desired_state == c.ACTIVE
                   or self._s.approved_revision == rev)
         if active and (ensured.desired_state != c.ACTIVE or pkg.active_revision != rev):
+            # Nothing to hand over when this is the only revision: a quick local step.
             await self._call(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
                 kind=inp.kind, package=inp.name, revision=rev),
-                c.SetActiveRevisionResult, f"activate {rev}")
+                c.SetActiveRevisionResult, f"activate {rev}",
+                small=set(pkg.revisions) <= {rev})
             self._s = replace(self._s, active_revision=rev)
         key = f"{rev}/{pkg.generation}/{'active' if active else 'inactive'}"
         if key != self._s.installed_key or not self._s.healthy:
@@ -303,10 +305,10 @@ class PackageWorkflow:
             f"status of {self._inp.kind} {self._inp.name}", step=False)
 
     async def _call(self, name: str, arg: object, result_type: type[R], summary: str,
-                    step: bool = True) -> R:
+                    step: bool = True, small: bool = False) -> R:
         if step:
             self._step = name
-        return await call(name, arg, result_type, summary, self._inp.tuning)
+        return await call(name, arg, result_type, summary, self._inp.tuning, small)
 
     # --- small helpers ------------------------------------------------------------------
     def _approve(self, revision: str) -> None:

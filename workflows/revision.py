@@ -37,6 +37,7 @@ class InstallRevision:
 
     def __init__(self) -> None:
         self._step = ""
+        self._small = False  # package.yaml fetched and within Tuning.local_max_bytes
 
     @workflow.run
     async def run(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
@@ -55,6 +56,7 @@ class InstallRevision:
         fetched = await self._run(inp, c.FETCH_PACKAGE, c.FetchPackageInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
             digest=inp.digest), c.FetchPackageResult, f"fetch {inp.digest[:19]}")
+        self._small = fetched.size <= inp.tuning.local_max_bytes
         parsed = await self._run(inp, c.PARSE_PACKAGE, c.ParsePackageInput(
             kind=inp.kind, revision=inp.revision, digest=fetched.digest),
             c.ParsePackageResult, f"parse and lint {inp.revision}")
@@ -120,7 +122,7 @@ class InstallRevision:
                    result_type: type[R], summary: str) -> R:
         self._step = name
         workflow.set_current_details(f"**{name}** `{inp.revision}`")
-        return await call(name, arg, result_type, summary, inp.tuning)
+        return await call(name, arg, result_type, summary, inp.tuning, self._small)
 
     async def _write(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
                      objects: int = 0, dependencies: int = 0,

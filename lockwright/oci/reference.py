@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from lockwright.errors import InvalidPackage
+# Re-exported: callers catch it where they parse references.
+from lockwright.errors import InvalidReference as InvalidReference
 
 DEFAULT_TAG = "latest"
 DOCKER_HUB = "docker.io"
@@ -23,10 +24,6 @@ _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:]+\])(?::\d{1,5})?$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-class InvalidReference(InvalidPackage):
-    """An image reference does not parse."""
 
 
 @dataclass(frozen=True)

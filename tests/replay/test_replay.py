@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -27,6 +28,9 @@ SHAPES = {
     # Recorded before PATCH_KEEP_LAST_OUTCOME: runs started then must still replay.
     "package_permanent_error_unpatched", "package_transient_retry_unpatched",
 }
+# Recorded before PATCH_LOCAL_STEPS, every step on the task queue: they must still replay.
+QUEUED = {f"{shape}_queued" for shape in SHAPES if not shape.endswith("_unpatched")}
+SHAPES |= QUEUED
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -43,6 +47,24 @@ def test_every_shape_has_a_history() -> None:
 async def test_history_replays(shape: str) -> None:
     """Today's code issues the same commands the recorded run did."""
     await Replayer(workflows=ALL_WORKFLOWS).replay_workflow(load(shape))
+
+
+def local_steps(history: WorkflowHistory) -> tuple[int, int]:
+    """(local activity markers, activities scheduled on the task queue) in ``history``."""
+    local = sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+                and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+                for e in history.events)
+    queued = sum(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                 for e in history.events)
+    return local, queued
+
+
+def test_quick_steps_run_locally_since_the_patch() -> None:
+    """A small install queues only the fetch; before the patch every step was queued."""
+    assert local_steps(load("revision_install_provider")) == (9, 1)
+    local, queued = local_steps(load("revision_install_provider_queued"))
+    assert (local, queued) == (0, 10)
+    assert local_steps(load("package_install")) == (6, 0)
 
 
 @workflow.defn(name="InstallRevision")
