@@ -46,7 +46,7 @@ def package_ok(active: bool, healthy: bool, health_message: str) -> list[c.Condi
                  else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, "Package is inactive"))
     if healthy:
         return [installed, cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
-    message = f'Package runtime health is "False" with message: {health_message}'
+    message = f'Package runtime health is "False" with message: {runtime_failed(health_message)}'
     return [installed, cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message)]
 
 
@@ -81,7 +81,8 @@ def revision_ok(runtime: bool, healthy: bool, runtime_message: str) -> list[c.Co
     out = [cond(REVISION_HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
     if runtime:
         out.append(cond(RUNTIME_HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION) if healthy
-                   else cond(RUNTIME_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, runtime_message))
+                   else cond(RUNTIME_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION,
+                             runtime_failed(runtime_message)))
         out.append(cond(RUNTIME_ACTIVE, TRUE, ACTIVE_RUNTIME))
     return out
 
@@ -90,6 +91,11 @@ def revision_failed(step: str, message: str) -> list[c.Condition]:
     """Conditions of a revision whose install failed at ``step``."""
     text = prefixed(step, message)
     return [cond(REVISION_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, text)]
+
+
+def runtime_failed(message: str) -> str:
+    """RuntimeHealthy's message for an unavailable runtime, as Crossplane words it (§13.1)."""
+    return prefixed(c.ENSURE_RUNTIME, message)
 
 
 def prefixed(step: str, message: str) -> str:

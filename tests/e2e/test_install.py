@@ -470,7 +470,7 @@ def test_unavailable_runtime_ends_unhealthy_with_its_message(stack: Stack,
     assert rev_conds["RevisionHealthy"][:2] == ("True", "HealthyPackageRevision")
     rt_status, rt_reason, rt_message = rev_conds["RuntimeHealthy"]
     assert (rt_status, rt_reason) == ("False", "UnhealthyPackageRevision")
-    assert rt_message.endswith(runtime_message)
+    assert rt_message == f"post establish runtime hook failed for package: {runtime_message}"
     assert message == f'Package runtime health is "False" with message: {rt_message}'
 
     dep = plain(stack, client.AppsV1Api(stack.api).read_namespaced_deployment(

@@ -232,7 +232,9 @@ async def test_runtime_never_available_is_unhealthy_not_failed(
 
     healthy = cluster.last_status(pkg.name)["Healthy"]
     assert (healthy.status, healthy.reason) == ("False", "UnhealthyPackageRevision")
-    assert "minimum availability" in healthy.message
+    assert healthy.message == ('Package runtime health is "False" with message: post establish'
+                               ' runtime hook failed for package: Deployment has minimum '
+                               'availability: False')
     assert cluster.calls[c.CHECK_HEALTH] == FAST.health_polls
     assert len(cluster.revision_status[st.current_revision]) == 2  # once while waiting, once at end
     await check_histories(temporal_client, handle, [st.current_revision])
