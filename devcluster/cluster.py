@@ -38,6 +38,9 @@ class Cluster:
         self.store = Store(data_dir, history)
         self.lock = self.store.lock
         self._types: dict[tuple[str, str, str], ResourceType] = {}
+        # Which keys of _types each CRD serves: finding them by scanning _types made every
+        # CRD write cost O(CRDs), so thousands of CRDs slowed each other down.
+        self._crd_keys: dict[str, list[tuple[str, str, str]]] = {}
         self.types_generation = 0
         self.listeners: list[Callable[[str, Key, Obj], None]] = []
         for rt in BUILTINS:
@@ -71,16 +74,21 @@ class Cluster:
 
     def _register_crd(self, obj: Obj) -> None:
         name = obj["metadata"]["name"]
-        for key in [k for k, rt in self._types.items() if rt.crd_name == name]:
-            del self._types[key]
+        self._drop_crd_types(name)
+        keys = self._crd_keys[name] = []
         for rt in crd.resource_types(obj):
-            self._types[(rt.group, rt.version, rt.plural)] = rt
+            keys.append((rt.group, rt.version, rt.plural))
+            self._types[keys[-1]] = rt
         self.types_generation += 1
 
     def _unregister_crd(self, name: str) -> None:
-        for key in [k for k, rt in self._types.items() if rt.crd_name == name]:
-            del self._types[key]
+        self._drop_crd_types(name)
         self.types_generation += 1
+
+    def _drop_crd_types(self, name: str) -> None:
+        for key in self._crd_keys.pop(name, []):
+            if (rt := self._types.get(key)) is not None and rt.crd_name == name:
+                del self._types[key]
 
     # -- reads ---------------------------------------------------------------------------
 

@@ -17,12 +17,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import orjson
+
 from devcluster import discovery, openapi, scale, table
 from devcluster.admission import WriteOptions
 from devcluster.cluster import Cluster
 from devcluster.errors import ApiError, bad_request, method_not_allowed, not_found_path, too_large
 from devcluster.selectors import field_selector, label_selector
-from devcluster.types import ResourceType
+from devcluster.types import ResourceType, dump_json
 from devcluster.watch import WatchRequest, stream
 
 MAX_BODY = 3 * 1024 * 1024
@@ -76,7 +78,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, code: int, body: Any, content_type: str = "application/json",
               warnings: list[str] | None = None) -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+        data = body if isinstance(body, bytes) else dump_json(body)
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -406,8 +408,8 @@ def _load_json(body: bytes) -> Any:
         except protobuf.ProtobufError as exc:
             raise unsupported_media_type(f"application/vnd.kubernetes.protobuf: {exc}") from exc
     try:
-        return json.loads(body or b"{}")
-    except ValueError:
+        return orjson.loads(body or b"{}")
+    except ValueError:  # not JSON (orjson takes UTF-8 JSON only): YAML, as kube accepts
         import yaml
 
         try:

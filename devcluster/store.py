@@ -17,6 +17,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from devcluster.types import dump_json
+
 Key = tuple[str, str, str, str]  # (group, plural, namespace, name)
 
 
@@ -102,7 +104,7 @@ class Store:
         self._objects[key] = obj
         self._by_uid[obj["metadata"]["uid"]] = key
         self._persist("INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)",
-                      (*key, json.dumps(obj, separators=(",", ":"))))
+                      (*key, dump_json(obj).decode()))
         self._record(Event(self.rv, event_type, key, obj, old))
 
     def remove(self, key: Key, final: dict[str, Any]) -> None:

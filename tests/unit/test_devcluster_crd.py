@@ -318,3 +318,21 @@ def test_crd_without_versions() -> None:
     assert [c.message for c in validate_crd(crd, None)] == [
         "spec.versions: Invalid value: []apiextensions.CustomResourceDefinitionVersion(nil): "
         "must have exactly one version marked as storage version"]
+
+
+def test_cluster_serves_exactly_the_versions_each_crd_lists(tmp_path: Any) -> None:
+    from devcluster.admission import WriteOptions
+    from devcluster.cluster import Cluster
+
+    cluster = Cluster(str(tmp_path))
+    crds = cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    opts = WriteOptions(field_manager="test")
+    first = copy.deepcopy(cluster.create(crds, None, make_crd(("v1", "v2"),
+                                                              group="a.example.org"), opts))
+    cluster.create(crds, None, make_crd(("v1",), group="b.example.org"), opts)
+    assert cluster.find("a.example.org", "v2", "providers") is not None
+    first["spec"]["versions"] = first["spec"]["versions"][:1]
+    cluster.update(crds, None, first["metadata"]["name"], first, opts)
+    assert cluster.find("a.example.org", "v2", "providers") is None
+    assert cluster.find("a.example.org", "v1", "providers") is not None
+    assert cluster.find("b.example.org", "v1", "providers") is not None
