@@ -31,7 +31,7 @@ from lockwright.oci.cache import CacheEntry, PackageCache
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.fetch import fetch_package
 from lockwright.oci.reference import parse
-from lockwright.oci.validate import validate_package
+from lockwright.oci.validate import validate_documents
 from lockwright.settings import Settings as ProcessSettings
 
 if TYPE_CHECKING:
@@ -228,18 +228,23 @@ class Base:
         if known is not None:
             return known
         entry = self.cached(kind, revision, digest)
-        found = validate_package(entry.path, kind_of(kind))
+        found = validate_documents(entry.documents, kind_of(kind))
         self.remember(digest, found)
         return found
 
 
-def stream_objects(path: Path) -> Iterator[Obj]:
-    """The package's objects from its cached package.yaml, one at a time, meta skipped."""
-    from lockwright.xpkg.meta import is_meta
-    from lockwright.xpkg.parse import iter_objects
+def stream_objects(documents: Path) -> Iterator[Obj]:
+    """The package's objects, one at a time, meta skipped.
 
-    with path.open("rb") as f:
-        for _, doc in iter_objects(f):
+    Args:
+        documents: the cache entry's ``documents.jsonl`` (``CacheEntry.documents``), the
+            package.yaml decoded once at fetch; reading it back is far cheaper than YAML.
+    """
+    from lockwright.xpkg.documents import iter_documents
+    from lockwright.xpkg.meta import is_meta
+
+    with documents.open("rb") as f:
+        for _, doc in iter_documents(f):
             if not is_meta(doc):
                 yield doc
 

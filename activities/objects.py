@@ -1,11 +1,13 @@
 """``establish_objects``: all or nothing, controller only when active (reference §10.14).
 
-Two streaming passes over the cached package.yaml, in batches, so a 2,000-CRD package never
-sits in memory whole: the first reads the live objects and collects every conflict — any
-conflict raises ``ConflictError`` naming who holds which object before a single write — and
-the second plans and writes batch by batch. Writes are compare-and-swap (the live
-``resourceVersion`` travels with each update), so a concurrent change makes the attempt
-fail with ``KubeConflict`` and the retry re-plans.
+Two streaming passes over the cached package's documents (``documents.jsonl``), in
+batches, so a 2,000-CRD package never sits in memory whole. The first reads every live
+object once and collects every conflict — any conflict raises ``ConflictError`` naming
+who holds which object before a single write — keeping per object only its decision and
+live metadata (``establish.Seen``). The second rebuilds those writes and makes them,
+batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first
+pass travels with each update, and a create fails if the name was taken since), so a
+concurrent change makes the attempt fail with ``KubeConflict`` and the retry re-plans.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ from workflows import contracts as c
 BATCH = 100
 
 
-def batches(package_kind: str, path: Path, size: int = BATCH) -> Iterator[list[Obj]]:
-    """The package's establishable objects in lists of ``size``."""
-    objects = (o for o in stream_objects(path) if est.establishable(package_kind, [o]))
+def batches(package_kind: str, documents: Path, size: int = BATCH) -> Iterator[list[Obj]]:
+    """The package's establishable objects in lists of ``size``, from ``documents.jsonl``."""
+    objects = (o for o in stream_objects(documents) if est.establishable(package_kind, [o]))
     while chunk := list(islice(objects, size)):
         yield chunk
 
@@ -53,19 +55,12 @@ class ObjectActivities(RuntimeConfigs):
         """Create/adopt (active) or co-own (inactive) every object; nothing on conflict."""
         rev = self.revision(inp.kind, inp.revision)
         revision = self.est_revision(inp, rev)
-        path = self.cached(inp.kind, rev, inp.digest).path
+        documents = self.cached(inp.kind, rev, inp.digest).documents
         ca, service = self.webhook_target(inp, rev)
         log = self.log(package=inp.package, revision=inp.revision, digest=inp.digest)
         with ThreadPoolExecutor(self.settings.establish_workers) as pool:
-            refs = self._check(pool, revision, path, ca, service, rev)
-            counts = {op: 0 for op in est.Op}
-            for done, batch in enumerate(batches(revision.package_kind, path)):
-                plan = self._plan(pool, revision, batch, ca, service)
-                if plan.conflicts:
-                    raise ConflictError(plan.conflict_message)
-                for op in pool.map(self._write, plan.actions):
-                    counts[op] += 1
-                activity.heartbeat(done)
+            refs, seen = self._check(pool, revision, documents, ca, service, rev)
+            counts = self._write_all(pool, revision, documents, seen, ca, service)
         self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
                         {"status": {"objectRefs": refs}}, subresource="status")
         created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
@@ -96,30 +91,45 @@ class ObjectActivities(RuntimeConfigs):
         ca = tls.ca_bundle(data) if data.get(tls.TLS_CERT) else None
         return ca, service_name(inp.package, drc)
 
-    def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, path: Path,
-               ca: bytes | None, service: str, rev: Obj) -> list[dict[str, str]]:
+    def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
+               ca: bytes | None, service: str, rev: Obj
+               ) -> tuple[list[dict[str, str]], dict[ObjectKey, est.Seen]]:
         refs: list[dict[str, str]] = []
         conflicts = []
-        for batch in batches(revision.package_kind, path):
-            plan = self._plan(pool, revision, batch, ca, service)
+        seen: dict[ObjectKey, est.Seen] = {}
+        for batch in batches(revision.package_kind, documents):
+            plan, live = self._plan(pool, revision, batch, ca, service)
             conflicts.extend(plan.conflicts)
             refs.extend(plan.object_refs)
+            seen.update(est.seen(plan, live))
             activity.heartbeat()
         if conflicts:
             message = "; ".join(x.message for x in sorted(conflicts, key=lambda x: x.object))
             self.event(rev, WARNING, "SyncPackage", "cannot establish control of object: "
                        + message)
             raise ConflictError(message)
-        return est.sort_object_refs(refs)
+        return est.sort_object_refs(refs), seen
 
     def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
-              ca: bytes | None, service: str) -> est.Plan:
+              ca: bytes | None, service: str) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
         prepared = est.prepare(batch, revision, ca, self.namespace, service)
         found = pool.map(lambda o: self.kube.get(str(o["apiVersion"]), str(o["kind"]),
                                                  str(o["metadata"]["name"])), prepared)
         live = {ObjectKey.of(o): f for o, f in zip(prepared, found, strict=True) if f}
         return est.plan_establish(revision, batch, live, ca_bundle=ca,
-                                  namespace=self.namespace, service=service)
+                                  namespace=self.namespace, service=service), live
+
+    def _write_all(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
+                   seen: dict[ObjectKey, est.Seen], ca: bytes | None,
+                   service: str) -> dict[est.Op, int]:
+        counts = {op: 0 for op in est.Op}
+        for done, batch in enumerate(batches(revision.package_kind, documents)):
+            actions = est.replan(revision, batch, seen, ca_bundle=ca,
+                                 namespace=self.namespace, service=service)
+            for op in pool.map(self._write, actions):
+                counts[op] += 1
+            activity.heartbeat(done)
+        return counts
 
     def _write(self, action: est.Action) -> est.Op:
         obj = action.object

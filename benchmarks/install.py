@@ -183,7 +183,7 @@ class Floor:
         rev_name, uid = rev["metadata"]["name"], rev["metadata"]["uid"]
         self.lock_add(rev_name, ref)
         ca = self.tls(name, rev_name)
-        refs = self.establish(fetched.path, name, rev_name, uid, ca)
+        refs = self.establish(fetched.entry.documents, name, rev_name, uid, ca)
         self.rbac(rev_name, uid, refs)
         controller = getattr(fetched.summary.meta, "controller_image", None) if (
             fetched.summary) else None
@@ -238,7 +238,7 @@ class Floor:
                                              client))
         return tls.ca_bundle(server)
 
-    def establish(self, path: Path, name: str, rev_name: str, uid: str,
+    def establish(self, documents: Path, name: str, rev_name: str, uid: str,
                   ca: bytes) -> list[dict[str, str]]:
         from activities.objects import batches
         from lockwright import establish as est
@@ -248,7 +248,7 @@ class Floor:
                                 active=True)
         refs: list[dict[str, str]] = []
         with ThreadPoolExecutor(8) as pool:  # as many as the activity's establish_workers
-            for batch in batches("Provider", path):
+            for batch in batches("Provider", documents):
                 plan = est.plan_establish(revision, batch, {}, ca_bundle=ca,
                                           namespace=self.ns, service=name)
                 objs = []
@@ -380,7 +380,11 @@ async def _events(client: Any, workflow_id: str) -> list[Any]:
 
 
 async def breakdown(client: Any, name: str) -> dict[str, Any]:
-    """Per activity type: run time and schedule-to-start, from both workflows' histories."""
+    """Per activity type: run time and schedule-to-start, from both workflows' histories.
+
+    Local activities (markers) have no schedule event: each counts from the end of the
+    step before it in the same workflow task (or the task's start) to its completion.
+    """
     from temporalio.api.enums.v1 import EventType as E
 
     from workflows import contracts as c
@@ -392,10 +396,11 @@ async def breakdown(client: Any, name: str) -> dict[str, Any]:
     rev = await _events(client, rev_id)
     acts: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
     wft = [0.0, 0.0]
-    timers = 0.0
+    timers, local = 0.0, 0
     for events in (pkg, rev):
         at = {e.event_id: e for e in events}
         t = {e.event_id: e.event_time.ToDatetime().timestamp() for e in events}
+        step_start = 0.0
         for e in events:
             if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
                 sched = e.activity_task_completed_event_attributes.scheduled_event_id
@@ -405,6 +410,15 @@ async def breakdown(client: Any, name: str) -> dict[str, Any]:
                 entry[0] += 1
                 entry[1] += t[e.event_id] - t[started]
                 entry[2] += t[started] - t[sched]
+            elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+                step_start = t[e.event_id]
+            elif e.event_type == E.EVENT_TYPE_MARKER_RECORDED:
+                kind, done = _local_step(e)
+                if kind:
+                    local += 1
+                    acts[kind][0] += 1
+                    acts[kind][1] += max(0.0, done - step_start)
+                    step_start = max(step_start, done)
             elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
                 a = e.workflow_task_completed_event_attributes
                 wft[0] += t[e.event_id] - t[a.started_event_id]
@@ -417,7 +431,18 @@ async def breakdown(client: Any, name: str) -> dict[str, Any]:
     child_done = next((e.event_time.ToDatetime().timestamp() for e in pkg if e.event_type
                        == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED), child_start)
     return {"started": t_first, "activities": dict(acts), "wft": wft, "timers": timers,
-            "child": child_done - child_start, "rev_events": len(rev), "pkg_events": len(pkg)}
+            "child": child_done - child_start, "rev_events": len(rev), "pkg_events": len(pkg),
+            "local": local}
+
+
+def _local_step(event: Any) -> tuple[str, float]:
+    """(activity type, completion time) of a local-activity marker, else ("", 0)."""
+    marker = event.marker_recorded_event_attributes
+    if marker.marker_name != "core_local_activity" or "data" not in marker.details:
+        return "", 0.0
+    data = json.loads(marker.details["data"].payloads[0].data)
+    done = data.get("complete_time") or {}
+    return str(data.get("activity_type", "")), done.get("seconds", 0) + done.get("nanos", 0) / 1e9
 
 
 def print_breakdown(title: str, created: float, latency: float, info: dict[str, Any]) -> None:
@@ -426,8 +451,10 @@ def print_breakdown(title: str, created: float, latency: float, info: dict[str, 
     queue = sum(v[2] for v in acts.values())
     print(f"\n{title}: apply→Healthy {latency:.2f}s; watcher→workflow start "
           f"{(info['started'] - created) * 1000:.0f} ms; InstallRevision child "
-          f"{info['child']:.2f}s; activities ran {run:.2f}s (+{queue:.2f}s schedule-to-start);"
-          f" workflow tasks {info['wft'][0]:.2f}s (+{info['wft'][1]:.2f}s schedule-to-start);"
+          f"{info['child']:.2f}s; activities ran {run:.2f}s ({info['local']} local; queued "
+          f"+{queue:.2f}s schedule-to-start);"
+          f" workflow tasks {info['wft'][0]:.2f}s with local steps (+{info['wft'][1]:.2f}s"
+          " schedule-to-start);"
           f" health timers {info['timers']:.2f}s; events {info['pkg_events']}+"
           f"{info['rev_events']}")
     top = sorted(acts.items(), key=lambda kv: -kv[1][1])

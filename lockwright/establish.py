@@ -8,7 +8,6 @@ controller; an inactive one is a plain owner (invariant 5).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -75,6 +74,15 @@ class Action:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What checking decided for one object, and the little of the live object its write
+    builds on (metadata only), so writing need not read the object again."""
+
+    op: Op
+    live: Obj | None
+
+
+@dataclass(frozen=True)
 class Plan:
     """Actions to take, or the conflicts that forbid taking any."""
 
@@ -114,15 +122,17 @@ def prepare(objects: list[Obj], rev: Revision, ca: bytes | None, namespace: str,
     """Filter, merge commonLabels/Annotations (overwriting keys) and inject webhooks.
 
     A shipped ``status`` (controller-gen writes one into CRDs) is dropped: the server
-    owns it.
+    owns it. ``objects`` are not modified; the results share their unchanged parts (a
+    deep copy of every CRD costs more than the rest of planning), so treat them as
+    read-only.
     """
     out = []
     for obj in establishable(rev.package_kind, objects):
         obj = inject_webhooks(obj, package_kind=rev.package_kind,
                               package_name=rev.package_name, active=rev.active, ca=ca,
                               namespace=namespace, service=service)
-        obj.pop("status", None)
-        meta = obj.setdefault("metadata", {})
+        obj = {k: v for k, v in obj.items() if k != "status"}
+        meta = obj["metadata"] = dict(obj.get("metadata") or {})
         if rev.common_labels:
             meta["labels"] = {**(meta.get("labels") or {}), **rev.common_labels}
         if rev.common_annotations:
@@ -227,8 +237,9 @@ def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
 
 
 def _desired(obj: Obj, live: Obj | None, rev: Revision) -> Obj:
-    out = copy.deepcopy(obj)
-    meta = out["metadata"]
+    # Only metadata changes, so only it is copied; the rest is shared with ``obj``.
+    meta = dict(obj["metadata"])
+    out = {**obj, "metadata": meta}
     if live is None:
         meta["ownerReferences"] = [controller_ref(rev), package_ref(rev)]
         return out
@@ -287,3 +298,37 @@ def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj]
         desired = _desired(obj, live.get(key), rev)
         actions.append(Action(_decide(desired, live.get(key), rev), key, desired))
     return Plan(actions, [], refs)
+
+
+def _slim(live: Obj | None) -> Obj | None:
+    if live is None:
+        return None
+    lmeta = live.get("metadata") or {}
+    return {"metadata": {k: lmeta[k] for k in ("ownerReferences", "labels", "annotations",
+                                               "resourceVersion") if k in lmeta}}
+
+
+def seen(plan: Plan, live: dict[ObjectKey, Obj]) -> dict[ObjectKey, Seen]:
+    """Per planned object, its decision and live metadata: small enough to keep for every
+    object of a package between checking all of them and writing any."""
+    return {a.key: Seen(a.op, _slim(live.get(a.key))) for a in plan.actions}
+
+
+def replan(rev: Revision, objects: list[Obj], seen: dict[ObjectKey, Seen], *,
+           ca_bundle: bytes | None, namespace: str, service: str | None = None
+           ) -> list[Action]:
+    """The actions :func:`plan_establish` decided, rebuilt from the objects and :func:`seen`.
+
+    The result equals that plan's actions: the decisions are the ones taken then, and
+    each desired object is built from the same object and the same live metadata (its
+    ``resourceVersion`` included, so a write after a concurrent change fails).
+
+    Raises:
+        KeyError: an object was not in the plan ``seen`` came from.
+    """
+    actions = []
+    for obj in prepare(objects, rev, ca_bundle, namespace, service):
+        key = ObjectKey.of(obj)
+        decided = seen[key]
+        actions.append(Action(decided.op, key, _desired(obj, decided.live, rev)))
+    return actions

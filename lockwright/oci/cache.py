@@ -1,9 +1,11 @@
 """The package cache: ``package.yaml`` files on local disk, keyed by manifest digest.
 
-Layout: ``<dir>/<sha256 hex>/package.yaml`` plus ``meta.json`` (size, sha256 of the
-package.yaml, source, base layer digest). An entry is built in ``<dir>/.tmp`` and renamed
-into place, so readers see a whole entry or none. Reading re-hashes the package.yaml; an
-entry that does not match is deleted and reported as a miss, so the caller fetches again.
+Layout: ``<dir>/<sha256 hex>/package.yaml``, its decoded documents as JSON lines
+(``documents.jsonl``, see :mod:`lockwright.xpkg.documents`) and ``meta.json`` (size and
+sha256 of both files, source, base layer digest). An entry is built in ``<dir>/.tmp`` and
+renamed into place, so readers see a whole entry or none. Reading re-hashes both files; an
+entry that does not match, or has no ``documents.jsonl`` (written by an older version), is
+deleted and reported as a miss, so the caller fetches again.
 The cache is bounded: after each insert, least recently used entries (by ``meta.json``
 mtime, touched on every hit) are evicted until the total fits. Aliases
 (``<dir>/.refs/<sha256 of ref>``) map a reference to a digest for ``packagePullPolicy:
@@ -32,6 +34,7 @@ log = structlog.get_logger(__name__)
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024 * 1024
 PACKAGE_FILE = "package.yaml"
+DOCUMENTS_FILE = "documents.jsonl"
 META_FILE = "meta.json"
 
 
@@ -45,6 +48,13 @@ class CacheEntry:
     sha256: str
     source: str = ""
     base_layer: str = ""
+    documents_size: int = 0
+    documents_sha256: str = ""
+
+    @property
+    def documents(self) -> Path:
+        """The package's decoded documents, one JSON line each (beside package.yaml)."""
+        return self.path.with_name(DOCUMENTS_FILE)
 
 
 def _hash_file(path: Path) -> str:
@@ -55,12 +65,18 @@ def _hash_file(path: Path) -> str:
     return hasher.hexdigest()
 
 
+def _intact(entry: CacheEntry) -> bool:
+    # No recorded documents hash: an entry from before documents.jsonl, so a miss.
+    return (bool(entry.documents_sha256) and _hash_file(entry.path) == entry.sha256
+            and _hash_file(entry.documents) == entry.documents_sha256)
+
+
 class PackageCache:
-    """A content-addressed, size-bounded, LRU-evicted directory of package.yaml files.
+    """A content-addressed, size-bounded, LRU-evicted directory of packages.
 
     Args:
         root: the cache directory (created if missing).
-        max_bytes: bound on the total size of cached package.yaml files.
+        max_bytes: bound on the total size of cached package.yaml and documents files.
     """
 
     def __init__(self, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -91,7 +107,7 @@ class PackageCache:
         try:
             meta = json.loads((directory / META_FILE).read_text())
             entry = CacheEntry(**{**meta, "path": directory / PACKAGE_FILE})
-            intact = _hash_file(entry.path) == entry.sha256
+            intact = _intact(entry)
         except (OSError, ValueError, TypeError):
             intact, entry = False, None
         if not intact or entry is None:
@@ -103,14 +119,27 @@ class PackageCache:
         return entry
 
     def put(self, digest: str, package_yaml: Path, sha256: str, source: str = "",
-            base_layer: str = "") -> CacheEntry:
-        """Move ``package_yaml`` (already verified) into the cache under ``digest``."""
+            base_layer: str = "", *, documents: Path) -> CacheEntry:
+        """Move ``package_yaml`` (already verified) and its ``documents`` into the cache.
+
+        Args:
+            digest: the manifest digest the entry is keyed by.
+            package_yaml: the extracted package.yaml; moved, not copied.
+            sha256: its sha256 (hex), computed while it was extracted.
+            source: the repository it came from.
+            base_layer: the digest of the layer it was read from, if one was marked.
+            documents: its ``documents.jsonl``, written in full by the validating pass;
+                moved, and hashed here so a damaged one is caught on read.
+        """
         final = self._dir(digest)
         staging = self.root / ".tmp" / f"entry-{uuid.uuid4().hex}"
         staging.mkdir()
         size = package_yaml.stat().st_size
+        docs_size, docs_sha256 = documents.stat().st_size, _hash_file(documents)
         os.replace(package_yaml, staging / PACKAGE_FILE)
-        entry = CacheEntry(digest, final / PACKAGE_FILE, size, sha256, source, base_layer)
+        os.replace(documents, staging / DOCUMENTS_FILE)
+        entry = CacheEntry(digest, final / PACKAGE_FILE, size, sha256, source, base_layer,
+                           docs_size, docs_sha256)
         meta = {k: v for k, v in asdict(entry).items() if k != "path"}
         (staging / META_FILE).write_text(json.dumps(meta))
         try:
@@ -126,8 +155,9 @@ class PackageCache:
         found = []
         for meta in self.root.glob(f"*/{META_FILE}"):
             with contextlib.suppress(OSError, ValueError):
-                found.append((meta.stat().st_mtime, int(json.loads(meta.read_text())["size"]),
-                              meta.parent))
+                fields = json.loads(meta.read_text())
+                size = int(fields["size"]) + int(fields.get("documents_size") or 0)
+                found.append((meta.stat().st_mtime, size, meta.parent))
         return found
 
     def evict(self, keep: str | None = None) -> list[str]:

@@ -7,7 +7,8 @@ to linux/amd64 (or its only manifest), read only the layer annotated
 label), or flatten all layers when none is marked, and take ``package.yaml``. Every
 manifest and blob read is checked against its sha256; blobs stream to temporary files in
 the cache directory, never whole into memory. Nothing reaches the cache until the
-package.yaml has been extracted within limits and parsed.
+package.yaml has been extracted within limits and parsed; that one parse also writes the
+entry's ``documents.jsonl``, which is what the installer reads afterwards.
 """
 
 from __future__ import annotations
@@ -111,13 +112,15 @@ def _fetch_into_cache(client: RegistryClient, ref: Reference, cache: PackageCach
     assert ref.digest is not None
     image = select_image(client, ref, client.get_manifest(ref, ref.digest))
     layers, base = layers_to_read(client, ref, image, limits)
-    with cache.temp_file(".yaml") as (yaml_path, out), _downloaded(
-            client, ref, cache, layers, limits) as files:
+    with cache.temp_file(".yaml") as (yaml_path, out), cache.temp_file(".jsonl") as (
+            docs_path, docs), _downloaded(client, ref, cache, layers, limits) as files:
         extracted = extract_package_yaml(files, out, limits.package_yaml_bytes,
                                          limits.decompressed_bytes)
         out.close()
-        summary = validate_package(yaml_path, expected_kind)
-        entry = cache.put(ref.digest, yaml_path, extracted.sha256, ref.source, base)
+        summary = validate_package(yaml_path, expected_kind, docs)
+        docs.close()
+        entry = cache.put(ref.digest, yaml_path, extracted.sha256, ref.source, base,
+                          documents=docs_path)
     log.info("fetch.fetched", ref=str(ref), digest=ref.digest, manifest=image.digest,
              base_layer=base, size=extracted.size)
     return entry, summary

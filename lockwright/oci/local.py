@@ -33,12 +33,14 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class LocalPackage:
-    """What a tarball holds: the digest its pushed manifest will have, and its base layer."""
+    """What a tarball holds: the digest its pushed manifest will have, its base layer, and
+    its package.yaml's decoded documents (a scratch ``documents.jsonl``)."""
 
     digest: str
     base_layer: str
     extracted: Extracted
     summary: PackageSummary
+    documents: Path
 
 
 def read_tarball(path: str | Path) -> TarballLike:
@@ -85,12 +87,15 @@ def open_tarball(path: str | Path, cache: PackageCache, limits: Limits = DEFAULT
     """Extract and validate a tarball's package.yaml into a scratch file for the block."""
     tarball = read_tarball(path)
     with contextlib.closing(tarball), cache.temp_file(".yaml") as (yaml_path, out), \
+            cache.temp_file(".jsonl") as (docs_path, docs), \
             _layer_files(tarball, cache, limits) as (files, base):
         extracted = extract_package_yaml(files, out, limits.package_yaml_bytes,
                                          limits.decompressed_bytes)
         out.close()
-        summary = validate_package(yaml_path, expected_kind)
-        yield yaml_path, LocalPackage(manifest_digest(tarball), base, extracted, summary)
+        summary = validate_package(yaml_path, expected_kind, docs)
+        docs.close()
+        yield yaml_path, LocalPackage(manifest_digest(tarball), base, extracted, summary,
+                                      docs_path)
 
 
 def load_into_cache(cache: PackageCache, path: str | Path, as_ref: str,
@@ -99,7 +104,7 @@ def load_into_cache(cache: PackageCache, path: str | Path, as_ref: str,
     ref = parse(as_ref)
     with open_tarball(path, cache, limits) as (yaml_path, package):
         entry = cache.put(package.digest, yaml_path, package.extracted.sha256, ref.source,
-                          package.base_layer)
+                          package.base_layer, documents=package.documents)
     cache.set_alias(str(ref), package.digest)
     log.info("cache.loaded", ref=str(ref), digest=package.digest)
     return entry

@@ -9,7 +9,7 @@ and, where known, its kind and name.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -52,16 +52,81 @@ class ParsedPackage(PackageSummary):
     objects: tuple[dict[str, Any], ...] = field(default=())
 
 
+_TAG = "tag:yaml.org,2002:"
+_STR, _MAP, _SEQ = _TAG + "str", _TAG + "map", _TAG + "seq"
+_PLAIN_SCALARS = frozenset(_TAG + t for t in ("int", "float", "bool", "null"))
+_RESOLVED_KEPT, _RESOLVED_MAX_LEN = 4096, 32
+_base_resolve: Any = yaml.CSafeLoader.resolve  # untyped in PyYAML's stubs
+
+
+class _Aside(Exception):
+    """A node the direct construction leaves to PyYAML's constructor."""
+
+
 class _Loader(yaml.CSafeLoader):
     """libyaml loader that leaves timestamps as strings, as Kubernetes' YAML decoding does.
 
     Otherwise ``2024-01-01`` in an annotation or a schema default becomes a ``date``.
+
+    PyYAML's generic constructor, in Python, is most of the cost of decoding a package:
+    plain documents (maps with scalar keys, sequences, str/int/float/bool/null scalars —
+    every CRD) are built by one direct recursion instead. A document holding anything
+    else (an alias, a merge key, another tag, a collection as key) is built again by
+    PyYAML's constructor, so its results and errors are PyYAML's.
     """
 
     yaml_implicit_resolvers = {  # noqa: RUF012 - PyYAML's own class-level table
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
     }
+    _resolved: dict[str, str] = {}  # noqa: RUF012 - shared on purpose, bounded
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        """The document's data: built directly when plain, else by PyYAML."""
+        try:
+            return _plain(self, node, set())
+        except _Aside:
+            return super().construct_document(node)
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        """The tag of a node; remembered for short plain scalars, which repeat a lot.
+
+        With no path resolvers a plain scalar's tag depends on its text alone.
+        """
+        if kind is not yaml.ScalarNode or not implicit[0] or len(value) > _RESOLVED_MAX_LEN:
+            return str(_base_resolve(self, kind, value, implicit))
+        tag = self._resolved.get(value)
+        if tag is None:
+            tag = str(_base_resolve(self, kind, value, implicit))
+            if len(self._resolved) < _RESOLVED_KEPT:
+                self._resolved[value] = tag
+        return tag
+
+
+def _plain(loader: _Loader, node: yaml.Node, seen: set[int]) -> Any:
+    """``node`` built directly; `_Aside` when it is not plain (see `_Loader`)."""
+    tag, cls = node.tag, type(node)
+    if cls is yaml.ScalarNode:
+        if tag == _STR:
+            return node.value
+        if tag in _PLAIN_SCALARS:
+            return loader.yaml_constructors[tag](loader, node)
+        raise _Aside
+    if id(node) in seen:  # an alias: PyYAML shares the object (and handles recursion)
+        raise _Aside
+    seen.add(id(node))
+    if cls is yaml.MappingNode and tag == _MAP:
+        return {_key(loader, k, seen): _plain(loader, v, seen) for k, v in node.value}
+    if cls is yaml.SequenceNode and tag == _SEQ:
+        return [_plain(loader, item, seen) for item in node.value]
+    raise _Aside
+
+
+def _key(loader: _Loader, node: yaml.Node, seen: set[int]) -> Any:
+    key = _plain(loader, node, seen)
+    if isinstance(key, (dict, list)):  # unhashable: PyYAML raises the error
+        raise _Aside
+    return key
 
 
 class _LimitedReader:
@@ -120,13 +185,21 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 def parse_package(
     stream: IO[bytes] | IO[str], *, keep_objects: bool = True, expect: str | None = None
 ) -> ParsedPackage:
-    """Parse and validate a package stream in one pass.
+    """Parse and validate a package stream in one pass (see `parse_documents`)."""
+    return parse_documents(iter_objects(stream), keep_objects=keep_objects, expect=expect)
+
+
+def parse_documents(
+    documents: Iterable[tuple[int, dict[str, Any]]], *, keep_objects: bool = True,
+    expect: str | None = None,
+) -> ParsedPackage:
+    """Validate a package's decoded documents in one pass.
 
     Checks that every document decodes, that exactly one is a meta object, and (with
     ``expect``) that it is of the expected kind. Kind-per-package rules are lint's job.
 
     Args:
-        stream: ``package.yaml`` as a binary or text file object.
+        documents: ``(document index, object)`` pairs, as `iter_objects` yields them.
         keep_objects: keep the decoded objects; False keeps only summaries and counts.
         expect: ``Provider``, ``Configuration`` or ``Function`` to require that kind.
 
@@ -137,9 +210,9 @@ def parse_package(
     meta: tuple[int, PackageMeta] | None = None
     objects: list[dict[str, Any]] = []
     summaries: list[ObjectSummary] = []
-    documents = 0
-    for index, doc in iter_objects(stream):
-        documents = index + 1
+    count = 0
+    for index, doc in documents:
+        count = index + 1
         if is_meta(doc):
             meta = _take_meta(meta, index, doc)
             continue
@@ -151,7 +224,7 @@ def parse_package(
     if expect is not None and meta[1].kind != expect:
         raise InvalidPackage(f"package meta type is not {expect}")
     counts = Counter(s.kind for s in summaries)
-    return ParsedPackage(meta[1], meta[0], tuple(summaries), dict(counts), documents,
+    return ParsedPackage(meta[1], meta[0], tuple(summaries), dict(counts), count,
                          objects=tuple(objects))
 
 
@@ -169,10 +242,16 @@ def _take_meta(
 
 
 def scan_package(stream: IO[bytes] | IO[str], *, expect: str | None = None) -> PackageSummary:
-    """Validate and lint a package in one streaming pass, keeping no objects.
+    """Validate and lint a package stream in one pass, keeping no objects (`scan_documents`)."""
+    return scan_documents(iter_objects(stream), expect=expect)
+
+
+def scan_documents(documents: Iterable[tuple[int, dict[str, Any]]], *,
+                   expect: str | None = None) -> PackageSummary:
+    """Validate and lint a package's decoded documents in one pass, keeping no objects.
 
     Args:
-        stream: ``package.yaml`` as a binary or text file object.
+        documents: ``(document index, object)`` pairs, as `iter_objects` yields them.
         expect: ``Provider``, ``Configuration`` or ``Function`` to require that kind.
 
     Returns:
@@ -183,7 +262,7 @@ def scan_package(stream: IO[bytes] | IO[str], *, expect: str | None = None) -> P
         LintError: an object is not allowed in this kind of package, or a version
             constraint is malformed; the message lists every finding.
     """
-    parsed = parse_package(stream, keep_objects=False, expect=expect)
+    parsed = parse_documents(documents, keep_objects=False, expect=expect)
     result = lint(parsed.meta, parsed.summaries)
     result.raise_for_errors()
     return PackageSummary(parsed.meta, parsed.meta_index, parsed.summaries, parsed.counts,

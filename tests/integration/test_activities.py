@@ -454,3 +454,80 @@ def test_pull_secret_is_read_inside_the_activity(
         run(private.resolve_digest, c.ResolveDigestInput(c.FUNCTION, bare, ref))
     assert (refused.value.type, refused.value.non_retryable) == ("Unauthorized", True)
     assert auth_registry.password not in refused.value.message
+
+
+def test_after_fetch_no_activity_decodes_yaml_and_establish_reads_each_object_once(
+        acts: Activities, kube: Kube, provider: Pushed, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fetch's one YAML parse wrote documents.jsonl; a worker that did not fetch (no
+    summary in memory) validates, establishes and renders from it, and the check pass's
+    GET is the only read of each object."""
+    name = unique("once")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, digest, _ = install(acts, c.PROVIDER, name, until="parse_package")
+    fresh = Activities(acts.settings, kube, acts.cache)
+
+    def no_yaml(*_: Any, **__: Any) -> Any:
+        raise AssertionError("package.yaml decoded again after fetch")
+
+    monkeypatch.setattr(yaml, "load_all", no_yaml)
+    reads: list[str] = []
+    real_get = kube.get
+
+    def counting_get(api_version: str, kind: str, name_: str, *rest: Any) -> Any:
+        if kind == "CustomResourceDefinition":
+            reads.append(name_)
+        return real_get(api_version, kind, name_, *rest)
+
+    monkeypatch.setattr(kube, "get", counting_get)
+    for fn, arg in install_steps(fresh, c.PROVIDER, name, digest, provider.ref)[2:]:
+        run(fn, arg)
+    assert sorted(reads) == [f"providerconfigs.{provider.group}", f"widgets.{provider.group}"]
+    assert (kube.get(PKG, "ProviderRevision", rev) or {})["status"]["objectRefs"]
+
+
+def test_cache_entry_without_its_documents_is_fetched_again(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """An entry missing documents.jsonl (an older version's, or damaged) is a miss: the
+    activity that needs it fetches the package again and the entry is whole after."""
+    name = unique("nodocs")
+    apply_package(kube, "Provider", name, provider.ref)
+    _, digest, steps = install(acts, c.PROVIDER, name, until="establish_objects")
+    entry = acts.cache.get(digest)
+    assert entry is not None
+    entry.documents.unlink()
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    assert run(acts.establish_objects, establish).objects == 2
+    again = acts.cache.get(digest)
+    assert again is not None and again.documents.stat().st_size == again.documents_size > 0
+
+
+def test_object_changed_between_check_and_write_fails_the_attempt_and_retry_converges(
+        acts: Activities, kube: Kube, provider: Pushed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes carry the resourceVersion the check pass read: a change in between makes
+    the write a compare-and-swap conflict (retryable), and the retry applies on top."""
+    name = unique("cas")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, _, steps = install(acts, c.PROVIDER, name)
+    kube.patch(PKG, "ProviderRevision", rev, {"spec": {"commonLabels": {"team": "a"}}})
+    crd = f"widgets.{provider.group}"
+    real_update = kube.update
+
+    def racing_update(obj: dict[str, Any]) -> Any:
+        if obj["metadata"]["name"] == crd:
+            kube.patch("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd,
+                       {"metadata": {"labels": {"other-writer": "x"}}})
+        return real_update(obj)
+
+    monkeypatch.setattr(kube, "update", racing_update)
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    with pytest.raises(ApplicationError) as raced:
+        run(acts.establish_objects, establish)
+    assert (raced.value.type, raced.value.non_retryable) == ("KubeConflict", False)
+    monkeypatch.setattr(kube, "update", real_update)
+    # The other CRD may have been written by the failed attempt already; this one is not.
+    assert run(acts.establish_objects, establish).updated >= 1
+    labels = (kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd)
+              or {})["metadata"]["labels"]
+    assert labels["team"] == "a" and labels["other-writer"] == "x"

@@ -58,7 +58,7 @@ def _live(*refs: dict[str, Any], spec: dict[str, Any] | None = None, **meta: Any
     return obj
 
 
-@pytest.mark.parametrize(("active", "live", "op", "refs"), [
+DECISIONS = [
     (True, None, es.Op.CREATE, [CTRL_ME, PKG]),
     (False, None, es.Op.SKIP, None),
     (True, _live(CTRL_ME, PKG), es.Op.SKIP, [CTRL_ME, PKG]),  # already as desired
@@ -69,7 +69,10 @@ def _live(*refs: dict[str, Any], spec: dict[str, Any] | None = None, **meta: Any
     (False, _live(OLD_REV, PKG), es.Op.OWN, [OLD_REV, PKG, PLAIN_ME]),
     (False, _live(OLD_REV, PKG, PLAIN_ME), es.Op.SKIP, [OLD_REV, PKG, PLAIN_ME]),
     (False, _live(CTRL_ME, PKG), es.Op.OWN, [PLAIN_ME, PKG]),  # release control
-])
+]
+
+
+@pytest.mark.parametrize(("active", "live", "op", "refs"), DECISIONS)
 def test_decisions(active: bool, live: dict[str, Any] | None, op: es.Op,
                    refs: list[dict[str, Any]] | None) -> None:
     plan = es.plan_establish(_rev(active), [CRD], {KEY: live} if live else {},
@@ -209,3 +212,42 @@ def test_server_defaults_do_not_force_updates() -> None:
                  labels={"other-writer": "x"}, generation=3)
     [action] = es.plan_establish(_rev(), [CRD], {KEY: live}, ca_bundle=CA, namespace=NS).actions
     assert action.op is es.Op.SKIP
+
+
+@pytest.mark.parametrize(("active", "live", "op", "refs"), DECISIONS)
+def test_replan_from_seen_rebuilds_the_same_actions(
+        active: bool, live: dict[str, Any] | None, op: es.Op,
+        refs: list[dict[str, Any]] | None) -> None:
+    rev = _rev(active, common_labels={"team": "a"})  # labels: live metadata merged in
+    found = {KEY: live} if live else {}
+    plan = es.plan_establish(rev, [CRD], found, ca_bundle=CA, namespace=NS)
+    seen = es.seen(plan, found)
+    assert seen[KEY].op is plan.actions[0].op
+    assert es.replan(rev, [CRD], seen, ca_bundle=CA, namespace=NS) == plan.actions
+
+
+def test_seen_keeps_only_live_metadata() -> None:
+    live = _live(CTRL_ME, PKG, spec={"group": "old"}, labels={"l": "1"}, uid="u", generation=2)
+    plan = es.plan_establish(_rev(), [CRD], {KEY: live}, ca_bundle=CA, namespace=NS)
+    assert es.seen(plan, {KEY: live})[KEY].live == {"metadata": {
+        "ownerReferences": [CTRL_ME, PKG], "labels": {"l": "1"}, "resourceVersion": "7"}}
+
+
+def test_replan_of_an_object_never_checked_raises() -> None:
+    with pytest.raises(KeyError):
+        es.replan(_rev(), [CRD], {}, ca_bundle=CA, namespace=NS)
+
+
+@pytest.mark.parametrize("objects", [
+    [{**_crd(), "status": {"storedVersions": []}}],
+    [_crd(conversion={"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}})],
+    [validating_webhooks()],
+])
+def test_planning_never_modifies_its_input(objects: list[dict[str, Any]]) -> None:
+    before = copy.deepcopy(objects)
+    live = {ObjectKey.of(o): _live(CTRL_ME, PKG) for o in objects}
+    for found in ({}, live):
+        plan = es.plan_establish(_rev(common_labels={"a": "b"}), objects, found,
+                                 ca_bundle=CA, namespace=NS)
+        es.replan(_rev(), objects, es.seen(plan, found), ca_bundle=CA, namespace=NS)
+    assert objects == before

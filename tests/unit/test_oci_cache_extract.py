@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import tarfile
 from pathlib import Path
@@ -20,10 +21,15 @@ def _digest(n: int) -> str:
     return "sha256:" + f"{n:064x}"
 
 
+DOCS = b'[0,{"kind":"Provider"}]\n'
+
+
 def _put(cache: PackageCache, n: int, content: bytes, tmp: Path) -> None:
-    src = tmp / f"src-{n}"
+    src, docs = tmp / f"src-{n}", tmp / f"docs-{n}"
     src.write_bytes(content)
-    cache.put(_digest(n), src, hashlib.sha256(content).hexdigest(), "r.example.io/x")
+    docs.write_bytes(DOCS)
+    cache.put(_digest(n), src, hashlib.sha256(content).hexdigest(), "r.example.io/x",
+              documents=docs)
 
 
 def test_put_get_roundtrip_moves_file_and_records_metadata(tmp_path):
@@ -44,6 +50,49 @@ def test_corrupt_entry_is_a_miss_and_removed(tmp_path):
     entry.path.write_bytes(b"evil\n")
     assert cache.get(_digest(1)) is None
     assert not entry.path.parent.exists()
+
+
+def test_entry_keeps_its_documents_beside_the_package(tmp_path):
+    cache = PackageCache(tmp_path / "c")
+    _put(cache, 1, b"kind: Provider\n", tmp_path)
+    entry = cache.get(_digest(1))
+    assert entry is not None and entry.documents.read_bytes() == DOCS
+    assert entry.documents == entry.path.with_name("documents.jsonl")
+    assert entry.documents_size == len(DOCS)
+    assert entry.documents_sha256 == hashlib.sha256(DOCS).hexdigest()
+    assert not (tmp_path / "docs-1").exists()
+
+
+@pytest.mark.parametrize("damage", [
+    lambda p: p.unlink(),  # missing
+    lambda p: p.write_bytes(DOCS[:-5]),  # cut short
+    lambda p: p.write_bytes(DOCS.replace(b"Provider", b"Provider" * 2)),  # changed
+])
+def test_entry_with_damaged_documents_is_a_miss_and_removed(tmp_path, damage):
+    cache = PackageCache(tmp_path / "c")
+    _put(cache, 1, b"good\n", tmp_path)
+    entry = cache.get(_digest(1))
+    assert entry is not None
+    damage(entry.documents)
+    assert cache.get(_digest(1)) is None
+    assert not entry.path.parent.exists()
+
+
+def test_entry_from_before_documents_is_a_miss(tmp_path):
+    cache = PackageCache(tmp_path / "c")
+    _put(cache, 1, b"old\n", tmp_path)
+    meta = cache.root / f"{1:064x}" / "meta.json"
+    fields = json.loads(meta.read_text())
+    del fields["documents_size"], fields["documents_sha256"]
+    meta.write_text(json.dumps(fields))
+    assert cache.get(_digest(1)) is None
+
+
+def test_documents_count_toward_the_bound(tmp_path):
+    cache = PackageCache(tmp_path / "c", max_bytes=2 * 100 + len(DOCS))
+    for n in (1, 2):
+        _put(cache, n, bytes([n]) * 100, tmp_path)
+    assert cache.get(_digest(1)) is None and cache.get(_digest(2)) is not None
 
 
 def test_entry_without_metadata_is_a_miss(tmp_path):

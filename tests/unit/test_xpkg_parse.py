@@ -8,8 +8,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lockwright.errors import InvalidPackage, LintError
+from lockwright.xpkg import parse
 from lockwright.xpkg.meta import ProviderMeta
 from lockwright.xpkg.parse import iter_objects, parse_package, scan_package
 
@@ -114,8 +116,6 @@ def test_scan_package_raises_lint_error_for_bad_crossplane_constraint() -> None:
 
 
 def test_oversized_streams_are_refused() -> None:
-    from lockwright.xpkg import parse
-
     with pytest.raises(InvalidPackage, match="larger than"):
         list(parse.iter_objects(stream(PROVIDER, crd("a.example.org")), limit=100))
 
@@ -143,3 +143,41 @@ def test_scan_is_streaming(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert summary.counts == {"CustomResourceDefinition": 2000}
     assert peak < 2_000_000, f"peak {peak} bytes: the stream was not parsed incrementally"
+
+
+class _PyYAMLOnly(yaml.CSafeLoader):
+    """The reference: PyYAML's own constructor with the same resolvers as the product's."""
+
+    yaml_implicit_resolvers = parse._Loader.yaml_implicit_resolvers
+
+
+TRICKY_DOCUMENTS = [
+    "a: {b: [1, 0x1F, 0o17, 1_000, 1:20, -2]}\nc: [yes, On, off, ~, null, '', .inf, 1e3]\n",
+    "date: 2024-01-01\nstamp: 2024-01-01T10:00:00Z\nquoted: '123'\ntagged: !!str 123\n",
+    "a: 1\na: 2\n1: int-key\ntrue: bool-key\n? 1.5\n: float-key\n~: null-key\n",
+    "base: &b {x: 1, y: [1, 2]}\nother: *b\nlist: &l [a]\nagain: *l\n",  # aliases
+    "base: &b {x: 1}\nmerged: {<<: *b, y: 2}\n",  # merge key
+    "data: !!binary aGk=\nset: !!set {a, b}\nomap: !!omap [{a: 1}, {b: 2}]\n",
+    "s: &s text\nt: *s\nempty:\n",
+    "k: |\n  block\n  text\nf: >\n  folded\n  text\n",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_DOCUMENTS)
+def test_direct_construction_matches_pyyaml(text: str) -> None:
+    ours = [doc for _, doc in iter_objects(io.StringIO(text))]
+    assert ours == list(yaml.load_all(io.StringIO(text), Loader=_PyYAMLOnly))
+
+
+def test_aliases_stay_shared_as_pyyaml_builds_them() -> None:
+    [(_, doc)] = iter_objects(io.StringIO("base: &b {x: 1}\nother: *b\n"))
+    assert doc["other"] is doc["base"]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("? [a, b]\n: v\n", "unhashable key"),
+    ("a: !custom x\n", "could not determine a constructor"),
+])
+def test_direct_construction_leaves_errors_to_pyyaml(text: str, problem: str) -> None:
+    with pytest.raises(InvalidPackage, match=problem):
+        list(iter_objects(io.StringIO(text)))
