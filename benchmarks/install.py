@@ -6,7 +6,7 @@ builds and pushes Providers whose CRDs come from ``benchmarks/crdgen.py``, then 
 
 1. apply → Healthy of a 10-CRD Provider, p50/p95 over ``--installs`` installs, each a new
    Provider object, timed from the create call until Installed=True and Healthy=True are
-   read back (GET every ``--poll`` s);
+   seen on a watch of the Provider;
 2. the same for a 2,000-CRD (~100 MB) Provider, ``--big-runs`` times, and the worker's peak
    memory over those runs (``/proc/<pid>/status`` VmHWM, reset before them);
 3. ``--concurrent`` Providers created at once: all Healthy, time until the last is, and no
@@ -14,7 +14,7 @@ builds and pushes Providers whose CRDs come from ``benchmarks/crdgen.py``, then 
 4. the floor of each: the same registry fetch + parse and the same writes (revision, Lock
    compare-and-swap, TLS Secrets, CRDs, ClusterRoles + binding, ServiceAccount, Service,
    Deployment) done in a straight line with the same core functions and no Temporal, then
-   the Deployment polled until Available at the workflows' health poll interval. Floor
+   the Deployment polled until Available as ``check_health`` polls it (every 50 ms). Floor
    and lockwright runs are interleaved so load on the machine hits both alike.
 
 Every package is distinct (its own CRD group), so every install is a cold fetch and no two
@@ -157,14 +157,13 @@ def reset_hwm(pid: int) -> bool:
 class Floor:
     """Install a Provider the shortest way the same core functions allow."""
 
-    def __init__(self, kubeconfig: str, registry: str, work: Path, namespace: str,
-                 poll_s: float) -> None:
+    def __init__(self, kubeconfig: str, registry: str, work: Path, namespace: str) -> None:
         from lockwright.k8s import Kube
         from lockwright.oci.client import RegistryClient
 
         self.kube = Kube.connect(kubeconfig)
         self.client = RegistryClient(insecure=[registry])
-        self.work, self.ns, self.poll_s = work, namespace, poll_s
+        self.work, self.ns = work, namespace
         self.drc = self.kube.get("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig",
                                  "default")
 
@@ -283,6 +282,7 @@ class Floor:
         return deployment
 
     def wait_available(self, deployment: Obj, timeout: float = 120) -> None:
+        from activities.runtime import HEALTH_OBSERVE_POLL_S
         from lockwright import runtime
 
         deadline = time.monotonic() + timeout
@@ -293,7 +293,8 @@ class Floor:
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"floor: {deployment['metadata']['name']} not Available")
-            time.sleep(self.poll_s)  # the workflows' health poll interval
+            # As check_health does while the Deployment's controller catches up.
+            time.sleep(HEALTH_OBSERVE_POLL_S)
 
 
 # --- lockwright side --------------------------------------------------------------------
@@ -318,31 +319,44 @@ class Bench:
 
         self.custom = client.CustomObjectsApi(self.settings.kube_api_client())
         self.floor = Floor(self.settings.kubeconfig, self.settings.insecure_registries[0],
-                           self.work / "floor", self.settings.system_namespace,
-                           self.tuning["health_poll_s"])
+                           self.work / "floor", self.settings.system_namespace)
 
-    def apply(self, name: str, ref: str) -> None:
-        self.custom.create_cluster_custom_object(G, V, "providers", {
+    def apply(self, name: str, ref: str) -> Obj:
+        created: Obj = self.custom.create_cluster_custom_object(G, V, "providers", {
             "apiVersion": f"{G}/{V}", "kind": "Provider", "metadata": {"name": name},
             "spec": {"package": ref}})
+        return created
 
     def get(self, name: str) -> Obj:
         obj: Obj = self.custom.get_cluster_custom_object(G, V, "providers", name)
         return obj
 
     def install(self, name: str, ref: str, timeout: float) -> tuple[float, float]:
-        """(seconds from create until Installed and Healthy read back, wall-clock start)."""
+        """(seconds from create until Installed and Healthy are seen, wall-clock start).
+
+        Watched from the created object's resourceVersion, so the moment the status lands
+        is seen, with no polling delay (the floor has none either).
+        """
+        from kubernetes import watch
+
         start_wall, t0 = time.time(), time.perf_counter()
-        self.apply(name, ref)
+        rv = self.apply(name, ref)["metadata"]["resourceVersion"]
         deadline = t0 + timeout
-        while True:
-            obj = self.get(name)
-            if healthy(obj):
-                return time.perf_counter() - t0, start_wall
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"Provider {name} not Healthy after {timeout:.0f}s: "
-                                   f"{json.dumps((obj.get('status') or {}).get('conditions'))}")
-            time.sleep(self.args.poll)
+        while (remaining := deadline - time.perf_counter()) > 0:
+            stream = watch.Watch().stream(
+                self.custom.list_cluster_custom_object, G, V, "providers",
+                field_selector=f"metadata.name={name}", resource_version=rv,
+                timeout_seconds=max(1, int(remaining)))
+            for event in stream:
+                if event["type"] == "ERROR":  # e.g. 410 Gone: resume from the live object
+                    rv = self.get(name)["metadata"]["resourceVersion"]
+                    break
+                rv = event["object"]["metadata"]["resourceVersion"]
+                if healthy(event["object"]):
+                    return time.perf_counter() - t0, start_wall
+        obj = self.get(name)
+        raise RuntimeError(f"Provider {name} not Healthy after {timeout:.0f}s: "
+                           f"{json.dumps((obj.get('status') or {}).get('conditions'))}")
 
     def wait_all(self, names: set[str], t0: float, timeout: float) -> dict[str, float]:
         done: dict[str, float] = {}
