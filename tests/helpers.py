@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -61,3 +62,13 @@ async def wait_for_async(predicate: Callable[[], Awaitable[T]], timeout: float =
             raise AssertionError(f"timed out after {timeout}s waiting for {what}"
                                  + (f"; last error: {last_exc!r}" if last_exc else ""))
         await asyncio.sleep(interval)
+
+
+def traced_peak(call: Callable[[], T]) -> tuple[T, int]:
+    """``call()``'s result and the peak bytes Python allocated while it ran."""
+    tracemalloc.start()
+    try:
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from lockwright.errors import InvalidPackage, LintError
 from lockwright.oci.validate import validate_documents, validate_package
 from lockwright.xpkg import documents as jsonl
 from lockwright.xpkg.parse import iter_objects
+from tests.helpers import traced_peak
 from tests.unit.test_xpkg_parse import CONFIGURATION, PROVIDER, crd, write_big_package
 
 TRICKY = ("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
@@ -76,11 +76,6 @@ def test_reading_documents_is_streaming(tmp_path: Path) -> None:
     docs_path = tmp_path / "documents.jsonl"
     with docs_path.open("wb") as out:
         validate_package(path, documents=out)
-    tracemalloc.start()
-    try:
-        summary = validate_documents(docs_path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    summary, peak = traced_peak(lambda: validate_documents(docs_path))
     assert summary.counts == {"CustomResourceDefinition": 2000}
     assert peak < 2_000_000, f"peak {peak} bytes: documents were not read one at a time"

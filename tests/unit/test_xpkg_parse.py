@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from lockwright.errors import InvalidPackage, LintError
 from lockwright.xpkg import parse
 from lockwright.xpkg.meta import ProviderMeta
 from lockwright.xpkg.parse import iter_objects, parse_package, scan_package
+from tests.helpers import traced_peak
 
 PROVIDER = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata:\n  name: p\n"
 CONFIGURATION = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata:\n  name: c\n"
@@ -134,13 +134,8 @@ def test_scan_is_streaming(tmp_path: Path) -> None:
     path = tmp_path / "package.yaml"
     write_big_package(path, 2000)  # ~9 MB of YAML
     assert path.stat().st_size > 8_000_000
-    tracemalloc.start()
-    try:
-        with open(path, "rb") as f:
-            summary = scan_package(f)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    with open(path, "rb") as f:
+        summary, peak = traced_peak(lambda: scan_package(f))
     assert summary.counts == {"CustomResourceDefinition": 2000}
     assert peak < 2_000_000, f"peak {peak} bytes: the stream was not parsed incrementally"
 
