@@ -387,6 +387,9 @@ class InstallRevisionInput:
     ignore_crossplane_constraints: bool = False
     skip_dependency_resolution: bool = False
     tuning: Tuning = field(default_factory=Tuning)
+    # The package's generation and spec.package, for its status while the runtime starts.
+    generation: int = 0
+    identifier: str = ""
 
 
 @dataclass(frozen=True)

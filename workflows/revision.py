@@ -8,8 +8,8 @@ healthy → write the revision's status.
 
 **Health wait.** A short ``check_health`` activity, then a durable timer, repeated up to
 ``Tuning.health_polls`` times. Chosen over one long heartbeating activity because each
-look is visible in the UI, a changed runtime message goes onto the revision's status while
-we wait, no worker slot is held for minutes, and cancellation needs no heartbeat. A runtime
+look is visible in the UI, a changed runtime message goes onto the revision's and the
+package's status while we wait, no worker slot is held for minutes, and cancellation needs no heartbeat. A runtime
 that never becomes healthy is not an error: the revision is installed, its
 ``RuntimeHealthy`` is False with the runtime's own message, and the parent re-checks later.
 
@@ -132,9 +132,13 @@ class InstallRevision:
             if health.healthy or poll + 1 == polls:
                 return health
             if health.message != shown:
-                # Only on change: the runtime's own words on the revision while we wait.
+                # Only on change: the runtime's own words on the revision while we wait, and
+                # (since PATCH_LOCAL_STEPS) on the package, as Crossplane's health follows
+                # the revision's; the parent writes the outcome when the wait ends.
                 shown = health.message
                 await self._write(inp, status.revision_ok(True, False, health.message))
+                if workflow.patched(PATCH_LOCAL_STEPS):
+                    await self._write_package(inp, health.message)
             await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
                                  summary="wait for the runtime to become available")
         return health
@@ -158,6 +162,14 @@ class InstallRevision:
             found_dependencies=dependencies, resolved_image=inp.source,
             capabilities=capabilities or []), c.WriteRevisionStatusResult,
             f"status of {inp.revision}", inp.tuning)
+
+    async def _write_package(self, inp: c.InstallRevisionInput, runtime_message: str) -> None:
+        await call(c.WRITE_PACKAGE_STATUS, c.WritePackageStatusInput(
+            kind=inp.kind, name=inp.package, observed_generation=inp.generation,
+            current_revision=inp.revision, current_identifier=inp.identifier,
+            resolved_package=inp.source,
+            conditions=status.package_ok(inp.active, False, runtime_message)),
+            c.WritePackageStatusResult, f"status of {inp.kind} {inp.package}", inp.tuning)
 
     async def _write_failure(self, inp: c.InstallRevisionInput, failure: Failure) -> None:
         workflow.set_current_details(f"**failed** at {self._step}: {failure.message[:120]}")

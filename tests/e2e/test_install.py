@@ -9,6 +9,7 @@ against the shared stack) want the same objects.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import shutil
 import socket
@@ -28,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
+from workflows import contracts as c
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PACKAGES = DATA / "packages"
@@ -425,6 +427,16 @@ def test_function_installs_runtime_but_no_objects(stack: Stack, tmp_path: Path) 
 
 # --- 2. a runtime that stays unavailable -----------------------------------------------
 
+async def still_installing(stack: Stack, revision: str) -> bool:
+    """True while the revision's InstallRevision workflow runs (its health wait)."""
+    from temporalio.client import Client, WorkflowExecutionStatus
+
+    temporal = await Client.connect(stack.temporal_address)
+    handle = temporal.get_workflow_handle(c.revision_workflow_id(c.PROVIDER, revision))
+    desc = await handle.describe()
+    return desc.status == WorkflowExecutionStatus.RUNNING
+
+
 def test_unavailable_runtime_ends_unhealthy_with_its_message(stack: Stack,
                                                             tmp_path: Path) -> None:
     allow_secrets(stack)
@@ -445,12 +457,11 @@ def test_unavailable_runtime_ends_unhealthy_with_its_message(stack: Stack,
     runtime_message = f"provider package deployment is unavailable with message: {UNAVAILABLE}"
 
     def settled() -> dict[str, tuple[str, str, str]] | None:
-        # While the health wait runs, Healthy is False with "Unknown"; wait for the end.
         conds = conditions_of(stack.get_package("Provider", name) or {})
         return conds if conds.get("Healthy", ("", "", ""))[2].endswith(UNAVAILABLE) else None
 
-    # The health wait polls the Deployment Tuning.health_polls times before the package
-    # reports; Temporal fires timers at about 1 s granularity, so this takes ~40 s.
+    # The health wait polls the Deployment Tuning.health_polls times (12 s or more); the
+    # package shows the runtime's words as soon as the revision does, while it still waits.
     try:
         conds = wait_for(settled, timeout=150, interval=0.2,
                          what="Healthy=False with the runtime's message")
@@ -458,6 +469,8 @@ def test_unavailable_runtime_ends_unhealthy_with_its_message(stack: Stack,
         raise AssertionError(f"{exc}; package: {stack.get_package('Provider', name)}; "
                              f"worker log tail: {stack.log('worker')[-2000:]}") from exc
     assert conds is not None
+    rev_name = get_revision(stack, "Provider", name)["metadata"]["name"]
+    assert asyncio.run(still_installing(stack, rev_name)), "the health wait had already ended"
     assert conds["Installed"][:2] == ("True", "ActivePackageRevision")
     status, reason, message = conds["Healthy"]
     assert (status, reason) == ("False", "UnhealthyPackageRevision")

@@ -242,6 +242,12 @@ async def test_runtime_never_available_is_unhealthy_not_failed(
                                'availability: False')
     assert cluster.calls[c.CHECK_HEALTH] == FAST.health_polls
     assert len(cluster.revision_status[st.current_revision]) == 2  # once while waiting, once at end
+    # The package shows the runtime's words while the wait runs, not "Unknown" until it ends.
+    writes = cluster.package_status[pkg.name]
+    during = [w for w in writes if w.current_revision == st.current_revision
+              and any(x.type == "Healthy" and "minimum availability" in x.message
+                      for x in w.conditions)]
+    assert len(during) == 2 and during[0].observed_generation == 1, writes  # wait, then end
     await check_histories(temporal_client, handle, [st.current_revision])
     await record(temporal_client, c.revision_workflow_id(pkg.kind, st.current_revision),
                  "revision_install_unhealthy")
