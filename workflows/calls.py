@@ -29,8 +29,9 @@ R = TypeVar("R")
 MAX_SUMMARY = 200
 
 
-# workflow.patched() id: quick steps run as local activities (workflows.retry). Runs that
-# started before it keep scheduling every step on the task queue.
+# workflow.patched() id, for the changes that shipped together: quick steps run as local
+# activities (workflows.retry), InstallRevision takes the Lock and TLS side by side, and its
+# health wait writes the package's status too. Runs started before it keep the old way.
 PATCH_LOCAL_STEPS = "local-quick-steps"
 
 
