@@ -30,8 +30,8 @@ MAX_SUMMARY = 200
 
 
 # workflow.patched() id, for the changes that shipped together: quick steps run as local
-# activities (workflows.retry), InstallRevision takes the Lock and TLS side by side, and its
-# health wait writes the package's status too. Runs started before it keep the old way.
+# activities (workflows.retry), and InstallRevision's health wait writes the package's
+# status too. Runs started before it keep the old way.
 PATCH_LOCAL_STEPS = "local-quick-steps"
 
 

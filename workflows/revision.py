@@ -2,8 +2,8 @@
 
 Child of ``PackageWorkflow``, id ``revision:<kind>:<revision>``, so one revision is never
 installed twice at once. Steps, each an idempotent activity: fetch into the cache → parse,
-validate, lint → Crossplane version check → take the Lock (dependencies recorded) and, side
-by side, TLS (active Providers/Functions) → establish objects → RBAC (Providers) → runtime → wait
+validate, lint → Crossplane version check → take the Lock (dependencies recorded) → TLS
+(active Providers/Functions) → establish objects → RBAC (Providers) → runtime → wait
 healthy → write the revision's status.
 
 **Health wait.** A short ``check_health`` activity, then a durable timer, repeated up to
@@ -20,7 +20,6 @@ to retry the whole child (every step is idempotent, and the fetch hits the cache
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -46,7 +45,6 @@ class InstallRevision:
     def __init__(self) -> None:
         self._step = ""
         self._small = False  # package.yaml fetched and within Tuning.local_max_bytes
-        self._failed_step = ""
 
     @workflow.run
     async def run(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
@@ -57,7 +55,6 @@ class InstallRevision:
             if is_cancellation(err):
                 raise
             failure = classify(err)
-            self._step = self._failed_step or self._step
             await self._write_failure(inp, failure)
             raise ApplicationError(status.prefixed(self._step, failure.message), self._step,
                                    type=failure.type, non_retryable=failure.permanent) from err
@@ -77,8 +74,18 @@ class InstallRevision:
             await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
                 revision=inp.revision, constraint=parsed.crossplane_constraint),
                 c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
+        dependencies = 0
+        if not inp.skip_dependency_resolution:
+            locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+                digest=inp.digest), c.TakeLockResult, f"lock {inp.kind} {inp.package}")
+            dependencies = locked.dependencies
+        # TLS only after the Lock: a package that loses the Lock must have touched nothing.
         runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
-        dependencies = await self._lock_and_tls(inp, runtime)
+        if runtime:
+            await self._run(inp, c.ENSURE_TLS, c.EnsureTlsInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision),
+                c.EnsureTlsResult, f"tls secrets for {inp.package}")
         established = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
             control=inp.active), c.EstablishObjectsResult,
@@ -100,26 +107,6 @@ class InstallRevision:
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=established.objects, dependencies=dependencies,
                                        healthy=health.healthy, message=health.message)
-
-    async def _lock_and_tls(self, inp: c.InstallRevisionInput, runtime: bool) -> int:
-        """Take the Lock and ensure the TLS Secrets; returns the dependencies recorded.
-
-        Neither needs the other, so since PATCH_LOCAL_STEPS they run at once.
-        """
-        lock = None if inp.skip_dependency_resolution else self._run(
-            inp, c.TAKE_LOCK, c.TakeLockInput(
-                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
-                digest=inp.digest), c.TakeLockResult, f"lock {inp.kind} {inp.package}")
-        tls = None if not runtime else self._run(
-            inp, c.ENSURE_TLS, c.EnsureTlsInput(
-                kind=inp.kind, package=inp.package, revision=inp.revision),
-            c.EnsureTlsResult, f"tls secrets for {inp.package}")
-        steps = [step for step in (lock, tls) if step is not None]
-        if workflow.patched(PATCH_LOCAL_STEPS):
-            done: list[object] = list(await asyncio.gather(*steps))
-        else:
-            done = [await step for step in steps]
-        return next((r.dependencies for r in done if isinstance(r, c.TakeLockResult)), 0)
 
     async def _wait_healthy(self, inp: c.InstallRevisionInput) -> c.CheckHealthResult:
         polls = max(1, inp.tuning.health_polls)
@@ -147,12 +134,7 @@ class InstallRevision:
                    result_type: type[R], summary: str) -> R:
         self._step = name
         workflow.set_current_details(f"**{name}** `{inp.revision}`")
-        try:
-            return await call(name, arg, result_type, summary, inp.tuning, self._small)
-        except ActivityError:
-            # Steps may run side by side: the first to fail names the failure.
-            self._failed_step = self._failed_step or name
-            raise
+        return await call(name, arg, result_type, summary, inp.tuning, self._small)
 
     async def _write(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
                      objects: int = 0, dependencies: int = 0,

@@ -190,7 +190,7 @@ async def test_permanent_error_is_written_and_not_retried(
     assert "retrying" not in healthy.message and st.retry_attempt == 0
     assert st.last_error_type == error.type  # type: ignore[attr-defined]
     if step == c.TAKE_LOCK:
-        # The Lock and TLS run side by side; the failing one names the failure.
+        # The failing step names the failure.
         [written] = cluster.revision_status[st.current_revision]
         [cond] = written.conditions
         assert cond.message.startswith("cannot resolve package dependencies: CRD "), cond
