@@ -54,8 +54,9 @@ def workflow_runner() -> Any:
     """The sandbox, with every module passed through instead of re-imported per run.
 
     The sandbox still refuses non-deterministic calls; re-importing our modules for each
-    new workflow run only cost time (100+ ms on a run's first task on 2 cores). Safe
-    because workflow modules keep no mutable module state.
+    new workflow run only cost time (a small install's workflow tasks: 0.66 s before,
+    0.47 s after, in one A/B run here). Safe because workflow modules keep no mutable
+    module state.
     """
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 

@@ -16,13 +16,13 @@ Permanent error types are listed as non-retryable too, so an activity that forge
 
 **Where a step runs.** Quick steps (a few Kubernetes reads and writes, a registry HEAD) run
 as *local* activities: the worker that runs the workflow task runs them and records each
-result as a marker, so a chain of them costs no task-queue round trips (about 40 ms each on
-a dev server). Steps whose work grows with the package run locally only when the caller
-knows it is small: parse and establish when package.yaml is at most
-``Tuning.local_max_bytes``, activation when no other revision hands control over. Above
-that, and always for the fetch and deletions, they are regular activities with heartbeats,
-shown as pending in the UI while they run. A worker killed during a local step loses nothing: the
-workflow task times out (10 s) and the step, idempotent like every activity, runs again.
+result as a marker, so a chain of them costs no task-queue round trips (20-40 ms each on a
+dev server). Steps whose work grows with the package run locally only when the caller knows
+it is small: parse and establish when package.yaml is at most ``Tuning.local_max_bytes``,
+activation when no other revision hands control over. Above that, and always for the fetch
+and deletions, they are regular activities with heartbeats, shown as pending in the UI
+while they run. A worker killed during a local step loses nothing: the workflow task times
+out (10 s) and the step, idempotent like every activity, runs again.
 """
 
 from __future__ import annotations

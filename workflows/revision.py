@@ -9,9 +9,10 @@ healthy → write the revision's status.
 **Health wait.** A short ``check_health`` activity, then a durable timer, repeated up to
 ``Tuning.health_polls`` times. Chosen over one long heartbeating activity because each
 look is visible in the UI, a changed runtime message goes onto the revision's and the
-package's status while we wait, no worker slot is held for minutes, and cancellation needs no heartbeat. A runtime
-that never becomes healthy is not an error: the revision is installed, its
-``RuntimeHealthy`` is False with the runtime's own message, and the parent re-checks later.
+package's status while we wait, no worker slot is held for minutes, and cancellation needs
+no heartbeat. A runtime that never becomes healthy is not an error: the revision is
+installed, its ``RuntimeHealthy`` is False with the runtime's own message, and the parent
+re-checks later.
 
 **Failure.** The failing step's error goes onto the revision's status, then the child fails
 with an ``ApplicationError`` of the same type and retryability; the parent decides whether
