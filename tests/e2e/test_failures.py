@@ -73,29 +73,6 @@ def push_unlinted(stack: Stack, root: Path) -> str:
     return ref
 
 
-def push_to(stack: Stack, server: RegistryServer, root: Path) -> str:
-    """Push the package under ``root`` to ``server`` (with its credentials, if any)."""
-    from lockwright.oci.auth import DockerAuths
-    from lockwright.oci.client import RegistryClient
-    from lockwright.oci.push import push_package
-    from lockwright.xpkg.build import build_package
-    from lockwright.xpkg.tarball import read_image_tarball
-
-    auths = DockerAuths.from_json(json.dumps({"auths": {server.host: {
-        "username": server.username, "password": server.password}}} if server.username
-        else {"auths": {}}))
-    ref = f"{server.host}/{unique('pkg')}:v1.0.0"
-    out = stack.state / f"{uuid.uuid4().hex}.xpkg"
-    with build_package(root) as built:
-        built.write(out)
-    tarball = read_image_tarball(out)
-    try:
-        push_package(RegistryClient(insecure=[server.host], auths=auths), ref, [tarball])
-    finally:
-        tarball.close()
-    return ref
-
-
 # --- cluster reads ---------------------------------------------------------------------
 def revision_conditions(stack: Stack, name: str) -> dict[str, Obj]:
     revs = stack.revisions("Provider", name)
@@ -330,7 +307,7 @@ def pull_secret(stack: Stack, server: RegistryServer, password: str) -> tuple[st
 async def test_unauthorized_then_wrong_then_right_secret(
         stack: Stack, auth_registry: RegistryServer, tmp_path: Path) -> None:
     group = unique_group()
-    ref = push_to(stack, auth_registry, provider_dir(tmp_path / "p", group))
+    ref = stack.push(provider_dir(tmp_path / "p", group), to=auth_registry)
     name = unique("private")
     stack.apply_package("Provider", name, ref)
     wid = c.package_workflow_id(c.PROVIDER, name)
@@ -520,7 +497,7 @@ async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path
             stack.kill_worker(signal.SIGTERM)
             stack.start_worker()
         group = unique_group()
-        ref = push_to(stack, server, provider_dir(tmp_path / "p", group))
+        ref = stack.push(provider_dir(tmp_path / "p", group), to=server)
         registry_fixture.stop(proc)
         name = unique("outage")
         stack.apply_package("Provider", name, ref)

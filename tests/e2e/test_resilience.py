@@ -331,27 +331,6 @@ def test_worker_killed_at_a_random_point_loses_nothing(stack: Stack, tmp_path: P
 
 
 # --- 3. nothing secret, nothing large in any history (keep this test last) ------------------
-def push_with_credentials(stack: Stack, root: Path, registry: Any) -> str:
-    """Push the package under ``root`` to the htpasswd registry as its user."""
-    from lockwright.oci.auth import Credentials, DockerAuths
-    from lockwright.oci.client import RegistryClient
-    from lockwright.oci.push import push_package
-    from lockwright.xpkg.build import build_package
-    from lockwright.xpkg.tarball import read_image_tarball
-
-    ref = f"{registry.host}/{unique('private')}:v1.0.0"
-    out = stack.state / f"{uuid.uuid4().hex}.xpkg"
-    with build_package(root) as built:
-        built.write(out)
-    auths = DockerAuths({registry.host: Credentials(registry.username, registry.password)})
-    tarball = read_image_tarball(out)
-    try:
-        push_package(RegistryClient(insecure=[registry.host], auths=auths), ref, [tarball])
-    finally:
-        tarball.close()
-    return ref
-
-
 def pull_secret(stack: Stack, registry: Any) -> tuple[str, list[bytes]]:
     """Create a dockerconfigjson Secret for ``registry``; returns its name and secret values."""
     auth = base64.b64encode(f"{registry.username}:{registry.password}".encode()).decode()
@@ -430,8 +409,9 @@ async def test_no_secret_and_nothing_large_in_any_history(stack: Stack, auth_reg
 
     def install() -> tuple[list[str], list[bytes], float]:
         secret, values = pull_secret(stack, auth_registry)
-        private = push_with_credentials(stack, provider_dir(tmp_path, [
-            crd(f"private-{uuid.uuid4().hex[:8]}.example.org", "Vault")]), auth_registry)
+        private = stack.push(provider_dir(tmp_path, [
+            crd(f"private-{uuid.uuid4().hex[:8]}.example.org", "Vault")]),
+            repo=unique("private"), to=auth_registry)
         big_root = big_provider(tmp_path)
         assert sum(p.stat().st_size for p in big_root.rglob("*.yaml")) > 5_000_000
         big = stack.push(big_root)
