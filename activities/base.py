@@ -24,7 +24,7 @@ import structlog
 from temporalio import activity
 
 from lockwright import imageconfig
-from lockwright.errors import KubeNotFound, Unauthorized
+from lockwright.errors import KubeNotFound, ObjectGone, Unauthorized
 from lockwright.k8s import Kube, Obj
 from lockwright.oci.auth import DockerAuths
 from lockwright.oci.cache import CacheEntry, PackageCache
@@ -140,18 +140,21 @@ class Base:
 
     # --- package objects ----------------------------------------------------------------
     def package(self, kind: str, name: str) -> Obj:
-        """The package object; KubeNotFound (transient) when it is gone."""
-        obj = self.kube.get(PKG_V1, kind_of(kind), name)
-        if obj is None:
-            raise KubeNotFound(f"{kind_of(kind)} {name} not found")
-        return obj
+        """The package object.
+
+        Raises:
+            ObjectGone: it is gone or being deleted; nothing may be written for it.
+        """
+        return _living(self.kube.get(PKG_V1, kind_of(kind), name), f"{kind_of(kind)} {name}")
 
     def revision(self, kind: str, name: str) -> Obj:
-        """The revision object; KubeNotFound (transient) when it is gone."""
-        obj = self.kube.get(PKG_V1, revision_kind(kind), name)
-        if obj is None:
-            raise KubeNotFound(f"{revision_kind(kind)} {name} not found")
-        return obj
+        """The revision object.
+
+        Raises:
+            ObjectGone: it is gone or being deleted; nothing may be written for it.
+        """
+        return _living(self.kube.get(PKG_V1, revision_kind(kind), name),
+                       f"{revision_kind(kind)} {name}")
 
     def revisions_of(self, kind: str, package: str) -> list[Obj]:
         """The package's revisions, lowest ``spec.revision`` first."""
@@ -190,6 +193,22 @@ class Base:
         auths = DockerAuths.from_json(json.dumps({"auths": merged}))
         return RegistryClient(insecure=self.settings.insecure_registries, auths=auths)
 
+    @contextlib.contextmanager
+    def naming_missing_secrets(self, pull_secrets: list[str]) -> Iterator[None]:
+        """When the registry refuses us, say which named pull Secrets do not exist.
+
+        Checked only after a refusal, so a pull that needs no credentials costs nothing.
+        """
+        try:
+            yield
+        except Unauthorized as err:
+            missing = [f"{self.namespace}/{n}" for n in dict.fromkeys(pull_secrets)
+                       if self.kube.get("v1", "Secret", n, self.namespace) is None]
+            if not missing:
+                raise
+            raise Unauthorized(f"{err.message}; pull secret {', '.join(missing)} not found: "
+                               "create it and the package is retried at once") from err
+
     def resolution(self, image: str) -> imageconfig.Resolution:
         """What the ImageConfigs say about ``image`` (rewrite, pull secret, runtime)."""
         return imageconfig.resolve(self.image_configs(), image)
@@ -203,11 +222,11 @@ class Base:
         image = str(spec(revision).get("image", ""))
         resolved = self.resolution(image)
         secrets = secret_names(spec(revision).get("packagePullSecrets"))
-        client = self.registry(secrets + ([resolved.pull_secret] if resolved.pull_secret
-                                          else []))
+        secrets += [resolved.pull_secret] if resolved.pull_secret else []
+        client = self.registry(secrets)
         ref = str(parse(resolved.resolved).with_digest(digest))
         self.log(revision=meta(revision).get("name"), digest=digest).info("cache.refetch")
-        with heartbeating():
+        with heartbeating(), self.naming_missing_secrets(secrets):
             fetched = fetch_package(ref, client, self.cache, expected_kind=kind_of(kind))
         if fetched.summary is not None:
             self.remember(digest, fetched.summary)
@@ -231,6 +250,25 @@ class Base:
         found = validate_documents(entry.documents, kind_of(kind))
         self.remember(digest, found)
         return found
+
+
+def package_owner(kind: str, pkg: Obj) -> Obj:
+    """The controller reference a revision holds to its package (blocks its deletion)."""
+    return {"apiVersion": PKG_V1, "kind": kind_of(kind), "name": meta(pkg)["name"],
+            "uid": meta(pkg)["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+def deleting(obj: Obj | None) -> bool:
+    """True when ``obj`` has a ``deletionTimestamp``: Kubernetes is deleting it."""
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def _living(obj: Obj | None, what: str) -> Obj:
+    if obj is None:
+        raise ObjectGone(f"{what} is gone")
+    if deleting(obj):
+        raise ObjectGone(f"{what} is being deleted")
+    return obj
 
 
 def stream_objects(documents: Path) -> Iterator[Obj]:

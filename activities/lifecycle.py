@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from activities.base import PKG_V1, kind_of, meta, revision_kind, spec
+from activities.base import PKG_V1, deleting, kind_of, meta, revision_kind, spec
 from activities.errors import edge
 from activities.lock import LockActivities
 from activities.objects import ObjectActivities
 from lockwright import names
-from lockwright.errors import KubeNotFound
+from lockwright.errors import ObjectGone
 from lockwright.k8s import NORMAL, Obj
 from workflows import contracts as c
+
+
+def _owned_by_package(rev: Obj, kind: str, package: str) -> bool:
+    # Any UID: after the package is gone its revisions still name it until collected.
+    return any(r.get("kind") == kind and r.get("name") == package
+               for r in meta(rev).get("ownerReferences") or [])
 
 
 def _owns(deployment: Obj, uid: str) -> bool:
@@ -35,7 +41,7 @@ class LifecycleActivities(LockActivities, ObjectActivities):
         revs = self.revisions_of(inp.kind, inp.package)
         target = next((r for r in revs if meta(r)["name"] == inp.revision), None)
         if target is None:
-            raise KubeNotFound(f"{revision_kind(inp.kind)} {inp.revision} not found")
+            raise ObjectGone(f"{revision_kind(inp.kind)} {inp.revision} is gone")
         deactivated = []
         for rev in revs:
             if rev is not target and spec(rev).get("desiredState") == c.ACTIVE:
@@ -86,14 +92,24 @@ class LifecycleActivities(LockActivities, ObjectActivities):
     @activity.defn(name=c.CLEANUP_PACKAGE)
     @edge
     def cleanup_package(self, inp: c.CleanupPackageInput) -> c.CleanupPackageResult:
-        """The package is gone: drop every Lock entry named like one of its revisions."""
+        """The package is gone or going: drop the Lock entries of its revisions that are too.
+
+        Revisions still there keep their entries: the garbage collector is about to remove
+        those it owns, and an orphaned revision stays installed until someone deletes or
+        adopts it. Nothing is created or rewritten.
+        """
         kind = kind_of(inp.kind)
+        revs = self.revisions_of(inp.kind, inp.name)
+        staying = {meta(r)["name"] for r in revs if not deleting(r)}
 
         def entries(lock: Obj) -> list[str]:
             return [str(e["name"]) for e in lock.get("packages") or []
-                    if (e.get("kind") or e.get("type")) == kind
+                    if (e.get("kind") or e.get("type")) == kind and e["name"] not in staying
                     and e.get("name") == names.revision_name(inp.name, str(e["name"])[-12:])]
 
         removed = self.remove_from_lock(entries)
-        self.log(package=inp.name).info("package.cleaned_up", lock_entries=removed)
-        return c.CleanupPackageResult(removed=removed)
+        waiting = sum(1 for r in revs if _owned_by_package(r, kind, inp.name))
+        self.log(package=inp.name).info("package.cleaned_up", lock_entries=removed,
+                                        waiting=waiting, orphaned=len(revs) - waiting)
+        return c.CleanupPackageResult(removed=removed, waiting=waiting,
+                                      orphaned=len(revs) - waiting)

@@ -18,15 +18,23 @@ from activities.base import (
     LABEL_PACKAGE,
     PKG_V1,
     Base,
+    deleting,
     kind_of,
     meta,
+    package_owner,
     revision_kind,
     secret_names,
     spec,
 )
 from activities.errors import edge
 from lockwright import conditions, imageconfig, names
-from lockwright.errors import KubeAlreadyExists, KubeConflict, LockwrightError, PackageNotFound
+from lockwright.errors import (
+    KubeAlreadyExists,
+    KubeConflict,
+    LockwrightError,
+    ObjectGone,
+    PackageNotFound,
+)
 from lockwright.imageconfig import Resolution
 from lockwright.k8s import NORMAL, WARNING, Obj
 from lockwright.oci.reference import Reference, parse
@@ -101,9 +109,9 @@ class PackageActivities(Base):
         if policy == "Never":
             raise PackageNotFound(f"package {ref} not in cache and pull policy is Never")
         secrets = secret_names(spec(pkg).get("packagePullSecrets"))
-        client = self.registry(secrets + ([resolution.pull_secret]
-                                          if resolution.pull_secret else []))
-        digest = client.resolve(ref)
+        secrets += [resolution.pull_secret] if resolution.pull_secret else []
+        with self.naming_missing_secrets(secrets):
+            digest = self.registry(secrets).resolve(ref)
         self.cache.set_alias(str(ref), digest)
         return digest
 
@@ -122,7 +130,7 @@ class PackageActivities(Base):
         """Create ``<package>-<digest12>`` Inactive, or bring an existing one up to date."""
         pkg = self.package(inp.kind, inp.package)
         name = names.revision_name(inp.package, inp.digest)
-        revs = self.revisions_of(inp.kind, inp.package)
+        revs = self.adopt_orphans(inp.kind, pkg, self.revisions_of(inp.kind, inp.package))
         top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
         existing = next((r for r in revs if meta(r)["name"] == name), None)
         wanted = self.revision_spec(inp, pkg)
@@ -134,8 +142,30 @@ class PackageActivities(Base):
             else:
                 self.log(package=inp.package, revision=name).info("revision.created")
                 return c.EnsureRevisionResult(revision=name, number=top + 1, created=True,
-                                              desired_state=spec(created)["desiredState"])
+                                              desired_state=spec(created)["desiredState"],
+                                              fresh=True)
+        if deleting(existing):
+            # Re-created once it is gone (the watcher signals then), never while it goes.
+            raise ObjectGone(f"{revision_kind(inp.kind)} {name} is being deleted")
         return self.refresh_revision(inp, pkg, existing, wanted, top)
+
+    def adopt_orphans(self, kind: str, pkg: Obj, revs: list[Obj]) -> list[Obj]:
+        """Revisions of this package's name that nobody controls become the package's.
+
+        They are what a package deleted with ``propagationPolicy: Orphan`` left; a new
+        package of the same name takes them over, as Kubernetes controllers adopt orphans.
+        """
+        out = []
+        for rev in revs:
+            refs = meta(rev).get("ownerReferences") or []
+            if not any(r.get("controller") for r in refs) and not deleting(rev):
+                rev = self.kube.patch(PKG_V1, revision_kind(kind), meta(rev)["name"], {
+                    "metadata": {"ownerReferences": [*refs, package_owner(kind, pkg)],
+                                 "resourceVersion": meta(rev)["resourceVersion"]}})
+                self.log(package=meta(pkg)["name"], revision=meta(rev)["name"]).info(
+                    "revision.adopted")
+            out.append(rev)
+        return out
 
     def revision_spec(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
         """The spec fields a revision copies from its package (reference §9 step 11)."""
@@ -154,11 +184,9 @@ class PackageActivities(Base):
     def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
                      number: int) -> Obj:
         """A new Inactive revision controlled by its package."""
-        owner = {"apiVersion": PKG_V1, "kind": kind_of(inp.kind), "name": inp.package,
-                 "uid": meta(pkg)["uid"], "controller": True, "blockOwnerDeletion": True}
         return {"apiVersion": PKG_V1, "kind": revision_kind(inp.kind),
                 "metadata": {"name": name, "labels": {LABEL_PACKAGE: inp.package},
-                             "ownerReferences": [owner]},
+                             "ownerReferences": [package_owner(inp.kind, pkg)]},
                 "spec": {**wanted, "desiredState": c.INACTIVE, "revision": number}}
 
     def refresh_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, rev: Obj, wanted: Obj,
@@ -181,9 +209,12 @@ class PackageActivities(Base):
             body["metadata"] = {"labels": {LABEL_PACKAGE: inp.package}}
         if body:
             rev = self.kube.patch(PKG_V1, revision_kind(inp.kind), meta(rev)["name"], body)
+        installed = conditions.get_condition((rev.get("status") or {}).get("conditions"),
+                                             conditions.REVISION_HEALTHY)
         return c.EnsureRevisionResult(revision=meta(rev)["name"], number=number,
                                       desired_state=str(spec(rev).get("desiredState")
-                                                        or c.INACTIVE))
+                                                        or c.INACTIVE),
+                                      fresh=installed is None)
 
     @activity.defn(name=c.WRITE_PACKAGE_STATUS)
     @edge

@@ -72,14 +72,18 @@ class RuntimeActivities(RuntimeConfigs):
             live = self.kube.get("v1", "Secret", name, self.namespace)
             current = (live or {}).get("data")
             data = make(current)
-            if live is not None and data == current:
+            refs = _with_owners(meta(live).get("ownerReferences") or [], owners)
+            if live is not None and data == current and refs == meta(live).get(
+                    "ownerReferences", []):
                 return data
             try:
                 if live is None:
                     self.kube.create(tls.secret_manifest(name, self.namespace, data,
                                                          owners or None))
                 else:
-                    self.kube.update({**live, "type": tls.SECRET_TYPE, "data": data})
+                    # Owners too: a Secret orphaned by its old package is adopted.
+                    self.kube.update({**live, "type": tls.SECRET_TYPE, "data": data,
+                                      "metadata": {**meta(live), "ownerReferences": refs}})
                 return data
             except (KubeAlreadyExists, KubeConflict):
                 continue  # another install wrote it first: use theirs if it is valid
@@ -186,6 +190,19 @@ class RuntimeActivities(RuntimeConfigs):
             if deployment is None or _observed(deployment) or time.monotonic() > deadline:
                 return deployment
             time.sleep(HEALTH_OBSERVE_POLL_S)  # poll with a deadline: no watch for one object
+
+
+def _with_owners(current: list[Obj], owners: list[Obj]) -> list[Obj]:
+    """``current`` with ``owners`` in place of any same-named owner of another UID.
+
+    A reference to an earlier package of the same name is stale (it is gone or going);
+    keeping it beside the new one would give the Secret two controllers.
+    """
+    new = {(o.get("kind"), o.get("name")): o for o in owners}
+    kept = [r for r in current if (r.get("kind"), r.get("name")) not in new
+            or r.get("uid") == new[(r.get("kind"), r.get("name"))].get("uid")]
+    uids = {r.get("uid") for r in kept}
+    return [*kept, *(o for o in owners if o.get("uid") not in uids)]
 
 
 def _observed(deployment: Obj) -> bool:

@@ -3,23 +3,26 @@
 ::
 
     LockwrightError
-    ├── PermanentError            retrying cannot help: fail fast with a clear condition
-    │   ├── PackageNotFound       the registry has no such repository, tag or digest
-    │   ├── Unauthorized          the registry refused the credentials (401/403)
+    ├── PermanentError            only a new spec can fix it: fail with a clear condition
     │   ├── InvalidPackage        bad manifest, digest mismatch, hostile tar, limits
+    │   │   ├── InvalidReference  an image reference does not parse
     │   │   └── LintError         package.yaml parsed but breaks a lint rule
     │   ├── ConstraintError       a semver constraint is malformed or unsatisfiable
-    │   ├── ConflictError         an object belongs to another package
     │   ├── PermissionRejected    a provider asked for permissions no allow-list grants
     │   ├── KubeInvalid           the API refused the object (400, 422)
     │   └── KubeForbidden         the API refused our identity (401, 403)
-    └── TransientError            may succeed later: retry with backoff, show it on status
-        ├── RegistryUnavailable   connection refused, timeout, 5xx, 429
-        ├── KubernetesUnavailable API server unreachable, 5xx or 429
-        ├── KubeNotFound          no such object or kind (yet: CRDs appear at runtime)
-        ├── KubeConflict          409: a resourceVersion race, re-read and retry
-        │   └── KubeAlreadyExists 409 on create: someone created it first
-        └── KubeGone              410: a watch or list continue token expired
+    ├── TransientError            heals on its own: retry with capped backoff, show it
+    │   ├── RegistryUnavailable   connection refused, timeout, 5xx, 429
+    │   ├── PackageNotFound       no such repository, tag or digest (yet: push it)
+    │   ├── Unauthorized          credentials refused or missing (a pull Secret may come)
+    │   ├── ConflictError         an object belongs to another package (it may go away)
+    │   ├── KubernetesUnavailable API server unreachable, 5xx or 429
+    │   ├── KubeNotFound          no such object or kind (yet: CRDs appear at runtime)
+    │   ├── KubeConflict          409: a resourceVersion race, re-read and retry
+    │   │   └── KubeAlreadyExists 409 on create: someone created it first
+    │   └── KubeGone              410: a watch or list continue token expired
+    └── ObjectGone                the package or revision a step acts on is gone or being
+                                  deleted: the branch ends, nothing is retried or written
 
 Messages are truncated and never carry credentials. The original exception is chained
 (``raise X(...) from e``). ``ERROR_TYPES`` is the single table activities use to turn these
@@ -59,12 +62,12 @@ class TransientError(LockwrightError):
     retryable = True
 
 
-class PackageNotFound(PermanentError):
-    """The registry has no such repository, tag or manifest."""
+class PackageNotFound(TransientError):
+    """The registry has no such repository, tag or manifest (it may be pushed later)."""
 
 
-class Unauthorized(PermanentError):
-    """The registry refused the credentials or demands some."""
+class Unauthorized(TransientError):
+    """The registry refused the credentials or demands some (a pull Secret may appear)."""
 
 
 class InvalidPackage(PermanentError):
@@ -83,8 +86,16 @@ class ConstraintError(PermanentError):
     """A version constraint is malformed or cannot be satisfied."""
 
 
-class ConflictError(PermanentError):
-    """An object the package wants is controlled by another package."""
+class ConflictError(TransientError):
+    """An object the package wants is controlled by another package (which may go away)."""
+
+
+class ObjectGone(LockwrightError):
+    """The package or revision a step acts on is gone or being deleted.
+
+    Not a failure: the step's branch ends, nothing is retried by Temporal, and the
+    workflow looks again (invariant 8).
+    """
 
 
 class RegistryUnavailable(TransientError):

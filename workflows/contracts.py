@@ -31,20 +31,21 @@ AUTOMATIC, MANUAL = "Automatic", "Manual"
 ACTIVE, INACTIVE = "Active", "Inactive"
 
 # Permanent error types: the PermanentError classes of lockwright/errors.py, by name (a
-# test keeps the two in step). Retrying cannot help; the attempt ends and the error is
-# written to status (invariant 6).
+# test keeps the two in step). Only a new spec can fix them; the attempt ends, the error is
+# written to status and the workflow waits for a change (invariant 6). Everything else
+# heals on its own and is retried with capped backoff.
 PERMANENT_ERRORS = (
-    "PackageNotFound",
-    "Unauthorized",
     "InvalidPackage",
     "InvalidReference",
     "LintError",
     "ConstraintError",
-    "ConflictError",
     "PermissionRejected",
     "KubeInvalid",
     "KubeForbidden",
 )
+# lockwright.errors.ObjectGone: the object a step acts on is gone or being deleted. Not
+# retried and not a failure: the branch ends and the workflow looks again (invariant 8).
+OBJECT_GONE = "ObjectGone"
 
 # --- activity names -------------------------------------------------------------------
 READ_PACKAGE = "read_package"
@@ -116,11 +117,16 @@ class Tuning:
     retry_initial_s: float = 1.0
     retry_max_s: float = 30.0
     retry_attempts: int = 3
-    backoff_initial_s: float = 5.0
-    backoff_max_s: float = 300.0
+    # The workflow's own backoff between whole passes, as Crossplane requeues a failed
+    # package: first retry after a second, doubling, capped at one minute.
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
     health_poll_s: float = 2.0
     health_polls: int = 90
     unhealthy_recheck_s: float = 300.0
+    # How often a package being deleted (or whose revision is) is looked at again if no
+    # signal comes: the watcher signals each step of a deletion, this only backs it up.
+    gone_recheck_s: float = 5.0
     # Parse and establish run as local activities up to this package.yaml size (retry.py).
     local_max_bytes: int = 4 * 1024 * 1024
 
@@ -152,6 +158,10 @@ class PackageState:
     retry_attempt: int = 0
     last_error: str = ""
     last_error_type: str = ""
+    # When the next retry of a failed pass runs (ISO 8601, workflow time); "" if none.
+    next_retry_at: str = ""
+    # Deletion passes since the package object was found gone (backs off the re-checks).
+    gone_checks: int = 0
 
 
 @dataclass(frozen=True)
@@ -223,6 +233,7 @@ class PackageStatusResult:
     retry_attempt: int = 0
     last_error: str = ""
     last_error_type: str = ""
+    next_retry_at: str = ""
 
 
 # --- package-level activities --------------------------------------------------------
@@ -295,6 +306,9 @@ class EnsureRevisionResult:
     number: int = 0
     created: bool = False
     desired_state: str = INACTIVE
+    # No install has written the revision's status yet: a revision re-created after it was
+    # deleted by hand is installed again even though its name, generation and state match.
+    fresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -360,7 +374,11 @@ class WritePackageStatusResult:
 
 @dataclass(frozen=True)
 class CleanupPackageInput:
-    """Activity ``cleanup_package``: the package is gone; drop its Lock entries."""
+    """Activity ``cleanup_package``: the package is gone or being deleted; clean up.
+
+    Drops the Lock entries of its revisions that are gone or being deleted, and reports
+    what Kubernetes' garbage collector still has to remove. Creates and rewrites nothing.
+    """
 
     kind: str = ""
     name: str = ""
@@ -368,9 +386,16 @@ class CleanupPackageInput:
 
 @dataclass(frozen=True)
 class CleanupPackageResult:
-    """How many Lock entries were removed."""
+    """Lock entries removed; revisions still owned by the package (the GC removes them).
+
+    ``waiting`` counts revisions that still carry an owner reference to the package; the
+    clean-up is over once the package object is gone and ``waiting`` is 0. Revisions
+    orphaned by ``propagationPolicy: Orphan`` are left alone and counted in ``orphaned``.
+    """
 
     removed: int = 0
+    waiting: int = 0
+    orphaned: int = 0
 
 
 # --- InstallRevision child ------------------------------------------------------------
@@ -402,6 +427,9 @@ class InstallRevisionResult:
     dependencies: int = 0
     healthy: bool = False
     message: str = ""
+    # The revision or its package went away (or began to) during the install: the install
+    # stopped between steps and wrote nothing more.
+    gone: bool = False
 
 
 # --- revision-level activities -------------------------------------------------------

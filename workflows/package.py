@@ -30,6 +30,17 @@ the approval, and the next pass activates it and installs it with control. Setti
 previously active revision stays active until the approval, instead of being deactivated at
 once.
 
+**Deletion** (invariant 8). A package with a ``deletionTimestamp``, whatever the
+propagation policy, is only cleaned up: a pass that reads it so runs ``cleanup_package``
+(Lock entries of revisions that are gone or going) and nothing else; Kubernetes' garbage
+collector removes the revisions and everything they own. The workflow ends once the
+package object is gone and no revision still waits for the collector; revisions orphaned
+by ``propagationPolicy: Orphan`` are left alone. An install running when the deletion
+begins is cancelled between steps, and any step that finds its package or revision gone
+(``ObjectGone``) ends its branch without writing or retrying anything: the workflow looks
+again on the next signal, so a revision deleted by hand is re-created once, after it is
+gone, never while it is going.
+
 **Continue-as-new** at the top of the loop (a quiet point: no pass running, no update
 waiting), after draining handlers; all durable state is the ``PackageState`` carried in the
 input.
@@ -60,6 +71,9 @@ with workflow.unsafe.imports_passed_through():
 
 # workflow.patched() id: a re-attempt no longer writes "installing" over the last outcome.
 PATCH_KEEP_LAST_OUTCOME = "keep-last-outcome-on-reattempt"
+# workflow.patched() id: a signal during an install re-reads the package and cancels the
+# install if the package is being deleted. Runs started before waited for the install.
+PATCH_DELETION_STOPS_INSTALL = "deletion-stops-install"
 
 
 @workflow.defn
@@ -144,7 +158,8 @@ class PackageWorkflow:
             current_revision=s.current_revision, active_revision=s.active_revision,
             revisions=s.revisions, healthy=s.healthy, installs=s.installs, passes=s.passes,
             signals_seen=s.signals_seen, retry_attempt=s.retry_attempt,
-            last_error=s.last_error, last_error_type=s.last_error_type)
+            last_error=s.last_error, last_error_type=s.last_error_type,
+            next_retry_at=s.next_retry_at)
 
     # --- the loop -----------------------------------------------------------------------
     async def _wait_for_work(self) -> None:
@@ -164,15 +179,17 @@ class PackageWorkflow:
         except (ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError) as err:
             failure = (classify(err) if not isinstance(err, WorkflowAlreadyStartedError)
                        else Failure("WorkflowAlreadyStarted", str(err), False))
-            await self._record_failure(failure)
+            if failure.type == c.OBJECT_GONE:
+                self._wait_for_gone(failure.message)
+            else:
+                await self._record_failure(failure)
 
     async def _pass(self) -> None:
-        inp = self._inp
-        pkg = await self._call(c.READ_PACKAGE, c.ReadPackageInput(kind=inp.kind, name=inp.name),
-                               c.ReadPackageResult, f"read {inp.kind} {inp.name}")
-        if not pkg.found:
-            await self._clean_up()
+        pkg = await self._read()
+        if not pkg.found or pkg.deleting:
+            await self._clean_up(pkg)
             return
+        inp = self._inp
         self._s = replace(self._s, policy=pkg.activation_policy, generation=pkg.generation,
                           source=pkg.source, active_revision=pkg.active_revision,
                           revisions=_merge(self._s.revisions, pkg.revisions))
@@ -189,7 +206,7 @@ class PackageWorkflow:
                 small=set(pkg.revisions) <= {rev})
             self._s = replace(self._s, active_revision=rev)
         key = f"{rev}/{pkg.generation}/{'active' if active else 'inactive'}"
-        if key != self._s.installed_key or not self._s.healthy:
+        if key != self._s.installed_key or not self._s.healthy or ensured.fresh:
             fresh = key not in (self._s.installed_key, self._s.attempted_key)
             # Say "installing" first: a health wait can take minutes. Only for a new key: a
             # re-attempt leaves the last outcome (a refusal, an outage being retried, an
@@ -200,6 +217,9 @@ class PackageWorkflow:
                                          _source(pkg, resolved))
             self._s = replace(self._s, attempted_key=key)
             result = await self._install(pkg, resolved, rev, active)
+            if result.gone:
+                self._wait_for_gone(f"{rev} or its package went away while installing")
+                return
             self._s = replace(self._s, installed_key=key, healthy=result.healthy,
                               health_message=result.message, installs=self._s.installs + 1)
         await self._collect(pkg, rev)
@@ -233,13 +253,41 @@ class PackageWorkflow:
         self._s = replace(self._s, revisions=[r for r in self._s.revisions
                                               if r not in collected.deleted])
 
-    async def _clean_up(self) -> None:
+    async def _read(self, step: bool = True) -> c.ReadPackageResult:
         inp = self._inp
-        await self._call(c.CLEANUP_PACKAGE, c.CleanupPackageInput(kind=inp.kind, name=inp.name),
-                         c.CleanupPackageResult, f"clean up after {inp.kind} {inp.name}")
+        return await self._call(c.READ_PACKAGE, c.ReadPackageInput(kind=inp.kind, name=inp.name),
+                                c.ReadPackageResult, f"read {inp.kind} {inp.name}", step=step)
+
+    async def _clean_up(self, pkg: c.ReadPackageResult) -> None:
+        inp = self._inp
+        done = await self._call(c.CLEANUP_PACKAGE, c.CleanupPackageInput(
+            kind=inp.kind, name=inp.name), c.CleanupPackageResult,
+            f"clean up after {inp.kind} {inp.name}")
+        if pkg.found or done.waiting:
+            self._deleting(pkg, done)
+            return
         self._gone = True
         self._s = replace(self._s, phase="Deleted")
-        workflow.set_current_details("**deleted**")
+        workflow.set_current_details(f"**deleted**; {done.orphaned} orphaned revision(s) left"
+                                     if done.orphaned else "**deleted**")
+
+    def _deleting(self, pkg: c.ReadPackageResult, done: c.CleanupPackageResult) -> None:
+        """Kubernetes is still deleting: nothing to do but look again when it has."""
+        # While the object exists the watcher (and its resyncs) signal every change; once
+        # it is gone only revision events do, so a timer backs them up, with backoff.
+        checks = 0 if pkg.found else self._s.gone_checks + 1
+        wake = 0.0 if pkg.found else min(
+            self._inp.tuning.gone_recheck_s * 2.0 ** (checks - 1), self._inp.tuning.backoff_max_s)
+        self._s = replace(self._s, phase="Deleting", gone_checks=checks, wake_after_s=wake,
+                          retry_attempt=0, last_error="", last_error_type="", next_retry_at="")
+        workflow.set_current_details(
+            f"**deleting**: {done.waiting} revision(s) left for Kubernetes to remove")
+
+    def _wait_for_gone(self, message: str) -> None:
+        """A step found its package or revision gone: look again on the next signal."""
+        workflow.logger.info("object gone, waiting for the next signal: %s", message)
+        self._s = replace(self._s, wake_after_s=self._inp.tuning.gone_recheck_s)
+        workflow.set_current_details(f"**waiting**: {message[:160]}")
 
     async def _install(self, pkg: c.ReadPackageResult, resolved: c.ResolveDigestResult,
                        rev: str, active: bool) -> c.InstallRevisionResult:
@@ -247,7 +295,7 @@ class PackageWorkflow:
         self._step = "InstallRevision"
         self._s = replace(self._s, phase="Installing")
         workflow.set_current_details(f"**installing** `{rev}` active={active}")
-        result: c.InstallRevisionResult = await workflow.execute_child_workflow(
+        child = await workflow.start_child_workflow(
             InstallRevision.run,
             c.InstallRevisionInput(
                 kind=inp.kind, package=inp.name, revision=rev,
@@ -265,14 +313,31 @@ class PackageWorkflow:
                 SearchAttributePair(c.SA_PACKAGE_DIGEST, resolved.digest),
                 SearchAttributePair(c.SA_REVISION, rev)]),
         )
-        return result
+        return await self._follow(child)
+
+    async def _follow(self, child: workflow.ChildWorkflowHandle[
+            InstallRevision, c.InstallRevisionResult]) -> c.InstallRevisionResult:
+        """The install's result; on a signal, cancel it if the package is being deleted."""
+        while True:
+            await workflow.wait_condition(lambda: child.done() or self._s.dirty)
+            if child.done() or not workflow.patched(PATCH_DELETION_STOPS_INSTALL):
+                return await child
+            pkg = await self._read(step=False)
+            if pkg.found and not pkg.deleting:
+                return await child  # the package lives; the next pass sees the change
+            child.cancel()
+            try:
+                await child
+            except (ChildWorkflowError, asyncio.CancelledError):
+                pass  # cancelled between two steps, as asked
+            return c.InstallRevisionResult(revision=child.id, gone=True)
 
     def _settle(self, active: bool, rev: str) -> None:
         phase = ("Healthy" if self._s.healthy else "Unhealthy") if active else "Inactive"
         # An unhealthy runtime is re-checked later even if no signal comes.
         wake = 0.0 if self._s.healthy else self._inp.tuning.unhealthy_recheck_s
         self._s = replace(self._s, retry_attempt=0, last_error="", last_error_type="",
-                          phase=phase, wake_after_s=wake)
+                          next_retry_at="", phase=phase, wake_after_s=wake)
         if active:
             self._settled_active = rev
         workflow.set_current_details(f"**{phase}** `{rev}` digest `{self._s.digest[:19]}`")
@@ -281,15 +346,17 @@ class PackageWorkflow:
         attempt = 0 if failure.permanent else self._s.retry_attempt + 1
         wake = None if failure.permanent else loop_backoff(self._inp.tuning, attempt)
         phase = "Failed" if failure.permanent else "Retrying"
+        next_at = (workflow.now() + wake).isoformat(timespec="seconds") if wake else ""
         self._s = replace(self._s, retry_attempt=attempt, last_error=failure.message,
-                          last_error_type=failure.type, phase=phase,
+                          last_error_type=failure.type, phase=phase, next_retry_at=next_at,
                           wake_after_s=wake.total_seconds() if wake else 0.0)
         if failure.permanent and self._s.approved_revision:
             self._activation_errors[self._s.approved_revision] = failure.message
         step = failure.step or self._step
         workflow.logger.warning("pass failed step=%s type=%s permanent=%s attempt=%d",
                                 step, failure.type, failure.permanent, attempt)
-        workflow.set_current_details(f"**{phase}** at {step}: {failure.message[:120]}")
+        retry = f" (attempt {attempt}, next retry at {next_at})" if wake else ""
+        workflow.set_current_details(f"**{phase}** at {step}{retry}: {failure.message[:120]}")
         written = conditions.package_failed(step, failure.message, wake, attempt)
         try:
             await self._write_status(written, "")

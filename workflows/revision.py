@@ -14,6 +14,9 @@ no heartbeat. A runtime that never becomes healthy is not an error: the revision
 installed, its ``RuntimeHealthy`` is False with the runtime's own message, and the parent
 re-checks later.
 
+**Gone.** A step that finds the revision or its package gone or being deleted raises
+``ObjectGone``; the install stops there, writes nothing, and returns ``gone=True``.
+
 **Failure.** The failing step's error goes onto the revision's status, then the child fails
 with an ``ApplicationError`` of the same type and retryability; the parent decides whether
 to retry the whole child (every step is idempotent, and the fetch hits the cache).
@@ -56,6 +59,12 @@ class InstallRevision:
             if is_cancellation(err):
                 raise
             failure = classify(err)
+            if failure.type == c.OBJECT_GONE:
+                # The revision or its package went away: nothing to write it on, nothing
+                # to retry; the parent looks again.
+                workflow.set_current_details(f"**stopped**: {failure.message[:160]}")
+                return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                               gone=True, message=failure.message)
             await self._write_failure(inp, failure)
             raise ApplicationError(status.prefixed(self._step, failure.message), self._step,
                                    type=failure.type, non_retryable=failure.permanent) from err

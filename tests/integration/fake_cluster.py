@@ -31,6 +31,11 @@ def permanent(type_: str, message: str) -> ApplicationError:
     return ApplicationError(message, type=type_, non_retryable=True)
 
 
+def gone(message: str) -> ApplicationError:
+    """What the real edge raises when the object a step acts on is gone or going."""
+    return ApplicationError(message, type=c.OBJECT_GONE, non_retryable=True)
+
+
 @dataclass
 class FakePackage:
     """The fields of a package object the workflows read."""
@@ -42,6 +47,7 @@ class FakePackage:
     policy: str = c.AUTOMATIC
     history_limit: int = 1
     pull_secret: str = "regcred"
+    deleting: bool = False
 
 
 @dataclass
@@ -53,6 +59,7 @@ class FakeRevision:
     digest: str
     number: int
     desired_state: str = c.INACTIVE
+    deleting: bool = False
 
 
 @dataclass
@@ -113,7 +120,7 @@ class FakeCluster:
         return c.ReadPackageResult(
             found=True, uid=f"uid-{pkg.name}", generation=pkg.generation, source=pkg.source,
             activation_policy=pkg.policy, revision_history_limit=pkg.history_limit,
-            revisions=[r.name for r in revs], active_revision=active)
+            revisions=[r.name for r in revs], active_revision=active, deleting=pkg.deleting)
 
     @activity.defn(name=c.RESOLVE_DIGEST)
     async def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
@@ -129,12 +136,15 @@ class FakeCluster:
         name = f"{inp.package}-{inp.digest.removeprefix('sha256:')[:12]}"
         rev = self.revisions.get(name)
         created = rev is None
+        if rev is not None and rev.deleting:
+            raise gone(f"ProviderRevision {name} is being deleted")
         if rev is None:
             numbers = [r.number for r in self.revisions.values() if r.package == inp.package]
             rev = self.revisions[name] = FakeRevision(name, inp.package, inp.digest,
                                                       max(numbers, default=0) + 1)
         return c.EnsureRevisionResult(revision=name, number=rev.number, created=created,
-                                      desired_state=rev.desired_state)
+                                      desired_state=rev.desired_state,
+                                      fresh=name not in self.revision_status)
 
     @activity.defn(name=c.SET_ACTIVE_REVISION)
     async def set_active_revision(
@@ -173,7 +183,9 @@ class FakeCluster:
     @activity.defn(name=c.CLEANUP_PACKAGE)
     async def cleanup_package(self, inp: c.CleanupPackageInput) -> c.CleanupPackageResult:
         self._enter(c.CLEANUP_PACKAGE)
-        return c.CleanupPackageResult(removed=1)
+        # The garbage collector removes the revisions; tests play it by deleting them.
+        waiting = sum(1 for r in self.revisions.values() if r.package == inp.name)
+        return c.CleanupPackageResult(removed=1, waiting=waiting)
 
     # --- revision activities ------------------------------------------------------------
     @activity.defn(name=c.FETCH_PACKAGE)
@@ -232,5 +244,7 @@ class FakeCluster:
     async def write_revision_status(
             self, inp: c.WriteRevisionStatusInput) -> c.WriteRevisionStatusResult:
         self._enter(c.WRITE_REVISION_STATUS)
+        if inp.revision not in self.revisions:
+            raise gone(f"ProviderRevision {inp.revision} is gone")
         self.revision_status.setdefault(inp.revision, []).append(inp)
         return c.WriteRevisionStatusResult(changed=True)

@@ -4,13 +4,16 @@ Matrix:
 - happy path per kind (provider, configuration, function): Installed/Healthy written, and
   only the steps the kind needs (RBAC for providers, TLS/runtime/health for runtimes);
 - duplicated, repeated and reordered signals: exactly one install of the revision;
-- permanent errors (not found, lint, conflict): written to status once, never retried,
-  a later signal runs again;
-- transient error: retried with backoff, shown on status meanwhile, then Healthy;
+- permanent errors (bad reference, lint, Crossplane constraint): written to status once,
+  never retried, a later signal runs again;
+- errors that heal (outage, tag not yet pushed, no pull secret yet, a conflict): retried
+  with capped backoff, shown on status and in the workflow meanwhile, then Healthy;
 - runtime that never becomes available: Healthy=False with the runtime's message;
 - Manual activation: waits for the update, whose validator rejects unknown revisions;
 - continue-as-new: state survives, nothing reinstalled;
-- package deleted: cleanup, workflow ends;
+- package deleted: cleanup, workflow ends; a package being deleted (any propagation) is
+  only cleaned up, an install running then is cancelled, and nothing is written after;
+- a revision deleted by hand: re-created once it is gone, not while it goes, not in a loop;
 - every history read back: no payload over 32 KiB, no pull-secret value.
 
 Set ``LOCKWRIGHT_RECORD_HISTORIES=1`` to (re)write ``tests/replay/histories/`` from these
@@ -34,6 +37,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from tests.helpers import unique, wait_for_async
@@ -41,6 +45,7 @@ from tests.integration.fake_cluster import (
     PULL_SECRET_VALUE,
     FakeCluster,
     FakePackage,
+    gone,
     permanent,
     transient,
 )
@@ -69,10 +74,10 @@ async def cluster(temporal_client: Client, task_queue: str) -> AsyncIterator[Fak
 
 
 async def start(client: Client, task_queue: str, pkg: FakePackage,
-                generation: int = 1) -> Handle:
+                generation: int = 1, tuning: c.Tuning = FAST) -> Handle:
     """Signal-with-start, as the watcher does."""
     return await client.start_workflow(
-        PackageWorkflow.run, c.PackageInput(kind=pkg.kind, name=pkg.name, tuning=FAST),
+        PackageWorkflow.run, c.PackageInput(kind=pkg.kind, name=pkg.name, tuning=tuning),
         id=c.package_workflow_id(pkg.kind, pkg.name), task_queue=task_queue,
         start_signal=c.SIGNAL_LOOK_AGAIN,
         start_signal_args=[c.LookAgainInput(generation=generation, reason="test")],
@@ -167,12 +172,13 @@ async def test_duplicate_and_reordered_signals_install_once(
 
 # --- errors -----------------------------------------------------------------------------
 @pytest.mark.parametrize("step, error, reason, text", [
-    (c.RESOLVE_DIGEST, permanent("PackageNotFound", "manifest unknown: v9"),
-     "UnpackingPackage", "cannot unpack package: manifest unknown: v9"),
+    (c.RESOLVE_DIGEST, permanent("InvalidReference", "cannot parse package reference x::y"),
+     "UnpackingPackage", "cannot unpack package: cannot parse package reference x::y"),
     (c.PARSE_PACKAGE, permanent("LintError", "linting package contents failed: bad CRD"),
      "UnpackingPackage", "linting package contents failed: bad CRD"),
-    (c.TAKE_LOCK, permanent("ConflictError", "CRD nops.example.org belongs to provider-b"),
-     "UnhealthyPackageRevision", "provider-b"),
+    (c.CHECK_CROSSPLANE_VERSION, permanent(
+        "ConstraintError", "incompatible Crossplane version: package is not compatible"),
+     "UnhealthyPackageRevision", "incompatible Crossplane version"),
 ])
 async def test_permanent_error_is_written_and_not_retried(
         temporal_client: Client, task_queue: str, cluster: FakeCluster,
@@ -189,18 +195,18 @@ async def test_permanent_error_is_written_and_not_retried(
     assert reason in {x.reason for x in cluster.last_status(pkg.name).values()}
     assert "retrying" not in healthy.message and st.retry_attempt == 0
     assert st.last_error_type == error.type  # type: ignore[attr-defined]
-    if step == c.TAKE_LOCK:
-        # The failing step names the failure.
+    if step == c.CHECK_CROSSPLANE_VERSION:
+        # The failing revision says why.
         [written] = cluster.revision_status[st.current_revision]
         [cond] = written.conditions
-        assert cond.message.startswith("cannot resolve package dependencies: CRD "), cond
+        assert cond.message.startswith("incompatible Crossplane version"), cond
 
     await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2, "fixed"))
     await settled(handle, "Healthy", signals=2)
     assert cluster.calls[step] == 2
     await check_histories(temporal_client, handle, [st.current_revision] if st.current_revision
                           else [])
-    if step == c.TAKE_LOCK:
+    if step == c.CHECK_CROSSPLANE_VERSION:
         await record(temporal_client, handle.id, "package_permanent_error")
 
 
@@ -224,6 +230,49 @@ async def test_transient_error_retries_with_status_shown(
     await record(temporal_client, handle.id, "package_transient_retry")
     await record(temporal_client, c.revision_workflow_id(pkg.kind, st.current_revision),
                  "revision_install_failed", status=WorkflowExecutionStatus.FAILED)
+
+
+@pytest.mark.parametrize("step, error", [
+    (c.RESOLVE_DIGEST, ApplicationError("xpkg.example.com/p:v2 not found: manifest unknown",
+                                        type="PackageNotFound")),
+    (c.RESOLVE_DIGEST, ApplicationError("registry requires credentials and none are "
+                                        "configured", type="Unauthorized")),
+    (c.TAKE_LOCK, ApplicationError("CRD nops.example.org belongs to Provider provider-b",
+                                   type="ConflictError")),
+])
+async def test_errors_that_heal_are_retried_with_capped_backoff(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster, step: str,
+        error: ApplicationError) -> None:
+    """A tag not pushed yet, a missing pull secret, a Lock conflict: retried until healed."""
+    pkg = cluster.add(provider())
+    attempts = FAST.retry_attempts * 4  # four passes fail, the fifth heals
+    cluster.fail(step, *(error for _ in range(attempts)))
+    handle = await start(temporal_client, task_queue, pkg)
+
+    async def retrying() -> c.PackageStatusResult | None:
+        st = await handle.query(PackageWorkflow.status)
+        return st if st.phase == "Retrying" and st.retry_attempt >= 2 else None
+
+    shown = await wait_for_async(retrying, timeout=20, what="retrying, attempt 2")
+    assert shown.last_error_type == error.type and shown.next_retry_at, shown
+    details = await current_details(handle)
+    assert "**Retrying**" in details and "next retry at" in details, details
+    await settled(handle, "Healthy", signals=1, timeout=30)
+    assert cluster.calls[step] == attempts + 1
+    messages = [w.conditions[-1].message for w in cluster.package_status[pkg.name]]
+    waits = [float(m.split("retrying in ")[1].split("s,")[0]) for m in messages
+             if "retrying in" in m]
+    # Exponential, capped at backoff_max_s (a minute by default, as Crossplane's requeues).
+    assert waits == [min(FAST.backoff_initial_s * 2 ** i, FAST.backoff_max_s)
+                     for i in range(4)], messages
+
+
+async def current_details(handle: Handle) -> str:
+    """The workflow's current details, as the Temporal UI shows them."""
+    from temporalio.api.sdk.v1 import WorkflowMetadata
+
+    meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    return str(meta.current_details)
 
 
 async def test_runtime_never_available_is_unhealthy_not_failed(
@@ -351,13 +400,100 @@ async def test_deleted_package_cleans_up_and_ends(
     pkg = cluster.add(provider())
     handle = await start(temporal_client, task_queue, pkg)
     await settled(handle, "Healthy", signals=1)
-    del cluster.packages[(pkg.kind, pkg.name)]
+    collect_garbage(cluster, pkg)
     await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2, "deleted"))
     result = await handle.result()
     assert result.gone and result.installs == 1
     assert cluster.calls[c.CLEANUP_PACKAGE] == 1
     await check_histories(temporal_client, handle, [])
     await record(temporal_client, handle.id, "package_deleted")
+
+
+def collect_garbage(cluster: FakeCluster, pkg: FakePackage) -> None:
+    """What Kubernetes does once a package is deleted: it and its revisions go."""
+    cluster.packages.pop((pkg.kind, pkg.name), None)
+    for name in [r.name for r in cluster.revisions.values() if r.package == pkg.name]:
+        del cluster.revisions[name]
+
+
+WRITES = (c.ENSURE_REVISION, c.SET_ACTIVE_REVISION, c.COLLECT_REVISIONS,
+          c.WRITE_PACKAGE_STATUS, c.FETCH_PACKAGE, c.ESTABLISH_OBJECTS, c.ENSURE_RUNTIME,
+          c.CHECK_HEALTH, c.WRITE_REVISION_STATUS)
+
+
+def writes(cluster: FakeCluster) -> dict[str, int]:
+    """How often each step that creates or rewrites something has run."""
+    return {name: cluster.calls[name] for name in WRITES}
+
+
+async def test_package_being_deleted_is_only_cleaned_up(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """A deletionTimestamp stops everything but the clean-up; the end comes with the object."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    await settled(handle, "Healthy", signals=1)
+    before = writes(cluster)
+    pkg.deleting = True  # e.g. kubectl delete --cascade=foreground: the GC is at work
+    for n in (2, 3, 4):
+        await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(n, "deleting"))
+        await settled(handle, "Deleting", signals=n)
+    assert writes(cluster) == before  # nothing created, activated or rewritten
+    assert cluster.calls[c.CLEANUP_PACKAGE] == 3
+
+    collect_garbage(cluster, pkg)
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(5, "deleted"))
+    result = await handle.result()
+    assert result.gone and result.installs == 1 and writes(cluster) == before
+    await check_histories(temporal_client, handle, [])
+    await record(temporal_client, handle.id, "package_deleting")
+
+
+async def test_deletion_cancels_a_running_install(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """A deletion that begins during the health wait stops the install between steps."""
+    pkg = cluster.add(provider())
+    cluster.health[pkg.name] = c.CheckHealthResult(healthy=False, message="starting")
+    slow = FAST.__class__(**{**FAST.__dict__, "health_polls": 10_000})
+    handle = await start(temporal_client, task_queue, pkg, tuning=slow)
+
+    async def waiting_for_health() -> c.PackageStatusResult | None:
+        st = await handle.query(PackageWorkflow.status)
+        return st if cluster.calls[c.CHECK_HEALTH] >= 2 else None
+
+    st = await wait_for_async(waiting_for_health, timeout=20, what="the health wait")
+    pkg.deleting = True
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2, "deleting"))
+    await settled(handle, "Deleting", signals=2)
+    child = temporal_client.get_workflow_handle(c.revision_workflow_id(pkg.kind,
+                                                                       st.current_revision))
+    assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+    stopped = writes(cluster)
+    collect_garbage(cluster, pkg)
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(3, "deleted"))
+    assert (await handle.result()).gone
+    assert writes(cluster) == stopped  # nothing ran after the cancellation
+    await record(temporal_client, handle.id, "package_deleted_during_install")
+
+
+async def test_revision_deleted_by_hand_is_recreated_once(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Not while it is being deleted, not in a loop: once, after it is gone."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    first = await settled(handle, "Healthy", signals=1)
+    rev = cluster.revisions[first.current_revision]
+    rev.deleting = True  # kubectl delete providerrevision --cascade=foreground
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(1, "revision deleting"))
+    st = await settled(handle, "Healthy", signals=2)
+    assert cluster.calls[c.ENSURE_REVISION] == 2 and st.installs == 1
+
+    del cluster.revisions[rev.name]
+    cluster.revision_status.pop(rev.name)
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(1, "revision deleted"))
+    st = await settled(handle, "Healthy", signals=3)
+    assert cluster.calls[c.ENSURE_REVISION] == 3 and st.installs == 2
+    assert cluster.established == {f"{rev.name}/control": 2}
+    assert cluster.revisions[rev.name].desired_state == c.ACTIVE
 
 
 def test_permanent_error_names_match_the_error_tree() -> None:

@@ -31,6 +31,9 @@ SHAPES = {
 # Recorded before PATCH_LOCAL_STEPS, every step on the task queue: they must still replay.
 QUEUED = {f"{shape}_queued" for shape in SHAPES if not shape.endswith("_unpatched")}
 SHAPES |= QUEUED
+# Deletion (invariant 8): a package being deleted is only cleaned up; an install running
+# when the deletion begins is cancelled (PATCH_DELETION_STOPS_INSTALL).
+SHAPES |= {"package_deleting", "package_deleted_during_install"}
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -83,3 +86,27 @@ async def test_reordered_commands_fail_replay() -> None:
     result = await replayer.replay_workflow(load("revision_install_provider"),
                                             raise_on_replay_failure=False)
     assert isinstance(result.replay_failure, workflow.NondeterminismError)
+
+
+def activity_names(history: WorkflowHistory) -> list[str]:
+    """Every activity the history ran, local or queued, in order."""
+    import json
+
+    names = []
+    for e in history.events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            names.append(e.activity_task_scheduled_event_attributes.activity_type.name)
+        elif (e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+              and e.marker_recorded_event_attributes.marker_name == "core_local_activity"):
+            data = e.marker_recorded_event_attributes.details["data"].payloads[0].data
+            names.append(json.loads(data)["activity_type"])
+    return names
+
+
+@pytest.mark.parametrize("shape", ["package_deleting", "package_deleted_during_install"])
+def test_nothing_but_clean_up_once_the_deletion_is_seen(shape: str) -> None:
+    """After the first clean-up only reads and clean-ups run (invariant 8)."""
+    names = activity_names(load(shape))
+    after = names[names.index(c.CLEANUP_PACKAGE):]
+    assert after.count(c.CLEANUP_PACKAGE) >= 2, names
+    assert set(after) == {c.READ_PACKAGE, c.CLEANUP_PACKAGE}, names

@@ -51,7 +51,13 @@ def test_connection_errors_are_transient() -> None:
 
 
 @pytest.mark.parametrize(("exc", "type_", "non_retryable"), [
-    (e.ConflictError("held"), "ConflictError", True),
+    # Another package holds the object; it may go away: retried, not final (invariant 6).
+    (e.ConflictError("held"), "ConflictError", False),
+    (e.PackageNotFound("tag v2 not pushed yet"), "PackageNotFound", False),
+    (e.Unauthorized("no pull secret yet"), "Unauthorized", False),
+    (e.LintError("not a CRD"), "LintError", True),
+    # The object a step acts on went away: the branch ends, Temporal retries nothing.
+    (e.ObjectGone("Provider p is being deleted"), "ObjectGone", True),
     (e.KubeConflict("race"), "KubeConflict", False),
     (KeyError("bug"), "KeyError", False),
 ])
