@@ -14,15 +14,21 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   an ImageConfig whose ``spec.runtime.configRef`` names it.
 - An ImageConfig targets every package whose ``spec.package`` starts with one of its
   ``matchImages`` prefixes, before or after the change.
+- A Secret of the system namespace targets the packages naming it in
+  ``spec.packagePullSecrets`` and the packages matched by an ImageConfig whose
+  ``spec.registry.authentication.pullSecretRef.name`` names it, so a package applied before
+  its pull Secret heals when the Secret appears. Secrets have no ``generation``: one counts
+  as changed when added, deleted, or its ``resourceVersion`` moved. Only metadata is ever
+  kept (see :func:`metadata_only`); unreferenced Secrets (lockwright's own TLS) target no one.
 - A list (start, periodic resync) targets every package and revision when ``signal_all``
-  (lists of DRCs and ImageConfigs then target nothing: the package lists cover everyone);
-  a relist after ``410 Gone`` targets only what changed, appeared or vanished since the
-  index last saw it.
+  (lists of DRCs, ImageConfigs and Secrets then target nothing: the package lists cover
+  everyone); a relist after ``410 Gone`` targets only what changed, appeared or vanished
+  since the index last saw it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workflows.contracts import (
@@ -37,6 +43,10 @@ from workflows.contracts import (
 Obj = dict[str, Any]
 PACKAGE_LABEL = "pkg.crossplane.io/package"
 DEFAULT_RUNTIME_CONFIG = "default"
+DEFAULT_SYSTEM_NAMESPACE = "crossplane-system"  # the watcher binds Settings.system_namespace
+# The metadata a metadata-only object keeps: not annotations, which may carry contents
+# (``kubectl apply`` copies a whole Secret, data included, into last-applied-configuration).
+KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
 
 
 @dataclass(frozen=True)
@@ -46,9 +56,41 @@ class Resource:
     kind: str
     plural: str
     version: str
-    role: str  # package | revision | runtimeconfig | imageconfig
+    role: str  # package | revision | runtimeconfig | imageconfig | secret
     package_kind: str = ""  # for packages and revisions: provider, configuration, function
-    group: str = "pkg.crossplane.io"
+    group: str = "pkg.crossplane.io"  # "" for the core API group (/api/v1)
+    namespace: str = ""  # namespaced resources: the one namespace watched
+    metadata_only: bool = False  # ask for and keep only metadata: never hold the contents
+
+    @property
+    def path(self) -> str:
+        """The collection's URL path; core resources live under ``/api``, not ``/apis``."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        scope = f"/namespaces/{self.namespace}" if self.namespace else ""
+        return f"{root}{scope}/{self.plural}"
+
+    def describe(self, name: str) -> str:
+        """``Kind name``, or ``Kind namespace/name``, as signal reasons and logs name it."""
+        return f"{self.kind} {self.namespace}/{name}" if self.namespace else f"{self.kind} {name}"
+
+    def keep(self, obj: Obj) -> Obj:
+        """What the watcher may hold of a received object: all of it, or only metadata."""
+        return metadata_only(obj) if self.metadata_only else obj
+
+
+def metadata_only(obj: Obj) -> Obj:
+    """The object reduced to :data:`KEPT_METADATA`, so no contents outlive the response.
+
+    A server that ignores the ``as=PartialObjectMetadata`` Accept header still sends whole
+    objects; this keeps a Secret's data away from the index and the signals regardless.
+    """
+    meta = obj.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in KEPT_METADATA if k in meta}}
+
+
+def in_namespace(resources: tuple[Resource, ...], namespace: str) -> tuple[Resource, ...]:
+    """The resources with every namespaced one bound to ``namespace`` (the system one)."""
+    return tuple(replace(r, namespace=namespace) if r.namespace else r for r in resources)
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -60,6 +102,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("FunctionRevision", "functionrevisions", "v1", "revision", FUNCTION),
     Resource("DeploymentRuntimeConfig", "deploymentruntimeconfigs", "v1beta1", "runtimeconfig"),
     Resource("ImageConfig", "imageconfigs", "v1beta1", "imageconfig"),
+    Resource("Secret", "secrets", "v1", "secret", group="",
+             namespace=DEFAULT_SYSTEM_NAMESPACE, metadata_only=True),
 )
 _PACKAGE_KINDS = {r.kind: r.package_kind for r in RESOURCES if r.role == "package"}
 
@@ -99,6 +143,9 @@ class Summary:
     package: str = ""  # revisions: the owning package's name
     prefixes: tuple[str, ...] = ()  # ImageConfigs: matchImages prefixes
     config_ref: str = ""  # ImageConfigs: spec.runtime.configRef.name
+    # packages: spec.packagePullSecrets names; ImageConfigs: the pullSecretRef name, if any
+    pull_secrets: tuple[str, ...] = ()
+    version: str = ""  # Secrets: resourceVersion (they have no generation)
 
 
 def _owner_package(res: Resource, obj: Obj) -> str:
@@ -110,26 +157,40 @@ def _owner_package(res: Resource, obj: Obj) -> str:
 
 
 def summarize(res: Resource, obj: Obj) -> Summary:
-    """Reduce an object to its :class:`Summary`."""
-    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    """Reduce an object to its :class:`Summary`: only what change detection and routing use."""
+    meta = obj.get("metadata") or {}
     base = Summary(generation=int(meta.get("generation") or 0),
                    deleting=bool(meta.get("deletionTimestamp")))
-    if res.role == "package":
-        ref = (spec.get("runtimeConfigRef") or {}).get("name") or DEFAULT_RUNTIME_CONFIG
-        runtime = ref if res.package_kind != CONFIGURATION else ""
-        return Summary(base.generation, base.deleting, str(spec.get("package", "")), runtime)
+    if res.role == "secret":
+        return replace(base, version=str(meta.get("resourceVersion") or ""))
     if res.role == "revision":
-        return Summary(base.generation, base.deleting, package=_owner_package(res, obj))
-    if res.role == "imageconfig":
-        prefixes = tuple(str(m.get("prefix", "")) for m in spec.get("matchImages") or []
-                         if m.get("prefix"))
-        ref = ((spec.get("runtime") or {}).get("configRef") or {}).get("name", "")
-        return Summary(base.generation, base.deleting, prefixes=prefixes, config_ref=str(ref))
-    return base
+        return replace(base, package=_owner_package(res, obj))
+    shape = {"package": _package_fields, "imageconfig": _image_config_fields}.get(res.role)
+    return replace(base, **shape(res, obj.get("spec") or {})) if shape else base
+
+
+def _package_fields(res: Resource, spec: Obj) -> dict[str, Any]:
+    ref = (spec.get("runtimeConfigRef") or {}).get("name") or DEFAULT_RUNTIME_CONFIG
+    return {"source": str(spec.get("package", "")),
+            "runtime_config": ref if res.package_kind != CONFIGURATION else "",
+            "pull_secrets": tuple(str(s["name"]) for s in spec.get("packagePullSecrets") or []
+                                  if s.get("name"))}
+
+
+def _image_config_fields(res: Resource, spec: Obj) -> dict[str, Any]:
+    auth = (spec.get("registry") or {}).get("authentication") or {}
+    secret = str((auth.get("pullSecretRef") or {}).get("name") or "")
+    return {"prefixes": tuple(str(m.get("prefix", "")) for m in spec.get("matchImages") or []
+                              if m.get("prefix")),
+            "config_ref": str(((spec.get("runtime") or {}).get("configRef") or {}).get(
+                "name", "")),
+            "pull_secrets": (secret,) if secret else ()}
 
 
 def _changed(old: Summary | None, new: Summary) -> bool:
-    return old is None or (old.generation, old.deleting) != (new.generation, new.deleting)
+    """Spec changes only (generation; ``version`` for Secrets), so status writes are not echoed."""
+    return old is None or (old.generation, old.deleting, old.version) != (
+        new.generation, new.deleting, new.version)
 
 
 @dataclass
@@ -154,7 +215,7 @@ class Index:
             return []
         if event_type == "MODIFIED" and not _changed(old, new):
             return []
-        return self._route(res, name, new, old, f"{res.kind} {name} {event_type.lower()}")
+        return self._route(res, name, new, old, f"{res.describe(name)} {event_type.lower()}")
 
     def on_sync(self, res: Resource, items: list[Obj], signal_all: bool,
                 why: str = "list") -> list[Target]:
@@ -170,15 +231,15 @@ class Index:
         before = dict(self.of(res.kind))
         after = {str(o["metadata"]["name"]): summarize(res, o) for o in items}
         self.objects[res.kind] = after
-        if signal_all and res.role in ("runtimeconfig", "imageconfig"):
+        if signal_all and res.role in ("runtimeconfig", "imageconfig", "secret"):
             return []  # the packages' own lists signal every package
         out: list[Target] = []
         for name, new in after.items():
             if signal_all or _changed(before.get(name), new):
-                out += self._route(res, name, new, before.get(name), f"{res.kind} {name} {why}")
+                out += self._route(res, name, new, before.get(name), f"{res.describe(name)} {why}")
         for name, old in before.items():
             if name not in after:
-                out += self._route(res, name, old, old, f"{res.kind} {name} gone at {why}")
+                out += self._route(res, name, old, old, f"{res.describe(name)} gone at {why}")
         return dedupe(out)
 
     def _route(self, res: Resource, name: str, new: Summary, old: Summary | None,
@@ -190,6 +251,8 @@ class Index:
             return [self._package_target(res.package_kind, pkg, reason)] if pkg else []
         if res.role == "runtimeconfig":
             return self._users_of_runtime_config(name, reason)
+        if res.role == "secret":
+            return self._users_of_secret(name, reason)
         prefixes = new.prefixes + (old.prefixes if old else ())
         return self._matching_images(prefixes, reason)
 
@@ -209,6 +272,14 @@ class Index:
         return dedupe([Target(r.package_kind, n, reason, s.generation, s.source)
                        for r, n, s in self._packages()
                        if s.runtime_config == drc or _matches(s.source, via_images)])
+
+    def _users_of_secret(self, secret: str, reason: str) -> list[Target]:
+        """Packages naming the Secret, and those an ImageConfig naming it matches."""
+        via_images = tuple(p for s in self.of("ImageConfig").values() if secret in s.pull_secrets
+                           for p in s.prefixes)
+        return dedupe([Target(r.package_kind, n, reason, s.generation, s.source)
+                       for r, n, s in self._packages()
+                       if secret in s.pull_secrets or _matches(s.source, via_images)])
 
     def _matching_images(self, prefixes: tuple[str, ...], reason: str) -> list[Target]:
         return dedupe([Target(r.package_kind, n, reason, s.generation, s.source)

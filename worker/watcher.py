@@ -2,7 +2,10 @@
 
 Thin by design: one thread per watched resource lists, then watches from the list's
 ``resourceVersion`` (bookmarks on), resumes from the last version seen after a dropped
-stream, relists on ``410 Gone`` and relists with ``signal_all`` every resync interval. The
+stream, relists on ``410 Gone`` and relists with ``signal_all`` every resync interval.
+Secrets are watched in the system namespace only and as metadata only (``as=PartialObject
+Metadata``), and whatever a server sends is cut down to a few metadata fields before it
+leaves the stream, so no Secret data reaches the index, the signals or the logs. The
 threads hand events to the asyncio loop, where :class:`worker.targets.Index` decides which
 package workflows to signal and a few tasks do signal-with-start. Pending signals are
 coalesced per workflow id. Several watchers at once are harmless: the workflow id is the
@@ -25,7 +28,7 @@ import structlog
 
 from lockwright.settings import Settings
 from worker.common import Backoff
-from worker.targets import RESOURCES, Index, Obj, Resource, Target
+from worker.targets import RESOURCES, Index, Obj, Resource, Target, in_namespace
 
 log = structlog.get_logger("lockwright.watcher")
 
@@ -33,6 +36,10 @@ WATCH_TIMEOUT_S = 300
 SIGNALLERS = 8
 LIST_PAGE = 500
 SYNCED_EVENT = "watcher synced"  # logged once every resource was listed; dev up waits on it
+JSON = "application/json"
+# kube-apiserver answers these with PartialObjectMetadata[List]: metadata, never contents
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 
 class Gone(Exception):
@@ -99,19 +106,32 @@ class Stream:
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
                 self.stop.wait(delay)
 
-    def _api(self) -> Any:
-        from kubernetes import client
+    def _get(self, query: list[tuple[str, Any]], accept: str, timeout: Any) -> Any:
+        """GET the resource's collection and return the raw, unread urllib3 response.
 
-        return client.CustomObjectsApi(self.api_client)
+        One request path for custom and core resources (``Resource.path``), and it lets a
+        metadata-only resource set the Accept header, which the generated APIs do not
+        offer uniformly. Non-2xx answers raise ``ApiException`` as the generated APIs do.
+        """
+        params = [(k, v) for k, v in query if v is not None]
+        return raw_get(self.api_client, self.res.path, params, {"Accept": accept}, timeout)
+
+    def _page(self, token: str | None) -> Obj:
+        """One page of the list, as JSON."""
+        accept = METADATA_LIST if self.res.metadata_only else JSON
+        resp = self._get([("limit", LIST_PAGE), ("continue", token)], accept, 60)
+        try:
+            page: Obj = json.loads(resp.data)
+            return page
+        finally:
+            resp.release_conn()
 
     def _list(self) -> list[Obj]:
         items: list[Obj] = []
         token: str | None = None
         while True:
-            page = self._api().list_cluster_custom_object(
-                self.res.group, self.res.version, self.res.plural, limit=LIST_PAGE,
-                _continue=token, _request_timeout=60)
-            items += page.get("items", [])
+            page = self._page(token)
+            items += [self.res.keep(o) for o in page.get("items") or []]
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 self.rv = str(page["metadata"]["resourceVersion"])
@@ -121,11 +141,12 @@ class Stream:
         from kubernetes.client.exceptions import ApiException
 
         timeout = int(max(1, min(WATCH_TIMEOUT_S, until - time.monotonic())))
+        # "true" as text: older clients would send Python's "True", which not all servers take
+        query = [("watch", "true"), ("resourceVersion", self.rv),
+                 ("allowWatchBookmarks", "true"), ("timeoutSeconds", timeout)]
         try:
-            self._resp = self._api().list_cluster_custom_object(
-                self.res.group, self.res.version, self.res.plural, watch=True,
-                resource_version=self.rv, allow_watch_bookmarks=True, timeout_seconds=timeout,
-                _preload_content=False, _request_timeout=(10, timeout + 30))
+            self._resp = self._get(query, METADATA_WATCH if self.res.metadata_only else JSON,
+                                   (10, timeout + 30))
         except ApiException as exc:
             if exc.status == 410:
                 raise Gone(str(exc.reason)) from exc
@@ -152,7 +173,7 @@ class Stream:
                 raise RuntimeError(f"watch error: {str(obj.get('message', obj))[:200]}")
             self.rv = str((obj.get("metadata") or {}).get("resourceVersion") or self.rv)
             if kind != "BOOKMARK":
-                self.emit(Changed(self.res, str(kind), obj))
+                self.emit(Changed(self.res, str(kind), self.res.keep(obj)))
 
     def interrupt(self) -> None:
         """Unblock a thread waiting on its watch stream (used at shutdown)."""
@@ -162,6 +183,29 @@ class Stream:
                 resp.shutdown()
             except Exception as exc:  # noqa: BLE001 - best effort: the thread is a daemon
                 log.debug("interrupt failed", kind=self.res.kind, error=str(exc)[:200])
+
+
+def raw_get(api: Any, path: str, query: list[tuple[str, Any]], headers: dict[str, str],
+            timeout: Any) -> Any:
+    """GET ``path`` through the client's ``ApiClient`` (its auth, TLS and pool), unread.
+
+    kubernetes >= 36 (openapi-generator 7) splits requests into ``param_serialize`` and
+    ``call_api`` and leaves status checks to the caller; older clients (``kubernetes>=30``
+    is allowed) take everything in one ``call_api`` and raise ``ApiException`` themselves.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    if not hasattr(api, "param_serialize"):
+        return api.call_api(path, "GET", query_params=query, header_params=headers,
+                            auth_settings=["BearerToken"], _return_http_data_only=True,
+                            _preload_content=False, _request_timeout=timeout)
+    request = api.param_serialize("GET", path, query_params=query, header_params=headers,
+                                  auth_settings=["BearerToken"])
+    resp = api.call_api(*request, _request_timeout=timeout)
+    if not 200 <= resp.status <= 299:
+        resp.read()
+        raise ApiException.from_response(http_resp=resp, body=None, data=None)
+    return resp.response
 
 
 def workflow_tuning(raw: str) -> Any:
@@ -185,7 +229,7 @@ class Watcher:
                  resources: tuple[Resource, ...] = RESOURCES) -> None:
         self.settings, self.client = settings, client
         self._factory = api_client_factory or settings.kube_api_client
-        self.resources = resources
+        self.resources = in_namespace(resources, settings.system_namespace)
         self.index = Index()
         self.stats: Counter[str] = Counter()
         self.synced = asyncio.Event()

@@ -10,6 +10,7 @@ devcluster keeping only 5 events, cut it, write more than 5 changes, and restore
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 import threading
 import uuid
@@ -27,7 +28,8 @@ from lockwright.bootstrap import bootstrap
 from lockwright.settings import Settings
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 from tests.helpers import unique, wait_for_async
-from worker.watcher import Watcher
+from worker.targets import Obj
+from worker.watcher import Message, Synced, Watcher
 from workflows import contracts as c
 
 pytestmark = pytest.mark.temporal
@@ -87,10 +89,23 @@ class Running:
         await asyncio.wait_for(self.task, 30)
 
 
+class RecordingWatcher(Watcher):
+    """A Watcher that keeps every Secret object its streams hand over, to check for data."""
+
+    def __init__(self, settings: Settings, client: Client) -> None:
+        super().__init__(settings, client)
+        self.secrets: list[Obj] = []
+
+    def _handle(self, msg: Message) -> None:
+        if msg.res.kind == "Secret":
+            self.secrets += msg.items if isinstance(msg, Synced) else [msg.obj]
+        super()._handle(msg)
+
+
 async def start_watcher(client: Client, kubeconfig: str, queue: str,
-                        resync: float = 0) -> Running:
+                        resync: float = 0, cls: type[Watcher] = Watcher) -> Running:
     settings = Settings(kubeconfig=kubeconfig, task_queue=queue, resync_seconds=resync)
-    watcher, stop = Watcher(settings, client), asyncio.Event()
+    watcher, stop = cls(settings, client), asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
     await asyncio.wait_for(watcher.synced.wait(), 30)
     return Running(watcher, stop, task)
@@ -114,19 +129,50 @@ def apply_provider(api: Any, name: str, tag: str = "v1") -> None:
                                         {"spec": {"package": body["spec"]["package"]}})
 
 
-async def reasons(client: Client, name: str) -> list[str]:
-    handle = client.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name))
+async def reasons(client: Client, name: str, kind: str = c.PROVIDER) -> list[str]:
+    handle = client.get_workflow_handle(c.package_workflow_id(kind, name))
     return list(await handle.query("reasons", result_type=list[str]))
 
 
 async def wait_signals(client: Client, name: str, at_least: int = 1,
-                       timeout: float = 30) -> list[str]:
+                       timeout: float = 30, kind: str = c.PROVIDER) -> list[str]:
     async def enough() -> list[str] | None:
-        got = await reasons(client, name)
+        got = await reasons(client, name, kind)
         return got if len(got) >= at_least else None
 
     return await wait_for_async(enough, timeout=timeout,
-                                what=f"{at_least} look_again signal(s) for provider {name}")
+                                what=f"{at_least} look_again signal(s) for {kind} {name}")
+
+
+def core_api(kubeconfig: str) -> Any:
+    from kubernetes import client
+
+    return client.CoreV1Api(Settings(kubeconfig=kubeconfig).kube_api_client())
+
+
+SECRET_VALUE = "hunter2-must-never-leave-the-api-server"
+
+
+def create_secret(api: Any, name: str) -> None:
+    """A Secret whose value also sits in last-applied-configuration, as ``kubectl apply``
+    leaves it: the watcher must hold neither."""
+    encoded = base64.b64encode(SECRET_VALUE.encode()).decode()
+    api.create_namespaced_secret("crossplane-system", {
+        "apiVersion": "v1", "kind": "Secret", "data": {".dockerconfigjson": encoded},
+        "type": "kubernetes.io/dockerconfigjson", "metadata": {
+            "name": name, "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": f'{{"data":"{encoded}"}}'}}})
+
+
+def assert_no_secret_data(watcher: Watcher, *texts: str) -> None:
+    """Nothing the watcher received or remembers, nor any signal text, holds Secret data."""
+    assert isinstance(watcher, RecordingWatcher)
+    received = watcher.secrets
+    assert received, "the watcher received no Secret at all"
+    assert all(set(o) == {"metadata"} for o in received), received
+    encoded = base64.b64encode(SECRET_VALUE.encode()).decode()
+    for text in (repr(received), repr(watcher.index.objects), *texts):
+        assert SECRET_VALUE not in text and encoded not in text
 
 
 # --- tests ------------------------------------------------------------------------------
@@ -245,6 +291,60 @@ async def test_revision_and_runtime_config_route_to_packages(
                      "revision": 1}})
         got = await wait_signals(temporal_client, name, 3)
         assert got[2] == f"ProviderRevision {rev} added"
+    finally:
+        await run.halt()
+
+
+async def test_pull_secret_created_after_its_configuration_signals_it(
+        temporal_client: Client, stub_queue: str, cluster: DevCluster) -> None:
+    run = await start_watcher(temporal_client, cluster.kubeconfig, stub_queue,
+                              cls=RecordingWatcher)
+    try:
+        name, pull, tls = unique("cfg"), unique("pull"), unique("tls")
+        custom_api(cluster.kubeconfig).create_cluster_custom_object(
+            "pkg.crossplane.io", "v1", "configurations", {
+                "apiVersion": "pkg.crossplane.io/v1", "kind": "Configuration",
+                "metadata": {"name": name},
+                "spec": {"package": f"xpkg.example.org/tests/{name}:v1",
+                         "packagePullSecrets": [{"name": pull}]}})
+        await wait_signals(temporal_client, name, 1, kind=c.CONFIGURATION)
+        core = core_api(cluster.kubeconfig)
+        create_secret(core, tls)  # unreferenced, like lockwright's TLS Secrets: no signal
+        create_secret(core, pull)
+        got = await wait_signals(temporal_client, name, 2, kind=c.CONFIGURATION)
+        assert got == [f"Configuration {name} added", f"Secret crossplane-system/{pull} added"]
+        assert tls in run.watcher.index.of("Secret")  # seen before pull, and routed nowhere
+        core.patch_namespaced_secret(pull, "crossplane-system", {"data": {"x": "eQ=="}})
+        got = await wait_signals(temporal_client, name, 3, kind=c.CONFIGURATION)
+        assert got[2] == f"Secret crossplane-system/{pull} modified"
+        assert_no_secret_data(run.watcher, *got)
+    finally:
+        await run.halt()
+
+
+async def test_image_config_pull_secret_routes_to_the_packages_it_matches(
+        temporal_client: Client, stub_queue: str, cluster: DevCluster) -> None:
+    api = custom_api(cluster.kubeconfig)
+    run = await start_watcher(temporal_client, cluster.kubeconfig, stub_queue,
+                              cls=RecordingWatcher)
+    try:
+        name, ic, pull = unique("p"), unique("ic"), unique("icpull")
+        apply_provider(api, name)
+        await wait_signals(temporal_client, name, 1)
+        api.create_cluster_custom_object("pkg.crossplane.io", "v1beta1", "imageconfigs", {
+            "apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
+            "metadata": {"name": ic}, "spec": {
+                "matchImages": [{"prefix": f"xpkg.example.org/tests/{name}"}],
+                "registry": {"authentication": {"pullSecretRef": {"name": pull}}}}})
+        assert (await wait_signals(temporal_client, name, 2))[1] == f"ImageConfig {ic} added"
+        core = core_api(cluster.kubeconfig)
+        create_secret(core, pull)
+        got = await wait_signals(temporal_client, name, 3)
+        assert got[2] == f"Secret crossplane-system/{pull} added"
+        core.delete_namespaced_secret(pull, "crossplane-system")
+        got = await wait_signals(temporal_client, name, 4)
+        assert got[3] == f"Secret crossplane-system/{pull} deleted"
+        assert_no_secret_data(run.watcher, *got)
     finally:
         await run.halt()
 

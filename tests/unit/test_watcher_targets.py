@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from worker.targets import RESOURCES, Index, Resource, Target, dedupe
+from worker.targets import RESOURCES, Index, Resource, Target, dedupe, in_namespace, metadata_only
 
 RES = {r.kind: r for r in RESOURCES}
 
@@ -164,3 +164,136 @@ def test_dedupe_keeps_first() -> None:
     a, b = Target("provider", "x", "one"), Target("provider", "x", "two")
     assert dedupe([a, b, Target("function", "x", "three")])[0].reason == "one"
     assert len(dedupe([a, b])) == 1
+
+
+# --- Secrets: followed through what packages and ImageConfigs reference ---------------------
+def secret(name: str, rv: str = "1", deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "crossplane-system", "resourceVersion": rv}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta}
+
+
+def image_config(name: str, prefix: str, pull_secret: str = "", generation: int = 1
+                 ) -> dict[str, Any]:
+    spec: dict[str, Any] = {"matchImages": [{"prefix": prefix}]}
+    if pull_secret:
+        spec["registry"] = {"authentication": {"pullSecretRef": {"name": pull_secret}}}
+    return obj(name, generation, spec)
+
+
+PRIV_SPEC = {"package": "private.example.org/p:v1",
+             "packagePullSecrets": [{"name": "pull"}, {"name": "shared"}]}
+
+
+def with_secrets() -> Index:
+    """seeded() plus a Provider and a Configuration with pull secrets, and an ImageConfig
+    whose pull secret covers ``reg.example.org`` (Provider c)."""
+    index = seeded()
+    index.on_event(RES["Provider"], "ADDED", obj("priv", spec=PRIV_SPEC))
+    index.on_event(RES["Configuration"], "ADDED", obj("cfg-priv", spec={
+        "package": "private.example.org/cfg:v1", "packagePullSecrets": [{"name": "shared"}]}))
+    index.on_event(RES["ImageConfig"], "ADDED", image_config("ic", "reg.example.org", "icpull"))
+    return index
+
+
+@pytest.mark.parametrize(("event", "before", "after", "expected"), [
+    ("ADDED", None, secret("pull"), ["package:provider:priv"]),
+    ("ADDED", None, secret("shared"), ["package:provider:priv", "package:configuration:cfg-priv"]),
+    ("ADDED", None, secret("icpull"), ["package:provider:c"]),
+    ("DELETED", secret("pull"), secret("pull"), ["package:provider:priv"]),
+    # no generation: a new resourceVersion is the change; the same one is a repeat
+    ("MODIFIED", secret("pull"), secret("pull", rv="2"), ["package:provider:priv"]),
+    ("MODIFIED", secret("pull"), secret("pull"), []),
+    ("MODIFIED", secret("icpull"), secret("icpull", deleting=True), ["package:provider:c"]),
+    # lockwright's own TLS Secrets (and anything else unreferenced) signal no one
+    ("ADDED", None, secret("priv-tls-server"), []),
+    ("MODIFIED", secret("priv-tls-server"), secret("priv-tls-server", rv="9"), []),
+    ("DELETED", secret("priv-tls-server"), secret("priv-tls-server"), []),
+])
+def test_secret_events_reach_the_packages_that_use_them(
+        event: str, before: dict[str, Any] | None, after: dict[str, Any],
+        expected: list[str]) -> None:
+    index = with_secrets()
+    if before is not None:
+        index.on_event(RES["Secret"], "ADDED", before)
+    assert ids(index.on_event(RES["Secret"], event, after)) == expected
+
+
+def test_secret_signal_reason_names_the_secret_and_nothing_else() -> None:
+    [target] = with_secrets().on_event(RES["Secret"], "ADDED", secret("pull"))
+    assert target.signal_input().reason == "Secret crossplane-system/pull added"
+    assert target.source == "private.example.org/p:v1"
+
+
+def test_index_remembers_pull_secret_names() -> None:
+    index = with_secrets()
+    assert index.of("Provider")["priv"].pull_secrets == ("pull", "shared")
+    assert index.of("Provider")["a"].pull_secrets == ()
+    assert index.of("ImageConfig")["ic"].pull_secrets == ("icpull",)
+
+
+def test_image_config_pull_secret_change_signals_and_reroutes() -> None:
+    index = with_secrets()
+    moved = image_config("ic", "reg.example.org", "newpull", generation=2)
+    assert ids(index.on_event(RES["ImageConfig"], "MODIFIED", moved)) == ["package:provider:c"]
+    assert index.on_event(RES["Secret"], "ADDED", secret("icpull")) == []
+    assert ids(index.on_event(RES["Secret"], "ADDED", secret("newpull"))) == [
+        "package:provider:c"]
+
+
+def test_new_package_naming_a_secret_is_routed_its_later_changes() -> None:
+    index = with_secrets()
+    index.on_event(RES["Secret"], "ADDED", secret("late"))
+    assert index.on_event(RES["Secret"], "MODIFIED", secret("late", rv="2")) == []
+    index.on_event(RES["Function"], "MODIFIED", obj("fn", generation=2, spec={
+        "package": "fn.example.org/f/fn:v1", "packagePullSecrets": [{"name": "late"}]}))
+    assert ids(index.on_event(RES["Secret"], "MODIFIED", secret("late", rv="3"))) == [
+        "package:function:fn"]
+
+
+def test_secret_lists_at_start_signal_nothing_but_relists_signal_changes() -> None:
+    index = with_secrets()
+    listed = [secret("pull"), secret("icpull"), secret("shared"), secret("x-tls")]
+    assert index.on_sync(RES["Secret"], listed, True, "start") == []
+    relisted = [secret("pull", rv="5"), secret("icpull"), secret("x-tls", rv="6"),
+                secret("new-tls")]
+    targets = index.on_sync(RES["Secret"], relisted, False, "relist after 410")
+    assert ids(targets) == ["package:provider:priv", "package:configuration:cfg-priv"]
+    assert [t.reason for t in targets] == [
+        "Secret crossplane-system/pull relist after 410",
+        "Secret crossplane-system/shared gone at relist after 410"]
+    assert set(index.of("Secret")) == {"pull", "icpull", "x-tls", "new-tls"}
+
+
+def test_packages_keep_the_generation_rule_despite_new_resource_versions() -> None:
+    index = with_secrets()
+    status_write = obj("priv", spec=PRIV_SPEC)
+    status_write["metadata"]["resourceVersion"] = "77"
+    assert index.on_event(RES["Provider"], "MODIFIED", status_write) == []
+
+
+def test_metadata_only_keeps_no_contents() -> None:
+    full = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "data": {"token": "c2VjcmV0"}, "stringData": {"token": "secret"},
+            "metadata": {"name": "pull", "namespace": "crossplane-system",
+                         "resourceVersion": "4", "uid": "u-1",
+                         "annotations": {"kubectl.kubernetes.io/last-applied-configuration":
+                                         '{"data":{"token":"c2VjcmV0"}}'},
+                         "managedFields": [{"fieldsV1": {"f:data": {"f:token": {}}}}]}}
+    kept = metadata_only(full)
+    assert kept == {"metadata": {"name": "pull", "namespace": "crossplane-system",
+                                 "uid": "u-1", "resourceVersion": "4"}}
+    assert RES["Secret"].keep(full) == kept
+    assert "c2VjcmV0" not in repr(kept) and "secret" not in repr(kept)
+    assert RES["Provider"].keep(provider("p")) == provider("p")
+
+
+def test_resource_paths_and_namespace_binding() -> None:
+    assert RES["Provider"].path == "/apis/pkg.crossplane.io/v1/providers"
+    assert RES["Secret"].path == "/api/v1/namespaces/crossplane-system/secrets"
+    bound = {r.kind: r for r in in_namespace(RESOURCES, "lw-system")}
+    assert bound["Secret"].path == "/api/v1/namespaces/lw-system/secrets"
+    assert bound["Provider"] == RES["Provider"]
+    assert bound["Secret"].describe("pull") == "Secret lw-system/pull"
+    assert RES["ImageConfig"].describe("ic") == "ImageConfig ic"
