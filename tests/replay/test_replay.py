@@ -17,6 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from tests.histories import steps_after_clean_up
 from workflows import ALL_WORKFLOWS, InstallRevision, PackageWorkflow
 from workflows import contracts as c
 
@@ -88,25 +89,10 @@ async def test_reordered_commands_fail_replay() -> None:
     assert isinstance(result.replay_failure, workflow.NondeterminismError)
 
 
-def activity_names(history: WorkflowHistory) -> list[str]:
-    """Every activity the history ran, local or queued, in order."""
-    import json
-
-    names = []
-    for e in history.events:
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            names.append(e.activity_task_scheduled_event_attributes.activity_type.name)
-        elif (e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-              and e.marker_recorded_event_attributes.marker_name == "core_local_activity"):
-            data = e.marker_recorded_event_attributes.details["data"].payloads[0].data
-            names.append(json.loads(data)["activity_type"])
-    return names
-
 
 @pytest.mark.parametrize("shape", ["package_deleting", "package_deleted_during_install"])
 def test_nothing_but_clean_up_once_the_deletion_is_seen(shape: str) -> None:
     """After the first clean-up only reads and clean-ups run (invariant 8)."""
-    names = activity_names(load(shape))
-    after = names[names.index(c.CLEANUP_PACKAGE):]
-    assert after.count(c.CLEANUP_PACKAGE) >= 2, names
-    assert set(after) == {c.READ_PACKAGE, c.CLEANUP_PACKAGE}, names
+    after = steps_after_clean_up(load(shape))
+    assert after.count(c.CLEANUP_PACKAGE) >= 2, after
+    assert set(after) == {c.READ_PACKAGE, c.CLEANUP_PACKAGE}, after

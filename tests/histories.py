@@ -1,0 +1,36 @@
+"""Reading workflow histories in tests: which steps ran, in order."""
+
+from __future__ import annotations
+
+import json
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowHistory
+
+from workflows import contracts as c
+
+CHILD_STARTED = "child workflow started"
+
+
+def step_names(history: WorkflowHistory) -> list[str]:
+    """Every activity the history ran, local or queued, and every child it started."""
+    return [name for event in history.events if (name := _step(event))]
+
+
+def _step(event: HistoryEvent) -> str:
+    if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        return str(event.activity_task_scheduled_event_attributes.activity_type.name)
+    if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+        return CHILD_STARTED
+    if (event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+            and event.marker_recorded_event_attributes.marker_name == "core_local_activity"):
+        data = event.marker_recorded_event_attributes.details["data"].payloads[0].data
+        return str(json.loads(data)["activity_type"])
+    return ""
+
+
+def steps_after_clean_up(history: WorkflowHistory) -> list[str]:
+    """The steps from the first ``cleanup_package`` on ([] when there was none)."""
+    names = step_names(history)
+    return names[names.index(c.CLEANUP_PACKAGE):] if c.CLEANUP_PACKAGE in names else []
