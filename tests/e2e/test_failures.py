@@ -1,10 +1,13 @@
-"""Failure paths of an install, end to end (issue 4, invariant 6).
+"""Failure paths of an install, end to end (issues 4 and 14, invariant 6).
 
 Each test drives the product as a user does (push, apply, read conditions) and checks
 three things: the package's conditions name the cause with the reference's reasons
 (§4, §9–10, §15); nothing is half-installed; and the workflow classified the error —
-a permanent one fails once and waits for a change (no Temporal retries, no timer), a
-transient one is shown on the status while the workflow retries it with backoff.
+a permanent one (lint, a Crossplane constraint, a refused permission request) fails once
+and waits for a change (no Temporal retries, no timer); one that can heal (registry down,
+tag not pushed yet, no pull Secret yet, an ImageConfig not there yet, a conflict with
+another package) is shown on the status while the workflow retries it with capped
+backoff, and heals without anyone touching the package.
 """
 
 from __future__ import annotations
@@ -153,8 +156,9 @@ async def temporal(stack: Stack) -> Client:
     return await Client.connect(stack.temporal_address)
 
 
-async def package_status(tc: Client, name: str) -> c.PackageStatusResult:
-    handle = tc.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name))
+async def package_status(tc: Client, name: str, kind: str = c.PROVIDER
+                         ) -> c.PackageStatusResult:
+    handle = tc.get_workflow_handle(c.package_workflow_id(kind, name))
     desc = await handle.describe()
     assert desc.status == WorkflowExecutionStatus.RUNNING, desc.status
     result: c.PackageStatusResult = await handle.query(
@@ -162,13 +166,26 @@ async def package_status(tc: Client, name: str) -> c.PackageStatusResult:
     return result
 
 
-async def settled_failed(tc: Client, name: str) -> c.PackageStatusResult:
-    """The package workflow's status once it waits for a signal after a failed pass."""
-    async def failed() -> c.PackageStatusResult | None:
-        status = await package_status(tc, name)
-        return status if status.phase == "Failed" and status.idle else None
+async def settled_failed(tc: Client, name: str, phase: str = "Failed",
+                         kind: str = c.PROVIDER) -> c.PackageStatusResult:
+    """The package workflow's status once it waits after a failed pass.
 
-    return await wait_for_async(failed, timeout=60, interval=0.2, what=f"{name} failed, idle")
+    ``Failed`` waits for a signal; ``Retrying`` waits on its backoff timer.
+    """
+    async def failed() -> c.PackageStatusResult | None:
+        status = await package_status(tc, name, kind)
+        return status if status.phase == phase and status.idle else None
+
+    return await wait_for_async(failed, timeout=60, interval=0.2, what=f"{name} {phase}, idle")
+
+
+async def assert_retrying(tc: Client, name: str, error_type: str,
+                          kind: str = c.PROVIDER) -> c.PackageStatusResult:
+    """The package workflow retries with backoff, saying when the next attempt comes."""
+    status = await settled_failed(tc, name, "Retrying", kind)
+    assert status.last_error_type == error_type and status.retry_attempt >= 1, status
+    assert status.next_retry_at, status
+    return status
 
 
 async def assert_failed_permanently(tc: Client, name: str, error_type: str,
@@ -182,14 +199,14 @@ async def assert_failed_permanently(tc: Client, name: str, error_type: str,
 
 
 async def look_again_keeps_the_failure(stack: Stack, tc: Client, name: str,
-                                      cause: str) -> None:
+                                      cause: str, phase: str = "Failed") -> None:
     """A signal re-runs the failed pass without first flipping the status to "installing".
 
     Read from a watch of the Provider from just before the signal: every status written by
     the new pass still carries ``cause`` (the bug was ``Package revision health is
     "Unknown"`` hiding it).
     """
-    before = await settled_failed(tc, name)
+    before = await settled_failed(tc, name, phase)
     start = stack.get_package("Provider", name)
     assert start is not None
     handle = tc.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name))
@@ -197,7 +214,7 @@ async def look_again_keeps_the_failure(stack: Stack, tc: Client, name: str,
 
     async def passed_again() -> c.PackageStatusResult | None:
         status = await package_status(tc, name)
-        return status if status.passes > before.passes and status.phase == "Failed" \
+        return status if status.passes > before.passes and status.phase == phase \
             and status.idle else None
 
     await wait_for_async(passed_again, timeout=60, interval=0.2, what="another failed pass")
@@ -269,17 +286,25 @@ async def histories_text(tc: Client, workflow_ids: list[str]) -> str:
     return "\n".join(texts)
 
 
-# --- 1. image not found ----------------------------------------------------------------
-async def test_missing_tag_fails_unpacking_and_waits(stack: Stack, tmp_path: Path) -> None:
+# --- 1. image not found, then pushed ---------------------------------------------------
+async def test_provider_applied_before_its_tag_is_pushed_heals(stack: Stack,
+                                                               tmp_path: Path) -> None:
     group = unique_group()
-    ref = stack.push(provider_dir(tmp_path / "p", group))
+    root = provider_dir(tmp_path / "p", group)
+    repo = unique("early")
+    ref = stack.push(root, repo=repo)
     missing = ref.rsplit(":", 1)[0] + ":v9.9.9"
     name = unique("notfound")
     stack.apply_package("Provider", name, missing)
 
-    conds = stack.wait_conditions("Provider", name, {
-        "Installed": ("False", "UnpackingPackage"),
-        "Healthy": ("False", "UnhealthyPackageRevision")})
+    def retried() -> dict[str, Obj] | None:
+        conds = stack.conditions("Provider", name)
+        return conds if "(retrying in" in conds.get("Installed", {}).get("message", "") \
+            else None
+
+    conds = wait_for(retried, timeout=60, interval=0.2, what="not found, retrying")
+    assert (conds["Installed"]["status"], conds["Installed"]["reason"]) == (
+        "False", "UnpackingPackage")
     message = conds["Installed"]["message"]
     assert message.startswith("cannot unpack package: ")
     assert "not found" in message and "v9.9.9" in message, message
@@ -287,68 +312,99 @@ async def test_missing_tag_fails_unpacking_and_waits(stack: Stack, tmp_path: Pat
     assert stack.revisions("Provider", name) == []  # reference §9 step 4: no revision
     assert_nothing_installed(stack, name, f"gadgets.{group}")
     tc = await temporal(stack)
-    await assert_failed_permanently(tc, name, "PackageNotFound",
-                                    c.package_workflow_id(c.PROVIDER, name), c.RESOLVE_DIGEST)
+    await assert_retrying(tc, name, "PackageNotFound")
+    generation = (stack.get_package("Provider", name) or {})["metadata"]["generation"]
+
+    # Pushing the tag changes nothing in Kubernetes: the backoff alone finds it.
+    assert stack.push(root, repo=repo, tag="v9.9.9") == missing
+    stack.wait_healthy("Provider", name)
+    assert crd_exists(stack, f"gadgets.{group}") is not None
+    assert (stack.get_package("Provider", name) or {})["metadata"]["generation"] == generation
 
 
-# --- 2. unauthorized, wrong secret, right secret ---------------------------------------
-def pull_secret(stack: Stack, server: RegistryServer, password: str) -> tuple[str, str]:
-    """A dockerconfigjson Secret for ``server``: its name and its stored (base64) value."""
-    name = unique("pull")
+# --- 2. a Configuration applied before its pull Secret ------------------------------------
+def write_pull_secret(stack: Stack, name: str, server: RegistryServer, password: str) -> str:
+    """Create or replace dockerconfigjson Secret ``name`` for ``server``; its stored value."""
     auth = base64.b64encode(f"{server.username}:{password}".encode()).decode()
     config = json.dumps({"auths": {server.host: {"auth": auth}}})
     value = base64.b64encode(config.encode()).decode()
-    client.CoreV1Api(stack.api).create_namespaced_secret(SYSTEM_NAMESPACE, {
-        "metadata": {"name": name}, "type": "kubernetes.io/dockerconfigjson",
-        "data": {".dockerconfigjson": value}})
-    return name, value
+    body = {"metadata": {"name": name}, "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": value}}
+    core = client.CoreV1Api(stack.api)
+    try:
+        core.create_namespaced_secret(SYSTEM_NAMESPACE, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        core.replace_namespaced_secret(name, SYSTEM_NAMESPACE, body)
+    return value
 
 
-async def test_unauthorized_then_wrong_then_right_secret(
+def installed_message(stack: Stack, name: str) -> str:
+    conds = stack.conditions("Configuration", name)
+    return str(conds.get("Installed", {}).get("message", ""))
+
+
+async def signal_reasons(tc: Client, workflow_id: str) -> list[str]:
+    """The reasons of every ``look_again`` the watcher sent to the package's workflow."""
+    reasons = []
+    async for run in tc.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        history = await tc.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
+        for event in history.events:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+                attrs = event.workflow_execution_signaled_event_attributes
+                payload = json.loads(attrs.input.payloads[0].data)
+                reasons.append(str(payload.get("reason", "")))
+    return reasons
+
+
+async def test_configuration_applied_before_its_pull_secret_heals(
         stack: Stack, auth_registry: RegistryServer, tmp_path: Path) -> None:
-    group = unique_group()
-    ref = stack.push(provider_dir(tmp_path / "p", group), to=auth_registry)
-    name = unique("private")
-    stack.apply_package("Provider", name, ref)
-    wid = c.package_workflow_id(c.PROVIDER, name)
+    from tests.e2e.test_install import PACKAGES, copy_package, ensure_crossplane_crds
+
+    ensure_crossplane_crds(stack)
+    group = f"{unique('p')}.example.org"
+    root = copy_package(PACKAGES / "configuration", tmp_path / "configuration",
+                        {"platform.example.org": group})
+    ref = stack.push(root, to=auth_registry)
+    secret, name = unique("pull"), unique("private")
+    # kubectl apply -f dir/ applies configuration.yaml before pull-secret.yaml.
+    stack.apply_package("Configuration", name, ref, packagePullSecrets=[{"name": secret}])
+    wid = c.package_workflow_id(c.CONFIGURATION, name)
     tc = await temporal(stack)
 
-    conds = stack.wait_conditions("Provider", name, {
-        "Installed": ("False", "UnpackingPackage")})
-    assert "requires credentials and none are configured" in conds["Installed"]["message"]
-    await assert_failed_permanently(tc, name, "Unauthorized", wid, c.RESOLVE_DIGEST)
+    wait_for(lambda: "not found" in installed_message(stack, name), timeout=60,
+             interval=0.2, what="Installed names the missing pull Secret")
+    message = installed_message(stack, name)
+    assert "requires credentials and none are configured" in message, message
+    assert f"pull secret {SYSTEM_NAMESPACE}/{secret} not found" in message, message
+    await assert_retrying(tc, name, "Unauthorized", c.CONFIGURATION)
 
+    # A wrong password first: refused, and still retried.
     wrong = "not-" + str(auth_registry.password)
-    wrong_secret, wrong_value = pull_secret(stack, auth_registry, wrong)
-    stack.custom.patch_cluster_custom_object(
-        "pkg.crossplane.io", "v1", "providers", name,
-        {"spec": {"packagePullSecrets": [{"name": wrong_secret}]}})
+    wrong_value = write_pull_secret(stack, secret, auth_registry, wrong)
+    wait_for(lambda: "the configured credentials refused" in installed_message(stack, name),
+             timeout=60, interval=0.2, what="the wrong credentials refused")
+    assert "answered 401" in installed_message(stack, name)
+    await assert_retrying(tc, name, "Unauthorized", c.CONFIGURATION)
 
-    def says_credentials_refused() -> bool:
-        message = stack.conditions("Provider", name).get("Installed", {}).get("message", "")
-        return "credentials" in message and "none are configured" not in message
-
-    wait_for(says_credentials_refused, timeout=60, interval=0.2, what="credentials refused")
-    message = stack.conditions("Provider", name)["Installed"]["message"]
-    assert "answered 401" in message and "the configured credentials refused" in message
-    assert_nothing_installed(stack, name, f"gadgets.{group}")
-    await assert_failed_permanently(tc, name, "Unauthorized", wid, c.RESOLVE_DIGEST)
-
+    # The right one, in the same Secret: Healthy, and the package was never touched.
     right = str(auth_registry.password)
-    right_secret, right_value = pull_secret(stack, auth_registry, right)
-    stack.custom.patch_cluster_custom_object(
-        "pkg.crossplane.io", "v1", "providers", name,
-        {"spec": {"packagePullSecrets": [{"name": right_secret}]}})
-    stack.wait_healthy("Provider", name)
-    assert crd_exists(stack, f"gadgets.{group}") is not None
+    right_value = write_pull_secret(stack, secret, auth_registry, right)
+    stack.wait_healthy("Configuration", name)
+    assert (stack.get_package("Configuration", name) or {})["metadata"]["generation"] == 1
+    # The watcher followed the Secret: its changes were signalled by name.
+    reasons = await signal_reasons(tc, wid)
+    assert f"Secret {SYSTEM_NAMESPACE}/{secret} added" in reasons, reasons
+    assert f"Secret {SYSTEM_NAMESPACE}/{secret} modified" in reasons, reasons
 
-    revisions = [r["metadata"]["name"] for r in stack.revisions("Provider", name)]
-    text = await histories_text(tc, [wid] + [c.revision_workflow_id(c.PROVIDER, r)
+    revisions = [r["metadata"]["name"] for r in stack.revisions("Configuration", name)]
+    text = await histories_text(tc, [wid] + [c.revision_workflow_id(c.CONFIGURATION, r)
                                              for r in revisions])
     assert revisions[0] in text  # the histories were read
     basic = base64.b64encode(f"{auth_registry.username}:{right}".encode()).decode()
-    for secret in (right, wrong, basic, right_value, wrong_value):
-        assert secret not in text
+    for value in (right, wrong, basic, right_value, wrong_value):
+        assert value not in text
 
 
 # --- 3. lint failure -------------------------------------------------------------------
@@ -444,8 +500,8 @@ async def test_disallowed_permission_request_is_refused(stack: Stack, tmp_path: 
 
 
 # --- 6. object controlled by another package -------------------------------------------
-async def test_second_provider_of_the_same_crd_installs_nothing(stack: Stack,
-                                                               tmp_path: Path) -> None:
+async def test_second_provider_of_the_same_crd_waits_until_the_first_is_gone(
+        stack: Stack, tmp_path: Path) -> None:
     group = unique_group()
     crd_name = f"gadgets.{group}"
     first_ref = stack.push(provider_dir(tmp_path / "a", group))
@@ -478,14 +534,50 @@ async def test_second_provider_of_the_same_crd_installs_nothing(stack: Stack,
         o["uid"] for o in owners), owners
     assert stack.conditions("Provider", first)["Healthy"]["status"] == "True"
     tc = await temporal(stack)
-    await assert_failed_permanently(
-        tc, second, "ConflictError",
-        c.revision_workflow_id(c.PROVIDER, loser["metadata"]["name"]), c.TAKE_LOCK)
-    await look_again_keeps_the_failure(stack, tc, second, crd_name)
+    await assert_retrying(tc, second, "ConflictError")
+    await look_again_keeps_the_failure(stack, tc, second, crd_name, phase="Retrying")
     assert cluster_roles_of(stack, loser["metadata"]["name"]) == []
 
+    # The holder goes; the waiting package takes the CRD over on its own.
+    stack.kubectl("delete", "providers.pkg.crossplane.io", first, "--timeout=60s")
+    stack.wait_healthy("Provider", second)
+    owners = (crd_exists(stack, crd_name) or {})["metadata"]["owner_references"]
+    assert [o["uid"] for o in owners if o["controller"]] == [loser["metadata"]["uid"]]
+    assert loser["metadata"]["name"] in lock_entries(stack)
 
-# --- 7. registry down, then back -------------------------------------------------------
+
+# --- 7. an ImageConfig created after the package ----------------------------------------
+async def test_imageconfig_rewrite_created_after_the_package_heals(stack: Stack,
+                                                                   tmp_path: Path) -> None:
+    group = unique_group()
+    ref = stack.push(provider_dir(tmp_path / "p", group))
+    mirror = f"{stack.registry_host}/{unique('mirror')}"  # nothing was ever pushed here
+    name = unique("rewrite")
+    stack.apply_package("Provider", name, f"{mirror}:v1.0.0")
+    tc = await temporal(stack)
+    await assert_retrying(tc, name, "PackageNotFound")
+    assert stack.revisions("Provider", name) == []
+
+    config = unique("rewrite")
+    stack.custom.create_cluster_custom_object("pkg.crossplane.io", "v1beta1", "imageconfigs", {
+        "apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
+        "metadata": {"name": config},
+        "spec": {"matchImages": [{"type": "Prefix", "prefix": mirror}],
+                 "rewriteImage": {"prefix": ref.rsplit(":", 1)[0]}}})
+    try:
+        stack.wait_healthy("Provider", name)
+        pkg = stack.get_package("Provider", name) or {}
+        assert pkg["metadata"]["generation"] == 1  # healed without a touch
+        assert pkg["status"]["resolvedPackage"] == ref
+        assert {"name": config, "reason": "RewriteImage"} in pkg["status"][
+            "appliedImageConfigRefs"]
+        assert crd_exists(stack, f"gadgets.{group}") is not None
+    finally:
+        stack.custom.delete_cluster_custom_object("pkg.crossplane.io", "v1beta1",
+                                                  "imageconfigs", config)
+
+
+# --- 8. registry down, then back -------------------------------------------------------
 async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path) -> None:
     root = tmp_path / "registry"
     root.mkdir()
