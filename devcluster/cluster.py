@@ -24,6 +24,8 @@ from devcluster.types import ResourceType, clone
 
 Obj = dict[str, Any]
 CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATION_KINDS = {"Deployment", "CustomResourceDefinition", "ValidatingWebhookConfiguration",
                      "MutatingWebhookConfiguration"}
@@ -369,43 +371,45 @@ class Cluster:
 
     def delete(self, rt: ResourceType, namespace: str | None, name: str, options: Obj,
                opts: WriteOptions) -> tuple[Obj, bool]:
-        """Delete or start deleting; returns the object and whether it is gone already."""
+        """Delete or start deleting; returns the object and whether it is gone already.
+
+        As kube-apiserver's registry does: the propagation policy becomes a GC finalizer
+        (``orphan``, ``foregroundDeletion``), and an object left with any finalizer is only
+        marked deleting, so the garbage collector orphans or collects its dependents first.
+        """
         with self.lock:
             key = self.key(rt, namespace, name)
             old = self.store.get(key)
             if old is None:
                 raise not_found(rt, name)
             _check_preconditions(rt, old, options.get("preconditions") or {})
-            policy = _propagation(options)
-            obj = clone(old)
-            meta = obj["metadata"]
-            finalizers = list(meta.get("finalizers") or [])
-            if policy == "Orphan":
-                self.orphan_dependents(meta["uid"], opts)
-            if policy == "Foreground" and "foregroundDeletion" not in finalizers:
-                finalizers.append("foregroundDeletion")
-            waits = bool(finalizers) or rt.kind == "Namespace" and not rt.group
-            if not waits:
-                return self._remove(rt, key, obj, opts), True
-            if meta.get("deletionTimestamp") and finalizers == meta.get("finalizers"):
+            current = list(old["metadata"].get("finalizers") or [])
+            finalizers = _gc_finalizers(current, _propagation(options))
+            if not finalizers and not _is_namespace(rt):
+                return self._remove(rt, key, clone(old), opts), True
+            if old["metadata"].get("deletionTimestamp") and finalizers == current:
                 return self.present(rt, old), False
-            meta["finalizers"] = finalizers
-            if not meta.get("finalizers"):
-                meta.pop("finalizers")
-            meta.setdefault("deletionTimestamp", now())
-            meta.setdefault("deletionGracePeriodSeconds", 0)
+            return self._commit(rt, key, self._mark_deleting(rt, old, finalizers), old, opts), False
+
+    def _mark_deleting(self, rt: ResourceType, old: Obj, finalizers: list[str]) -> Obj:
+        """A copy of ``old`` as kube-apiserver's markAsDeleting leaves it.
+
+        The deletionTimestamp (and the generation bump) happen once, on the first delete;
+        a later delete may only change the GC finalizers.
+        """
+        obj: Obj = clone(old)
+        meta = obj["metadata"]
+        meta["finalizers"] = finalizers
+        if not finalizers:
+            meta.pop("finalizers")
+        if not meta.get("deletionTimestamp"):
+            meta["deletionTimestamp"] = now()
             if self._tracks_generation(rt):
                 meta["generation"] = int(meta.get("generation", 1)) + 1
-            if rt.kind == "Namespace" and not rt.group:
-                obj.setdefault("status", {})["phase"] = "Terminating"
-            return self._commit(rt, key, obj, old, opts), False
-
-    def orphan_dependents(self, owner_uid: str, opts: WriteOptions) -> None:
-        """Strip ownerReferences to ``owner_uid`` from every object (propagation Orphan)."""
-        for key, obj in self.store.all_objects():
-            refs = obj["metadata"].get("ownerReferences") or []
-            if any(r.get("uid") == owner_uid for r in refs):
-                self.rewrite(key, lambda o: _drop_owner(o, owner_uid), opts)
+        meta.setdefault("deletionGracePeriodSeconds", 0)
+        if _is_namespace(rt):
+            obj.setdefault("status", {})["phase"] = "Terminating"
+        return obj
 
     def rewrite(self, key: Key, change: Callable[[Obj], None], opts: WriteOptions | None = None
                 ) -> None:
@@ -428,13 +432,22 @@ class Cluster:
             else:
                 self._commit(rt, key, new, old, opts)
 
-    def delete_stored(self, key: Key, propagation: str = "Background") -> None:
-        """Delete by storage key as the garbage collector does (ignores a missing object)."""
+    def delete_stored(self, key: Key, propagation: str | None = None,
+                      uid: str | None = None) -> None:
+        """Delete by storage key as a controller does (ignores a missing object).
+
+        ``propagation`` None sends no policy, so the object's own GC finalizers decide;
+        ``uid`` is a precondition, as the garbage collector sets one, so a namesake
+        created since the decision is never deleted by mistake.
+        """
         rt = self.storage_type(key[0], key[1])
         if rt is None:
             return
+        options: Obj = {"propagationPolicy": propagation} if propagation else {}
+        if uid:
+            options["preconditions"] = {"uid": uid}
         try:
-            self.delete(rt, key[2] or None, key[3], {"propagationPolicy": propagation},
+            self.delete(rt, key[2] or None, key[3], options,
                         WriteOptions(field_manager="devcluster"))
         except ApiError:
             pass
@@ -506,23 +519,38 @@ def _check_preconditions(rt: ResourceType, obj: Obj, pre: Obj) -> None:
                            else {"name": meta["name"], "kind": rt.plural})
 
 
-def _propagation(options: Obj) -> str:
+def _propagation(options: Obj) -> str | None:
+    """The policy a DeleteOptions asks for, or None when it names none.
+
+    ``orphanDependents: false`` is explicit too: like Background it clears GC finalizers.
+    """
     policy = options.get("propagationPolicy")
     if policy:
         if policy not in ("Orphan", "Background", "Foreground"):
             raise bad_request(f"propagationPolicy: Unsupported value: \"{policy}\"")
         return str(policy)
-    if options.get("orphanDependents") is True:
-        return "Orphan"
-    return "Background"
+    orphan = options.get("orphanDependents")
+    if orphan is None:
+        return None
+    return "Orphan" if orphan is True else "Background"
 
 
-def _drop_owner(obj: Obj, uid: str) -> None:
-    refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
-    if refs:
-        obj["metadata"]["ownerReferences"] = refs
-    else:
-        obj["metadata"].pop("ownerReferences", None)
+def _gc_finalizers(current: list[str], policy: str | None) -> list[str]:
+    """The finalizers after a delete, as deletionFinalizersForGarbageCollection computes them.
+
+    An explicit policy replaces whatever GC finalizer the object had (so a second delete
+    can switch orphan and foreground); no policy keeps them. Same set, same list.
+    """
+    if policy is None:
+        return current
+    wanted = [f for f in current if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    wanted += {"Orphan": [ORPHAN_FINALIZER], "Foreground": [FOREGROUND_FINALIZER]}.get(policy, [])
+    return current if set(wanted) == set(current) else wanted
+
+
+def _is_namespace(rt: ResourceType) -> bool:
+    """Namespaces always wait for the namespace controller, finalizers or not."""
+    return rt.kind == "Namespace" and not rt.group
 
 
 def _json(body: bytes) -> Any:

@@ -1,9 +1,11 @@
 """The controllers kube-controller-manager would run, reduced to what clients observe.
 
-* ``GarbageCollector``: ownerReference GC (dependents whose owners are all gone are
-  deleted; dangling references beside a live owner are dropped), foreground deletion
-  (``foregroundDeletion`` finalizer held until blocking dependents are gone), namespace
-  deletion (contents first, then the namespace), CRD deletion (instances first).
+* ``GarbageCollector``: ownerReference GC with Kubernetes' semantics. Each owner of a
+  dependent is dangling (gone), waiting (deleted in the foreground) or solid; a dependent
+  with a solid owner stays and loses its other references, one without is deleted.
+  Foreground deletion holds ``foregroundDeletion`` until no blockOwnerDeletion dependent
+  is left; orphan deletion strips the owner's references, then its ``orphan`` finalizer.
+  Namespace deletion (contents first, then the namespace), CRD deletion (instances first).
 * ``DeploymentSimulator``: like KWOK, fills in a Deployment's status shortly after each
   create or update, without running anything. The pod-template annotation
   ``devcluster.lockwright.dev/simulate: unavailable`` keeps it unavailable.
@@ -16,10 +18,12 @@ import json
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from devcluster.admission import CRD_GROUP, CRD_PLURAL, now
-from devcluster.cluster import CRD_FINALIZER, Cluster
+from devcluster.cluster import CRD_FINALIZER, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Cluster
 from devcluster.store import Key
 
 Obj = dict[str, Any]
@@ -67,7 +71,13 @@ class _Loop:
 
 
 class GarbageCollector(_Loop):
-    """Owner-reference, foreground, namespace and CRD clean-up."""
+    """Owner-reference, foreground, orphan, namespace and CRD clean-up.
+
+    kube-controller-manager's GC works from a graph and work queues; here one sweep reads
+    every object once and indexes dependents by owner uid, so a sweep costs
+    O(objects + references). Each decision re-reads live state under ``cluster.lock``,
+    as the real GC re-reads the object before acting on it.
+    """
 
     def __init__(self, cluster: Cluster, period: float = 1.0) -> None:
         # Each sweep reads every object; spacing sweeps keeps it off the request path.
@@ -81,49 +91,111 @@ class GarbageCollector(_Loop):
             self.poke()
 
     def step(self) -> None:
+        """One sweep: attemptToDelete for live owned objects, finalizers for deleting ones."""
         objects = self.cluster.store.all_objects()
-        uids = {o["metadata"]["uid"] for _, o in objects}
-        dependents: dict[str, list[tuple[Key, Obj]]] = defaultdict(list)
+        dependents = _dependents_index(objects)
         for key, obj in objects:
-            for ref in obj["metadata"].get("ownerReferences") or []:
-                dependents[ref.get("uid", "")].append((key, obj))
-        for key, obj in objects:
-            self._collect_orphan(key, obj, uids)
-            if obj["metadata"].get("deletionTimestamp"):
-                self._finish_deleting(key, obj, dependents.get(obj["metadata"]["uid"], []))
+            meta = obj["metadata"]
+            if meta.get("deletionTimestamp"):
+                self._finish_deleting(key, obj, dependents)
+            elif meta.get("ownerReferences") and not self._classify(obj).all_solid():
+                self._attempt_to_delete(key, meta["uid"], dependents)
 
-    def _collect_orphan(self, key: Key, obj: Obj, uids: set[str]) -> None:
-        refs = obj["metadata"].get("ownerReferences") or []
-        if not refs:
-            return
-        alive = [r for r in refs if r.get("uid") in uids]
-        if not alive:
-            if not obj["metadata"].get("deletionTimestamp"):
-                self.cluster.delete_stored(key)
-        elif len(alive) < len(refs):
-            self.cluster.rewrite(key, lambda o: o["metadata"].__setitem__("ownerReferences", [
-                r for r in o["metadata"].get("ownerReferences") or [] if r.get("uid") in uids]))
+    def _classify(self, obj: Obj) -> _Owners:
+        """classifyReferences: each owner is dangling, waiting (foreground) or solid.
 
-    def _finish_deleting(self, key: Key, obj: Obj, deps: list[tuple[Key, Obj]]) -> None:
+        A namespaced owner outside the dependent's namespace counts as absent, as the
+        documentation says: cross-namespace owner references are not honoured.
+        """
+        owners = _Owners()
+        namespace = obj["metadata"].get("namespace", "")
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            uid = str(ref.get("uid", ""))
+            owner = self.cluster.store.by_uid(uid)
+            if owner is None or owner["metadata"].get("namespace", namespace) != namespace:
+                owners.dangling.append(uid)
+            elif _deleting_dependents(owner):
+                owners.waiting.append(uid)
+            else:
+                owners.solid.append(uid)
+        return owners
+
+    def _attempt_to_delete(self, key: Key, uid: str, dependents: _Index) -> None:
+        """attemptToDeleteItem on live state, so no write slips between decision and action.
+
+        Like the real GC it leaves alone an object that is already being deleted (its own
+        foreground processing, if any, is :meth:`_foreground`'s).
+        """
+        with self.cluster.lock:
+            obj = self.cluster.store.get(key)
+            meta = obj["metadata"] if obj is not None else {}
+            if meta.get("uid") != uid or meta.get("deletionTimestamp"):
+                return
+            if obj is not None and meta.get("ownerReferences"):
+                self._decide(key, obj, self._classify(obj), dependents)
+
+    def _decide(self, key: Key, obj: Obj, owners: _Owners, dependents: _Index) -> None:
+        """Keep an object with a solid owner, dropping its dangling and waiting references
+        (which unblocks a foreground owner); otherwise delete it, in the foreground when an
+        owner waits and it has dependents of its own, else as its own finalizers say."""
+        uid = obj["metadata"]["uid"]
+        if owners.solid:
+            if not owners.all_solid():
+                drop = {*owners.dangling, *owners.waiting}
+                self.cluster.rewrite(key, _for_uid(uid, lambda o: _drop_owners(o, drop)))
+        elif owners.waiting and self._referrers(uid, dependents):
+            self._unblock_if_cycle(key, uid, dependents)
+            self.cluster.delete_stored(key, "Foreground", uid)
+        else:
+            self.cluster.delete_stored(key, _own_policy(obj), uid)
+
+    def _referrers(self, uid: str, dependents: _Index, blocking: bool = False) -> list[Obj]:
+        """Objects in storage now that still reference ``uid`` (with blockOwnerDeletion
+        if ``blocking``): the sweep's index may be stale, storage is not."""
+        found: list[Obj] = []
+        for key in dependents.get(uid, ()):
+            obj = self.cluster.store.get(key)
+            if obj is not None and any(
+                    r.get("uid") == uid and (r.get("blockOwnerDeletion") or not blocking)
+                    for r in obj["metadata"].get("ownerReferences") or []):
+                found.append(obj)
+        return found
+
+    def _unblock_if_cycle(self, key: Key, uid: str, dependents: _Index) -> None:
+        """An owner waits on this object, and one of its own dependents waits on it: a cycle
+        would hold foreground deletion for ever, so (as the real GC does) this object's
+        references stop blocking before it is deleted in the foreground."""
+        if any(_deleting_dependents(d) for d in self._referrers(uid, dependents)):
+            self.cluster.rewrite(key, _for_uid(uid, _unblock))
+
+    def _finish_deleting(self, key: Key, obj: Obj, dependents: _Index) -> None:
+        """Work an object being deleted waits for: its GC, namespace or CRD finalizer."""
         finalizers = obj["metadata"].get("finalizers") or []
-        if "foregroundDeletion" in finalizers:
-            self._foreground(key, obj, deps)
+        uid = obj["metadata"]["uid"]
+        if ORPHAN_FINALIZER in finalizers:
+            self._orphan(key, uid, dependents)
+        if FOREGROUND_FINALIZER in finalizers:
+            self._foreground(key, uid, dependents)
         if key[:2] == ("", "namespaces"):
             self._finalize_namespace(key)
         if key[:2] == (CRD_GROUP, CRD_PLURAL) and CRD_FINALIZER in finalizers:
             self._finalize_crd(key, obj)
 
-    def _foreground(self, key: Key, obj: Obj, deps: list[tuple[Key, Obj]]) -> None:
-        uid = obj["metadata"]["uid"]
-        blocking = False
-        for dep_key, dep in deps:
-            if not dep["metadata"].get("deletionTimestamp"):
-                self.cluster.delete_stored(dep_key, "Foreground")
-            refs = dep["metadata"].get("ownerReferences") or []
-            blocking |= any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in refs)
-        live_blocking = blocking and any(self.cluster.store.get(k) is not None for k, _ in deps)
-        if not live_blocking:
-            self.cluster.rewrite(key, lambda o: _drop_finalizer(o, "foregroundDeletion"))
+    def _orphan(self, key: Key, uid: str, dependents: _Index) -> None:
+        """attemptToOrphan: every dependent loses its reference to the owner and survives;
+        then the ``orphan`` finalizer goes, and the owner with it unless others remain."""
+        for dep_key in dependents.get(uid, ()):
+            self.cluster.rewrite(dep_key, lambda o: _drop_owners(o, {uid}))
+        self.cluster.rewrite(key, _for_uid(uid, lambda o: _drop_finalizer(o, ORPHAN_FINALIZER)))
+
+    def _foreground(self, key: Key, uid: str, dependents: _Index) -> None:
+        """processDeletingDependentsItem: the owner keeps ``foregroundDeletion`` while a
+        dependent with blockOwnerDeletion is in storage. Its dependents are collected by
+        :meth:`_attempt_to_delete`; those that do not block are deleted but not waited for."""
+        with self.cluster.lock:
+            if not self._referrers(uid, dependents, blocking=True):
+                self.cluster.rewrite(key, _for_uid(
+                    uid, lambda o: _drop_finalizer(o, FOREGROUND_FINALIZER)))
 
     def _finalize_namespace(self, key: Key) -> None:
         ns = key[3]
@@ -142,6 +214,68 @@ class GarbageCollector(_Loop):
             self.cluster.delete_stored(k)
         if not self.cluster.store.items(group, plural):
             self.cluster.rewrite(key, lambda o: _drop_finalizer(o, CRD_FINALIZER))
+
+
+_Index = dict[str, list[Key]]
+
+
+@dataclass
+class _Owners:
+    """One dependent's owner uids, sorted into classifyReferences' three kinds."""
+
+    solid: list[str] = field(default_factory=list)
+    dangling: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+
+    def all_solid(self) -> bool:
+        """Nothing for the GC to do: every owner exists and none waits on dependents."""
+        return not self.dangling and not self.waiting
+
+
+def _dependents_index(objects: list[tuple[Key, Obj]]) -> _Index:
+    """Owner uid -> keys of the objects that reference it, built once per sweep."""
+    index: _Index = defaultdict(list)
+    for key, obj in objects:
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            index[str(ref.get("uid", ""))].append(key)
+    return index
+
+
+def _deleting_dependents(obj: Obj) -> bool:
+    """Being deleted in the foreground: the owner is waiting for its dependents."""
+    meta = obj["metadata"]
+    return bool(meta.get("deletionTimestamp")) and FOREGROUND_FINALIZER in (
+        meta.get("finalizers") or [])
+
+
+def _own_policy(obj: Obj) -> str:
+    """The policy an object's existing GC finalizer asks for, Background without one."""
+    finalizers = obj["metadata"].get("finalizers") or []
+    if ORPHAN_FINALIZER in finalizers:
+        return "Orphan"
+    return "Foreground" if FOREGROUND_FINALIZER in finalizers else "Background"
+
+
+def _for_uid(uid: str, change: Callable[[Obj], None]) -> Callable[[Obj], None]:
+    """``change`` applied only to the object with ``uid``, never a namesake created since."""
+    def guarded(obj: Obj) -> None:
+        if obj["metadata"].get("uid") == uid:
+            change(obj)
+    return guarded
+
+
+def _drop_owners(obj: Obj, uids: set[str]) -> None:
+    refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") not in uids]
+    if refs:
+        obj["metadata"]["ownerReferences"] = refs
+    else:
+        obj["metadata"].pop("ownerReferences", None)
+
+
+def _unblock(obj: Obj) -> None:
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("blockOwnerDeletion"):
+            ref["blockOwnerDeletion"] = False
 
 
 def _drop_finalizer(obj: Obj, name: str) -> None:

@@ -252,10 +252,12 @@ def test_foreground_waits_for_blocking_dependents(core: client.CoreV1Api, namesp
 
 
 def test_orphan_keeps_dependents(core: client.CoreV1Api, namespace: str) -> None:
+    """Orphan marks the owner (finalizer ``orphan``); it goes once the GC has stripped the
+    dependent's reference, and the dependent stays."""
     owner = core.create_namespaced_config_map(namespace, _cm("owner-or"))
     core.create_namespaced_config_map(namespace, _owned("dep-or", owner))
     core.delete_namespaced_config_map("owner-or", namespace, propagation_policy="Orphan")
-    assert _gone(core, "owner-or", namespace)
+    wait_for(lambda: _gone(core, "owner-or", namespace), what="owner gone after orphaning")
     dep = core.read_namespaced_config_map("dep-or", namespace)
     assert not dep.metadata.owner_references
 
