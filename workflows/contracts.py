@@ -162,6 +162,8 @@ class PackageState:
     next_retry_at: str = ""
     # Deletion passes since the package object was found gone (backs off the re-checks).
     gone_checks: int = 0
+    # The package object's UID: a new object of the same name starts from scratch.
+    uid: str = ""
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,7 @@ class PackageWorkflow:
         if not pkg.found or pkg.deleting:
             await self._clean_up(pkg)
             return
+        self._meet(pkg)
         inp = self._inp
         self._s = replace(self._s, policy=pkg.activation_policy, generation=pkg.generation,
                           source=pkg.source, active_revision=pkg.active_revision,
@@ -252,6 +253,15 @@ class PackageWorkflow:
             c.CollectRevisionsResult, f"collect revisions beyond {limit}")
         self._s = replace(self._s, revisions=[r for r in self._s.revisions
                                               if r not in collected.deleted])
+
+    def _meet(self, pkg: c.ReadPackageResult) -> None:
+        """Forget what was installed for an earlier object of the same name."""
+        s = self._s
+        if s.uid and s.uid != pkg.uid:
+            workflow.logger.info("new package object uid=%s (was %s)", pkg.uid, s.uid)
+            s = c.PackageState(dirty=s.dirty, signals_seen=s.signals_seen, passes=s.passes,
+                               installs=s.installs)
+        self._s = replace(s, uid=pkg.uid)
 
     async def _read(self, step: bool = True) -> c.ReadPackageResult:
         inp = self._inp

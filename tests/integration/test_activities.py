@@ -310,7 +310,8 @@ def test_second_package_sharing_a_crd_names_the_first_and_writes_nothing(
         install(acts, c.PROVIDER, loser, until="ensure_tls")
     expected = (f'CustomResourceDefinition.apiextensions.k8s.io "{crd_name}" is already '
                 f"controlled by Provider {winner} (revision {winner_rev})")
-    assert (lost.value.type, lost.value.non_retryable) == ("ConflictError", True)
+    # Retried with backoff: the holder may go away (issue 14).
+    assert (lost.value.type, lost.value.non_retryable) == ("ConflictError", False)
     assert lost.value.message == expected
 
     loser_rev = f"{loser}-{second.digest[7:19]}"
@@ -377,7 +378,8 @@ def test_missing_image_is_a_permanent_package_not_found(
     apply_package(kube, "Provider", name, f"{registry.host}/test/{unique('none')}:v9.9.9")
     with pytest.raises(ApplicationError) as missing:
         install(acts, c.PROVIDER, name)
-    assert (missing.value.type, missing.value.non_retryable) == ("PackageNotFound", True)
+    # Retried with backoff: the tag may be pushed later (issue 14).
+    assert (missing.value.type, missing.value.non_retryable) == ("PackageNotFound", False)
     events = kube.list("v1", "Event", "default")
     assert any(e["reason"] == "UnpackPackage" and e["involvedObject"]["name"] == name
                for e in events)
@@ -413,7 +415,13 @@ def test_upgrade_hands_control_over_then_collects_and_cleans_up(
     collected = run(acts.collect_revisions, c.CollectRevisionsInput(c.PROVIDER, name, new, 0))
     assert collected.deleted == [old]
     kube.delete(PKG, "Provider", name)
-    assert run(acts.cleanup_package, c.CleanupPackageInput(c.PROVIDER, name)).removed == 1
+    # The revision is still there until the garbage collector gets to it: its entry stays.
+    early = run(acts.cleanup_package, c.CleanupPackageInput(c.PROVIDER, name))
+    if kube.get(PKG, "ProviderRevision", new) is not None:
+        assert (early.removed, early.waiting) == (0, 1), early
+    wait_for(lambda: kube.get(PKG, "ProviderRevision", new) is None, what="revision collected")
+    done = run(acts.cleanup_package, c.CleanupPackageInput(c.PROVIDER, name))
+    assert (done.removed + early.removed, done.waiting, done.orphaned) == (1, 0, 0), done
     lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
     assert new not in {e["name"] for e in lock["packages"]}
 
@@ -452,7 +460,8 @@ def test_pull_secret_is_read_inside_the_activity(
     assert fetched.object_counts == {"CustomResourceDefinition": 1} and not fetched.cached
     with pytest.raises(ApplicationError) as refused:
         run(private.resolve_digest, c.ResolveDigestInput(c.FUNCTION, bare, ref))
-    assert (refused.value.type, refused.value.non_retryable) == ("Unauthorized", True)
+    # Retried with backoff: a pull Secret may appear (issue 14).
+    assert (refused.value.type, refused.value.non_retryable) == ("Unauthorized", False)
     assert auth_registry.password not in refused.value.message
 
 
@@ -531,3 +540,74 @@ def test_object_changed_between_check_and_write_fails_the_attempt_and_retry_conv
     labels = (kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd)
               or {})["metadata"]["labels"]
     assert labels["team"] == "a" and labels["other-writer"] == "x"
+
+
+# --- deletion (issue 14, invariant 8) ----------------------------------------------------
+def test_steps_on_a_package_being_deleted_end_with_object_gone(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """A deletionTimestamp on the package or the revision stops every write for it."""
+    name = unique("going")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, digest, steps = install(acts, c.PROVIDER, name, until="establish_objects")
+    kube.patch(PKG, "ProviderRevision", rev, {"metadata": {"finalizers": ["test/hold"]}})
+    kube.delete(PKG, "ProviderRevision", rev, propagation="Foreground")
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    with pytest.raises(ApplicationError) as going:
+        run(acts.establish_objects, establish)
+    assert (going.value.type, going.value.non_retryable) == ("ObjectGone", True)
+    assert going.value.message == f"ProviderRevision {rev} is being deleted"
+    with pytest.raises(ApplicationError) as again:  # never re-created while it goes
+        run(acts.ensure_revision, c.EnsureRevisionInput(c.PROVIDER, name, provider.ref, digest))
+    assert again.value.type == "ObjectGone"
+    assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                    f"widgets.{provider.group}") is None  # establish wrote nothing
+    kube.patch(PKG, "ProviderRevision", rev, {"metadata": {"finalizers": None}})
+    kube.delete(PKG, "Provider", name)
+    with pytest.raises(ApplicationError) as gone:
+        run(acts.write_package_status, c.WritePackageStatusInput(c.PROVIDER, name))
+    assert (gone.value.type, gone.value.message) == ("ObjectGone", f"Provider {name} is gone")
+
+
+def test_orphaned_revisions_stay_until_a_new_package_adopts_them(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """Orphan deletion: clean-up leaves them and their Lock entry; a same-named package adopts."""
+    name = unique("orph")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, digest, _ = install(acts, c.PROVIDER, name)
+    run(acts.write_revision_status, c.WriteRevisionStatusInput(
+        c.PROVIDER, rev, wst.revision_ok(True, True, "")))
+    kube.delete(PKG, "Provider", name, propagation="Orphan")
+    wait_for(lambda: kube.get(PKG, "Provider", name) is None, what="package orphan-deleted")
+    assert not (kube.get(PKG, "ProviderRevision", rev) or {})["metadata"].get("ownerReferences")
+    left = run(acts.cleanup_package, c.CleanupPackageInput(c.PROVIDER, name))
+    assert (left.removed, left.waiting, left.orphaned) == (0, 0, 1), left
+    entries = {e["name"] for e in (kube.get("pkg.crossplane.io/v1beta1", "Lock",
+                                            "lock") or {})["packages"]}
+    assert rev in entries
+
+    again = apply_package(kube, "Provider", name, provider.ref)
+    ensured = run(acts.ensure_revision, c.EnsureRevisionInput(
+        c.PROVIDER, name, provider.ref, digest, 1))
+    assert (ensured.revision, ensured.created, ensured.fresh) == (rev, False, False)
+    refs = (kube.get(PKG, "ProviderRevision", rev) or {})["metadata"]["ownerReferences"]
+    assert [(r["uid"], r["controller"], r["blockOwnerDeletion"]) for r in refs] == [
+        (again["metadata"]["uid"], True, True)]
+    server = run(acts.ensure_tls, c.EnsureTlsInput(c.PROVIDER, name, rev)).server_secret
+    secret = kube.get("v1", "Secret", server, NS) or {}
+    assert [r["uid"] for r in secret["metadata"]["ownerReferences"]] == [
+        again["metadata"]["uid"]]  # the orphaned TLS Secret is adopted too
+
+
+def test_unauthorized_names_the_missing_pull_secret(
+        acts: Activities, kube: Kube, auth_registry: Any) -> None:
+    name, secret = unique("early"), unique("not-yet")
+    ref = f"{auth_registry.host}/test/{unique('private')}:v1"
+    kube.create({"apiVersion": PKG, "kind": "Configuration", "metadata": {"name": name},
+                 "spec": {"package": ref, "packagePullSecrets": [{"name": secret}]}})
+    settings = Settings(cache_dir=acts.settings.cache_dir,
+                        insecure_registries=frozenset({auth_registry.host}))
+    private = Activities(settings, kube, PackageCache(settings.cache_dir))
+    with pytest.raises(ApplicationError) as refused:
+        run(private.resolve_digest, c.ResolveDigestInput(c.CONFIGURATION, name, ref))
+    assert (refused.value.type, refused.value.non_retryable) == ("Unauthorized", False)
+    assert f"pull secret {NS}/{secret} not found" in refused.value.message
