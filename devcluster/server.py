@@ -206,35 +206,46 @@ class Handler(BaseHTTPRequestHandler):
 
     def _get(self, t: Target) -> None:
         q = self._query()
+        choice = table.output(self.headers.get("Accept"))  # 406 first, as kube negotiates first
         if t.watch or q.get("watch") in ("1", "true", "True"):
-            return self._watch(t, q)
-        cluster = self.server.cluster
+            return self._watch(t, q, choice)
         if t.name is None:
-            return self._list(t, q)
-        obj = cluster.get(t.rt, t.namespace, t.name)
+            return self._list(t, q, choice)
+        obj = self.server.cluster.get(t.rt, t.namespace, t.name)
         if t.subresource and t.subresource not in t.rt.subresources:
             raise not_found_path()
         if t.subresource == "scale":
-            return self._send(200, scale.scale_of(obj))
-        if table.wants_table(self.headers.get("Accept", "")):
-            return self._send(200, table.to_table(t.rt, [obj], include_object=q.get(
-                "includeObject", "Metadata")), "application/json")
-        self._send(200, obj)
+            scaled = scale.scale_of(obj)
+            return self._send(200, table.metadata_of(choice, scaled, "*autoscaling.Scale")
+                              if table.is_metadata(choice) else scaled)
+        self._send(200, self._one(t, q, choice, obj))
 
-    def _list(self, t: Target, q: dict[str, str]) -> None:
+    def _one(self, t: Target, q: dict[str, str], choice: tuple[str, str] | None,
+             obj: Obj) -> Obj:
+        """One object as negotiated: itself, a Table or its PartialObjectMetadata."""
+        if choice is not None and choice[0] == "Table":
+            return table.to_table(t.rt, [obj], include_object=q.get("includeObject", "Metadata"))
+        if choice is not None:
+            return table.metadata_of(choice, obj, table.go_type(t.rt))
+        return obj
+
+    def _list(self, t: Target, q: dict[str, str], choice: tuple[str, str] | None) -> None:
         cluster = self.server.cluster
         match_labels = label_selector(q.get("labelSelector"))
         match_fields = field_selector(q.get("fieldSelector"), t.rt.kind)
         objects, rv = cluster.list_objects(t.rt, t.namespace)
         items = [cluster.present(t.rt, o) for o in objects if match_labels(o) and match_fields(o)]
         items, meta = _paginate(items, q, rv)
-        if table.wants_table(self.headers.get("Accept", "")):
+        if choice is not None and choice[0] == "Table":
             return self._send(200, table.to_table(t.rt, items, include_object=q.get(
                 "includeObject", "Metadata"), list_meta=meta))
+        if choice is not None:
+            return self._send(200, table.metadata_list(choice, items, meta,
+                                                       table.go_type(t.rt, of_list=True)))
         self._send(200, {"kind": t.rt.list_kind, "apiVersion": t.rt.group_version,
                          "metadata": meta, "items": items})
 
-    def _watch(self, t: Target, q: dict[str, str]) -> None:
+    def _watch(self, t: Target, q: dict[str, str], choice: tuple[str, str] | None) -> None:
         labels = label_selector(q.get("labelSelector"))
         fields = field_selector(q.get("fieldSelector"), t.rt.kind)
         name = t.name
@@ -244,7 +255,6 @@ class Handler(BaseHTTPRequestHandler):
             bookmarks=q.get("allowWatchBookmarks") in ("true", "1"),
             timeout=float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None,
             bookmark_interval=Settings.bookmark_interval)
-        as_table = table.wants_table(self.headers.get("Accept", ""))
         events = stream(self.server.cluster, req)
         first = next(events, None)  # raises 400 for a malformed version before headers go out
         self.send_response(200)
@@ -253,19 +263,36 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.close_connection = True
-        for event in _chain(first, events):
+        self._follow(t, q, choice, _chain(first, events))
+        self._chunk("")
+
+    def _follow(self, t: Target, q: dict[str, str], choice: tuple[str, str] | None,
+                events: Any) -> None:
+        for event in events:
             if event is None:
                 if self._client_gone():
                     return
                 continue
             etype, obj = event
-            if etype not in ("ERROR", "BOOKMARK"):
-                obj = self.server.cluster.present(t.rt, obj)
-                if as_table:
-                    obj = table.to_table(t.rt, [obj], include_object=q.get("includeObject",
-                                                                           "Metadata"))
+            obj = self._event_object(t, q, choice, etype, obj)
+            if obj is None:
+                return
             self._chunk(json.dumps({"type": etype, "object": obj}, separators=(",", ":")) + "\n")
-        self._chunk("")
+
+    def _event_object(self, t: Target, q: dict[str, str], choice: tuple[str, str] | None,
+                      etype: str, obj: Obj) -> Obj | None:
+        """What one watch event carries; None ends the stream.
+
+        kube cannot encode a watch event as a PartialObjectMetadataList: its encoder fails and
+        the stream ends at the first event (whole objects never go out).
+        """
+        if etype == "ERROR":
+            return obj
+        if choice is not None and choice[0] == "PartialObjectMetadataList":
+            return None
+        if etype == "BOOKMARK":
+            return table.to_partial_metadata(obj, choice[1]) if table.is_metadata(choice) else obj
+        return self._one(t, q, choice, self.server.cluster.present(t.rt, obj))
 
     def _chunk(self, text: str) -> None:
         data = text.encode()

@@ -1,5 +1,9 @@
 """Server-side printing: ``meta.k8s.io`` Table responses, as kube-apiserver builds them.
 
+Also the rest of kube's Accept negotiation for reads: ``as=PartialObjectMetadata[List]``
+(metadata only: no ``data``, ``spec`` or ``status``) and 406 NotAcceptable when no media
+range can be served.
+
 Custom resources follow apiextensions' table convertor (printer columns evaluated as
 JSONPath, first match only, ``date`` cells rendered as an age). Built-in kinds follow the
 specialised printers of ``pkg/printers/internalversion`` (Deployment ``READY 1/1``, Service
@@ -10,14 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from devcluster import jsonpath
+from devcluster.errors import ApiError
 from devcluster.types import ResourceType
 
 TABLE_V1 = "meta.k8s.io/v1"
 TABLE_V1BETA1 = "meta.k8s.io/v1beta1"
-_TABLE_KINDS = ("Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+_METADATA_KINDS = ("PartialObjectMetadata", "PartialObjectMetadataList")
+_PROTOBUF = "application/vnd.kubernetes.protobuf"
+# What kube-apiserver 1.32 serializes, in its order (CBOR is behind an alpha gate). devcluster
+# answers in JSON whichever is chosen, as it does for protobuf requests.
+MEDIA_TYPES = ("application/json", "application/yaml", _PROTOBUF)
+OBJECT = ("", "")  # negotiation's answer "the object itself, untransformed"
 
 Column = dict[str, Any]
 RowFunc = Callable[[dict[str, Any], datetime], list[Any]]
@@ -61,28 +71,74 @@ def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
 def negotiate(accept: str | None) -> tuple[str, str] | None:
     """Which meta.k8s.io transformation the Accept header asks for, if any.
 
-    kube honours the first acceptable media range (by q, then order): a JSON range with
-    ``as=Table``/``as=PartialObjectMetadata[List]`` and ``g=meta.k8s.io``; a plain JSON, YAML
-    or wildcard range first means "the object itself".
+    kube honours the first acceptable media range (by q, then order): a range with
+    ``as=Table`` (JSON) or ``as=PartialObjectMetadata[List]`` and ``g=meta.k8s.io``; a plain
+    JSON, YAML, protobuf or wildcard range first means "the object itself".
 
     Args:
         accept: the Accept header.
 
     Returns:
-        ``(kind, apiVersion)`` such as ``("Table", "meta.k8s.io/v1")``, or None.
+        ``(kind, apiVersion)`` such as ``("Table", "meta.k8s.io/v1")``, or None (the object
+        itself, or nothing acceptable: :func:`output` answers 406 then).
     """
-    for media, params in _media_ranges(accept or ""):
-        if media not in ("application/json", "*/*", "application/*"):
-            if media in ("application/yaml", "application/vnd.kubernetes.protobuf") and (
-                    "as" not in params):
-                return None
-            continue
-        kind = params.get("as")
-        if kind is None:
-            return None
-        if (kind in _TABLE_KINDS and params.get("g") == "meta.k8s.io"
-                and params.get("v") in ("v1", "v1beta1")):
-            return kind, f"meta.k8s.io/{params['v']}"
+    choice = _negotiate(accept)
+    return None if choice in (None, OBJECT) else choice
+
+
+def output(accept: str | None) -> tuple[str, str] | None:
+    """:func:`negotiate` for a GET, list or watch: 406 when no media range is acceptable.
+
+    Like kube-apiserver, a range asking for an unknown ``as=`` (or a group/version other
+    than meta.k8s.io v1/v1beta1) is skipped, and a header with nothing else is refused.
+
+    Raises:
+        ApiError: 406 NotAcceptable.
+    """
+    choice = _negotiate(accept)
+    if choice is None:
+        raise not_acceptable()
+    return None if choice == OBJECT else choice
+
+
+def not_acceptable(message: str = "") -> ApiError:
+    """kube's 406 ``NotAcceptable`` Status (negotiation's message unless one is given)."""
+    return ApiError(406, "NotAcceptable", message or (
+        "only the following media types are accepted: " + ", ".join(MEDIA_TYPES)))
+
+
+def _negotiate(accept: str | None) -> tuple[str, str] | None:
+    if not accept:
+        return OBJECT
+    kube_accepts = False
+    for media, params in _media_ranges(accept):
+        served = _served(media)
+        choice = _kube_choice(served, params)
+        # Tables are answered for JSON ranges only (a YAML Table range is passed over).
+        if choice is not None and (choice[0] != "Table" or "application/json" in served):
+            return choice
+        kube_accepts = kube_accepts or choice is not None
+    return OBJECT if kube_accepts else None
+
+
+def _served(media: str) -> list[str]:
+    """The media types kube serializes that a range names: itself, or all for a wildcard."""
+    if media in ("*/*", "*", "application/*"):
+        return list(MEDIA_TYPES)
+    return [media] if media in MEDIA_TYPES else []
+
+
+def _kube_choice(served: list[str], params: dict[str, str]) -> tuple[str, str] | None:
+    """kube's answer to one range: OBJECT, ``(kind, apiVersion)``, or None (range skipped)."""
+    if not served:
+        return None
+    if not {"as", "g", "v"} & params.keys():
+        return OBJECT
+    kind, version = params.get("as", ""), f"{params.get('g', '')}/{params.get('v', '')}"
+    if version not in (TABLE_V1, TABLE_V1BETA1):
+        return None
+    if kind in _METADATA_KINDS or (kind == "Table" and set(served) - {_PROTOBUF}):
+        return kind, version
     return None
 
 
@@ -139,6 +195,53 @@ def to_partial_metadata(obj: dict[str, Any], api_version: str = TABLE_V1) -> dic
     """``PartialObjectMetadata`` of an object (``as=PartialObjectMetadata`` responses)."""
     return {"kind": "PartialObjectMetadata", "apiVersion": api_version,
             "metadata": obj.get("metadata", {})}
+
+
+def is_metadata(choice: tuple[str, str] | None) -> TypeGuard[tuple[str, str]]:
+    """True when negotiation chose ``PartialObjectMetadata`` or ``PartialObjectMetadataList``."""
+    return choice is not None and choice[0] in _METADATA_KINDS
+
+
+def metadata_of(choice: tuple[str, str], obj: dict[str, Any], go_type: str) -> dict[str, Any]:
+    """A single object (GET, watch event) as kube's ``asPartialObjectMetadata`` returns it.
+
+    Raises:
+        ApiError: 406 when a list kind was asked for a single object.
+    """
+    kind, version = choice
+    if kind != "PartialObjectMetadata":
+        raise not_acceptable(f"you requested {kind}, but the requested object is not a list "
+                             f"({go_type})")
+    return to_partial_metadata(obj, version)
+
+
+def metadata_list(choice: tuple[str, str], items: list[dict[str, Any]],
+                  list_meta: dict[str, Any], go_type: str) -> dict[str, Any]:
+    """A list response as kube's ``asPartialObjectMetadataList`` returns it.
+
+    ``items`` is null when empty: the Go list starts nil and encoding/json writes ``null``.
+
+    Raises:
+        ApiError: 406 when ``PartialObjectMetadata`` (not a list) was asked for a list.
+    """
+    kind, version = choice
+    if kind != "PartialObjectMetadataList":
+        raise not_acceptable(f"you requested {kind}, but the requested object is a list "
+                             f"({go_type})")
+    return {"kind": "PartialObjectMetadataList", "apiVersion": version, "metadata": list_meta,
+            "items": [to_partial_metadata(o, version) for o in items] or None}
+
+
+def go_type(rtype: ResourceType, of_list: bool = False) -> str:
+    """The Go type kube names in 406 messages: ``*core.Secret``, ``*unstructured.Unstructured``.
+
+    Handlers transform the internal objects storage returns; Events of both groups are
+    ``core.Event`` and custom resources are unstructured.
+    """
+    if rtype.is_custom:
+        return "*unstructured.UnstructuredList" if of_list else "*unstructured.Unstructured"
+    package = "core" if rtype.group in ("", "events.k8s.io") else rtype.group.split(".")[0]
+    return f"*{package}.{rtype.kind}{'List' if of_list else ''}"
 
 
 def _row_object(obj: dict[str, Any], include: str, api_version: str) -> dict[str, Any] | None:
