@@ -233,3 +233,41 @@ async def test_orphan_leaves_the_revisions_alone_until_they_are_deleted(
     wait_for(lambda: not locked(stack, revisions), timeout=30, interval=0.2,
              what="the orphans' Lock entry gone")
     check_only_clean_up(await closed_after_clean_up(stack, kind, name))
+
+
+@pytest.mark.parametrize("cascade", ["foreground", "background"])
+def test_revision_deleted_by_hand_is_recreated_once(stack: Stack, tmp_path: Path,
+                                                    cascade: str) -> None:
+    from kubernetes import watch
+
+    allow_secrets(stack)
+    ref = stack.push(provider_root(tmp_path)[0])
+    name = unique("prov")
+    stack.apply_package("Provider", name, ref)
+    stack.wait_healthy("Provider", name)
+    [rev] = stack.revisions("Provider", name)
+    rev_name, old_uid = rev["metadata"]["name"], rev["metadata"]["uid"]
+    since = rev["metadata"]["resourceVersion"]
+
+    stack.kubectl("delete", f"providerrevisions.{PKG_GROUP}", rev_name, f"--cascade={cascade}",
+                  "--timeout=60s")
+
+    def recreated() -> Obj | None:
+        revs = stack.revisions("Provider", name)
+        new = [r for r in revs if r["metadata"]["uid"] != old_uid]
+        return new[0] if new and healthy_revision(new[0]) else None
+
+    new = wait_for(recreated, timeout=60, interval=0.2, what="the revision re-created")
+    assert new["metadata"]["name"] == rev_name and new["spec"]["desiredState"] == "Active"
+    stack.wait_healthy("Provider", name)
+    # Exactly once: one creation since the deletion, no create/delete churn.
+    events = [(e["type"], e["object"]["metadata"]["uid"]) for e in watch.Watch().stream(
+        stack.custom.list_cluster_custom_object, PKG_GROUP, "v1", "providerrevisions",
+        field_selector=f"metadata.name={rev_name}", resource_version=since, timeout_seconds=2)
+        if e["type"] in ("ADDED", "DELETED")]
+    assert events == [("DELETED", old_uid), ("ADDED", new["metadata"]["uid"])], events
+
+
+def healthy_revision(rev: Obj) -> bool:
+    conds = {x["type"]: x["status"] for x in (rev.get("status") or {}).get("conditions") or []}
+    return conds.get("RevisionHealthy") == "True" and conds.get("RuntimeHealthy") == "True"
