@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from devcluster.cluster import Cluster
@@ -31,12 +32,17 @@ class App:
 
 
 def start(host: str, port: int, data_dir: str, *, history: int = 10_000,
-          bookmark_interval: float = 1.0, deployment_delay: float = 0.05) -> App:
-    """Start devcluster on ``host:port`` (0 picks a free port) with state in ``data_dir``."""
+          bookmark_interval: float = 1.0, deployment_delay: float = 0.05,
+          unavailable_images: Sequence[str] = ()) -> App:
+    """Start devcluster on ``host:port`` (0 picks a free port) with state in ``data_dir``.
+
+    Deployments with a pod-template image matching one of ``unavailable_images`` (fnmatch
+    patterns) are kept unavailable.
+    """
     Settings.bookmark_interval = bookmark_interval
     cluster = Cluster(data_dir, history)
     gc = GarbageCollector(cluster)
-    deployments = DeploymentSimulator(cluster, deployment_delay)
+    deployments = DeploymentSimulator(cluster, deployment_delay, unavailable_images)
     server = DevServer((host, port), cluster)
     gc.start()
     deployments.start()

@@ -26,6 +26,9 @@ def register(subparsers: Any) -> None:
                        help="seconds between BOOKMARK events on watches that allow them")
     serve.add_argument("--deployment-delay", type=float, default=0.05,
                        help="seconds before a Deployment's simulated status appears")
+    serve.add_argument("--unavailable-images", action="append", default=[], metavar="PATTERN",
+                       help="keep Deployments with a container or init-container image "
+                            "matching this fnmatch pattern unavailable (repeatable)")
     serve.set_defaults(func=serve_command)
 
 
@@ -48,7 +51,8 @@ def serve_command(args: argparse.Namespace) -> int:
     host, _, port = args.listen.rpartition(":")
     app = start(host or "127.0.0.1", int(port or 0), args.data_dir,
                 history=args.watch_history, bookmark_interval=args.bookmark_interval,
-                deployment_delay=args.deployment_delay)
+                deployment_delay=args.deployment_delay,
+                unavailable_images=args.unavailable_images)
     tmp = f"{args.kubeconfig}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(kubeconfig(app.url))

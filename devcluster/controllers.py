@@ -8,17 +8,19 @@
   Namespace deletion (contents first, then the namespace), CRD deletion (instances first).
 * ``DeploymentSimulator``: like KWOK, fills in a Deployment's status shortly after each
   create or update, without running anything. The pod-template annotation
-  ``devcluster.lockwright.dev/simulate: unavailable`` keeps it unavailable.
+  ``devcluster.lockwright.dev/simulate: unavailable`` keeps it unavailable, and so does a
+  container or init-container image matching one of ``unavailable_images`` (fnmatch).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -292,20 +294,32 @@ def _finalize_ns(obj: Obj) -> None:
 
 
 class DeploymentSimulator(_Loop):
-    """Writes Deployment status ``delay`` seconds after each spec change."""
+    """Writes Deployment status ``delay`` seconds after each spec change.
 
-    def __init__(self, cluster: Cluster, delay: float = 0.05) -> None:
+    ``unavailable_images``: fnmatch patterns; a Deployment with any pod-template container
+    or init-container image matching one is kept unavailable, as the annotation keeps it.
+    """
+
+    def __init__(self, cluster: Cluster, delay: float = 0.05,
+                 unavailable_images: Sequence[str] = ()) -> None:
         super().__init__("devcluster-deployments", 0.5)
         self.cluster = cluster
         self.delay = delay
+        self.unavailable_images = tuple(unavailable_images)
         self._due: dict[Key, float] = {}
         self._lock = threading.Lock()
         cluster.listeners.append(self._on_change)
 
+    def start(self) -> None:
+        """Also revisit stored Deployments: the patterns may differ from the last run's."""
+        for key, obj in self.cluster.store.items("apps", "deployments"):
+            self._on_change("MODIFIED", key, obj)
+        super().start()
+
     def _on_change(self, event: str, key: Key, obj: Obj) -> None:
         if key[:2] != ("apps", "deployments") or event == "DELETED":
             return
-        if _desired_status(obj) != _comparable(obj.get("status")):
+        if _desired_status(obj, self.unavailable_images) != _comparable(obj.get("status")):
             with self._lock:
                 self._due.setdefault(key, time.monotonic() + self.delay)
             self.poke()
@@ -319,10 +333,13 @@ class DeploymentSimulator(_Loop):
                 time.sleep(min(wait, self.delay))
             with self._lock:
                 self._due.pop(key, None)
-            self.cluster.rewrite(key, _simulate)
+            self.cluster.rewrite(key, self._simulate)
         with self._lock:
             if self._due:
                 self.poke()
+
+    def _simulate(self, obj: Obj) -> None:
+        _simulate(obj, self.unavailable_images)
 
 
 def _template_hash(obj: Obj) -> str:
@@ -330,17 +347,28 @@ def _template_hash(obj: Obj) -> str:
     return hashlib.sha256(template.encode()).hexdigest()[:10]
 
 
-def _unavailable(obj: Obj) -> bool:
+def _unavailable(obj: Obj, patterns: Sequence[str]) -> bool:
     template = (obj.get("spec") or {}).get("template") or {}
     annotations = (template.get("metadata") or {}).get("annotations") or {}
-    return annotations.get(SIMULATE_ANNOTATION) == "unavailable"
+    if annotations.get(SIMULATE_ANNOTATION) == "unavailable":
+        return True
+    return any(fnmatch.fnmatchcase(image, pattern)
+               for image in _images(template) for pattern in patterns)
 
 
-def _desired_status(obj: Obj) -> Obj:
+def _images(template: Obj) -> list[str]:
+    """Every container and init-container image of a pod template."""
+    spec = template.get("spec") or {}
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    return [c["image"] for c in containers if isinstance(c, dict) and isinstance(
+        c.get("image"), str)]
+
+
+def _desired_status(obj: Obj, patterns: Sequence[str] = ()) -> Obj:
     replicas = int((obj.get("spec") or {}).get("replicas", 1))
     status: Obj = {"observedGeneration": obj["metadata"].get("generation", 1),
                    "replicas": replicas, "updatedReplicas": replicas}
-    if _unavailable(obj) and replicas > 0:
+    if _unavailable(obj, patterns) and replicas > 0:
         status["unavailableReplicas"] = replicas
     elif replicas > 0:
         status.update(readyReplicas=replicas, availableReplicas=replicas)
@@ -353,10 +381,10 @@ def _comparable(status: Any) -> Obj:
     return {k: v for k, v in (status or {}).items() if k in keys}
 
 
-def _simulate(obj: Obj) -> None:
+def _simulate(obj: Obj, patterns: Sequence[str] = ()) -> None:
     name, stamp = obj["metadata"]["name"], now()
     rs = f"{name}-{_template_hash(obj)}"
-    status = _desired_status(obj)
+    status = _desired_status(obj, patterns)
     unavailable = "unavailableReplicas" in status
     old = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}
     available = ("False", "MinimumReplicasUnavailable",
