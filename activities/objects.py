@@ -1,19 +1,24 @@
 """``establish_objects``: all or nothing, controller only when active (reference §10.14).
 
 Two streaming passes over the cached package's documents (``documents.jsonl``), in
-batches, so a 2,000-CRD package never sits in memory whole. The first reads every live
-object once and collects every conflict — any conflict raises ``ConflictError`` naming
-who holds which object before a single write — keeping per object only its decision and
-live metadata (``establish.Seen``). The second rebuilds those writes and makes them,
-batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first
-pass travels with each update, and a create fails if the name was taken since), so a
-concurrent change makes the attempt fail with ``KubeConflict`` and the retry re-plans.
+batches, so a 2,000-CRD package never sits in memory whole. The first checks: it reads
+every live object once, collects every conflict, and, when the revision takes control,
+every CRD change Kubernetes or the CRD's clients cannot take (``lockwright.crdcheck``);
+while none is found it sends each planned write as a server-side dry run, so the API
+validates and admits all of them. Any conflict raises ``ConflictError`` naming who holds
+which object, any CRD finding ``PreflightError`` with the fix, any API rejection
+``KubeInvalid``: all before a single write. It keeps per object only its decision and live
+metadata (``establish.Seen``). The second rebuilds those writes and makes them, batch by
+batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first pass travels
+with each update, and a create fails if the name was taken since), so a concurrent change
+makes the attempt fail with ``KubeConflict`` and the retry re-plans.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
@@ -29,14 +34,21 @@ from activities.base import (
     stream_objects,
 )
 from activities.errors import edge
+from lockwright import crdcheck, names, tls
 from lockwright import establish as est
-from lockwright import names, tls
-from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
-from lockwright.k8s import WARNING, Obj
-from lockwright.lock import ObjectKey
+from lockwright.errors import (
+    ConflictError,
+    KubeAlreadyExists,
+    KubeConflict,
+    KubeInvalid,
+    PreflightError,
+)
+from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.lock import Conflict, ObjectKey
 from workflows import contracts as c
 
 BATCH = 100
+SYNC_FAILED = "cannot establish control of object: "
 
 
 def batches(package_kind: str, documents: Path, size: int = BATCH) -> Iterator[list[Obj]]:
@@ -44,6 +56,29 @@ def batches(package_kind: str, documents: Path, size: int = BATCH) -> Iterator[l
     objects = (o for o in stream_objects(documents) if est.establishable(package_kind, [o]))
     while chunk := list(islice(objects, size)):
         yield chunk
+
+
+@dataclass
+class Checked:
+    """What the checking pass gathered, over every batch."""
+
+    refs: list[dict[str, str]] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    findings: list[crdcheck.Finding] = field(default_factory=list)
+    seen: dict[ObjectKey, est.Seen] = field(default_factory=dict)
+
+    def add(self, plan: est.Plan, live: dict[ObjectKey, Obj],
+            findings: list[crdcheck.Finding]) -> None:
+        """Take in one batch's plan, the live objects it read and its CRD findings."""
+        self.refs.extend(plan.object_refs)
+        self.conflicts.extend(plan.conflicts)
+        self.findings.extend(findings)
+        self.seen.update(est.seen(plan, live))
+
+    @property
+    def clean(self) -> bool:
+        """Nothing found so far that forbids writing."""
+        return not self.conflicts and not self.findings
 
 
 class ObjectActivities(RuntimeConfigs):
@@ -94,21 +129,38 @@ class ObjectActivities(RuntimeConfigs):
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
                ca: bytes | None, service: str, rev: Obj
                ) -> tuple[list[dict[str, str]], dict[ObjectKey, est.Seen]]:
-        refs: list[dict[str, str]] = []
-        conflicts = []
-        seen: dict[ObjectKey, est.Seen] = {}
+        """Read, plan, preflight and dry-run every object; raise before any write."""
+        checked, dry = Checked(), self.kube.dry_runs()
         for batch in batches(revision.package_kind, documents):
             plan, live = self._plan(pool, revision, batch, ca, service)
-            conflicts.extend(plan.conflicts)
-            refs.extend(plan.object_refs)
-            seen.update(est.seen(plan, live))
+            findings = crdcheck.preflight(batch, live) if revision.active else []
+            checked.add(plan, live, findings)
+            if checked.clean:  # once the attempt will fail, dry runs would be wasted
+                self._dry_run(pool, dry, plan.actions, rev)
             activity.heartbeat()
-        if conflicts:
-            message = "; ".join(x.message for x in sorted(conflicts, key=lambda x: x.object))
-            self.event(rev, WARNING, "SyncPackage", "cannot establish control of object: "
-                       + message)
+        self._refuse(checked, rev)
+        return est.sort_object_refs(checked.refs), checked.seen
+
+    def _dry_run(self, pool: ThreadPoolExecutor, dry: Kube, actions: list[est.Action],
+                 rev: Obj) -> None:
+        """Send each write as a server-side dry run; the first rejection ends the attempt."""
+        try:
+            list(pool.map(lambda a: self._write(a, dry), actions))
+        except KubeInvalid as exc:
+            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
+            raise
+
+    def _refuse(self, checked: Checked, rev: Obj) -> None:
+        """Raise for conflicts (they may heal) first, then for CRD findings (they cannot)."""
+        if checked.conflicts:
+            message = "; ".join(x.message for x in sorted(checked.conflicts,
+                                                          key=lambda x: x.object))
+            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + message)
             raise ConflictError(message)
-        return est.sort_object_refs(refs), seen
+        if checked.findings:
+            message = "; ".join(f.message for f in crdcheck.ordered(checked.findings))
+            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + message)
+            raise PreflightError(message)
 
     def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
               ca: bytes | None, service: str) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
@@ -131,19 +183,24 @@ class ObjectActivities(RuntimeConfigs):
             activity.heartbeat(done)
         return counts
 
-    def _write(self, action: est.Action) -> est.Op:
-        obj = action.object
+    def _write(self, action: est.Action, kube: Kube | None = None) -> est.Op:
+        """Make one planned write through ``kube`` (this activity's, or a dry-run view).
+
+        The dry run and the real write share this code, so the API checks exactly what
+        will be sent.
+        """
+        kube, obj = kube or self.kube, action.object
         if action.op is est.Op.CREATE:
             try:
-                self.kube.create(obj)
+                kube.create(obj)
             except KubeAlreadyExists as exc:
                 raise KubeConflict(f"{action.key} appeared while establishing") from exc
         elif action.op in (est.Op.UPDATE, est.Op.ADOPT):
-            self.kube.update(obj)
+            kube.update(obj)
         elif action.op is est.Op.OWN:
-            self.kube.patch(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
-                            {"metadata": {"ownerReferences": obj["metadata"]["ownerReferences"],
-                                          "resourceVersion": obj["metadata"]["resourceVersion"]}})
+            kube.patch(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
+                       {"metadata": {"ownerReferences": obj["metadata"]["ownerReferences"],
+                                     "resourceVersion": obj["metadata"]["resourceVersion"]}})
         return action.op
 
     def release_objects(self, kind: str, rev: Obj) -> int:
@@ -163,3 +220,4 @@ class ObjectActivities(RuntimeConfigs):
                                           "resourceVersion": meta(live)["resourceVersion"]}})
             released += 1
         return released
+

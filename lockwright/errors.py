@@ -9,6 +9,8 @@
     │   │   └── LintError         package.yaml parsed but breaks a lint rule
     │   ├── ConstraintError       a semver constraint is malformed or unsatisfiable
     │   ├── PermissionRejected    a provider asked for permissions no allow-list grants
+    │   ├── PreflightError        a new package's CRD would break the live one (a stored
+    │   │                         or served version dropped, the scope changed)
     │   ├── KubeInvalid           the API refused the object (400, 422)
     │   └── KubeForbidden         the API refused our identity (401, 403)
     ├── TransientError            heals on its own: retry with capped backoff, show it
@@ -108,6 +110,11 @@ class KubernetesUnavailable(TransientError):
 
 class PermissionRejected(PermanentError):
     """A provider's ``permissionRequests`` ask for something no allowed ClusterRole grants."""
+
+
+class PreflightError(PermanentError):
+    """A CRD the package ships may not replace the live one: it drops a stored or served
+    version, or changes the scope (``lockwright.crdcheck``). Only a new package fixes it."""
 
 
 class KubeError(LockwrightError):

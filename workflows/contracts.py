@@ -40,6 +40,7 @@ PERMANENT_ERRORS = (
     "LintError",
     "ConstraintError",
     "PermissionRejected",
+    "PreflightError",
     "KubeInvalid",
     "KubeForbidden",
 )

@@ -611,3 +611,113 @@ def test_unauthorized_names_the_missing_pull_secret(
         run(private.resolve_digest, c.ResolveDigestInput(c.CONFIGURATION, name, ref))
     assert (refused.value.type, refused.value.non_retryable) == ("Unauthorized", False)
     assert f"pull secret {NS}/{secret} not found" in refused.value.message
+
+
+# --- all or nothing: CRD preflight and server-side dry runs ------------------------------
+CRD_API = "apiextensions.k8s.io/v1"
+
+
+def edit_crd(root: Path, plural: str, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in the package's CRD file for ``plural``."""
+    path = next(p for p in (root / "crds").iterdir() if p.name.endswith(f"_{plural}.yaml"))
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+
+
+def sync_warnings(kube: Kube, rev: str) -> list[str]:
+    return [e["message"] for e in kube.list("v1", "Event", "default")
+            if e["reason"] == "SyncPackage" and e["involvedObject"]["name"] == rev
+            and e["type"] == "Warning"]
+
+
+def test_kube_dry_runs_check_like_writes_and_store_nothing(kube: Kube) -> None:
+    """``dry_run=True`` and the ``dry_runs()`` view answer as the write would (errors too)
+    and store nothing."""
+    from lockwright.errors import KubeConflict, KubeInvalid
+
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": unique("dry"), "namespace": NS}, "data": {"a": "1"}}
+    name = cm["metadata"]["name"]
+    assert kube.create(cm, dry_run=True)["data"] == {"a": "1"}
+    dry = kube.dry_runs()
+    dry.create(cm)
+    assert kube.get("v1", "ConfigMap", name, NS) is None
+    live = kube.create(cm)
+    dry.update({**live, "data": {"a": "2"}})
+    kube.update({**live, "data": {"a": "3"}}, dry_run=True)
+    dry.patch("v1", "ConfigMap", name, {"data": {"a": "4"}}, NS)
+    kube.patch("v1", "ConfigMap", name, {"data": {"a": "5"}}, NS, dry_run=True)
+    after = kube.get("v1", "ConfigMap", name, NS) or {}
+    assert (after["data"], after["metadata"]["resourceVersion"]) == (
+        {"a": "1"}, live["metadata"]["resourceVersion"])
+    with pytest.raises(KubeAlreadyExists):
+        dry.create(cm)
+    with pytest.raises(KubeInvalid):
+        dry.patch("v1", "ConfigMap", name, {"metadata": {"name": "other"}}, NS)
+    with pytest.raises(KubeConflict):  # compare-and-swap holds for dry runs too
+        dry.update({**after, "metadata": {**after["metadata"], "resourceVersion": "1"}})
+
+
+def test_api_rejecting_the_second_crd_writes_nothing(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """Every write is dry-run before the first real one: the API refusing one CRD (422)
+    fails the attempt permanently, with a Warning Event, and no CRD is written."""
+    group = f"{unique('g')}.example.org"
+    root = provider_root(tmp_path, group)
+    edit_crd(root, "widgets", "type: integer\n          jsonPath: .spec.forProvider.size",
+             "type: bogus\n          jsonPath: .spec.forProvider.size")
+    pushed = push(registry, root, tmp_path, group)
+    name = unique("rejected")
+    apply_package(kube, "Provider", name, pushed.ref)
+    rev, _, steps = install(acts, c.PROVIDER, name, until="establish_objects")
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    with pytest.raises(ApplicationError) as rejected:
+        run(acts.establish_objects, establish)
+    assert (rejected.value.type, rejected.value.non_retryable) == ("KubeInvalid", True)
+    assert f"widgets.{group}" in rejected.value.message
+    assert "additionalPrinterColumns[2].type" in rejected.value.message
+    for plural in ("providerconfigs", "widgets"):
+        assert kube.get(CRD_API, "CustomResourceDefinition", f"{plural}.{group}") is None
+    assert any(f"widgets.{group}" in m for m in sync_warnings(kube, rev))
+
+
+def test_upgrade_dropping_a_stored_crd_version_is_refused_and_writes_nothing(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
+    """v2 ships widgets with v1beta1 only while v1alpha1 is stored and served: the
+    preflight refuses it permanently, naming both fixes; no object changes. As an
+    inactive revision, which only adds owner references, it is not refused."""
+    name = unique("stored")
+    apply_package(kube, "Provider", name, provider.ref)
+    old, _, _ = install(acts, c.PROVIDER, name)
+    root = provider_root(tmp_path, provider.group)
+    edit_crd(root, "widgets", "- name: v1alpha1", "- name: v1beta1")
+    v2 = push(registry, root, tmp_path, provider.group)
+    kube.patch(PKG, "Provider", name, {"spec": {"package": v2.ref}})
+    new, _, steps = install(acts, c.PROVIDER, name, until="establish_objects")
+    crds = {p: kube.get(CRD_API, "CustomResourceDefinition", f"{p}.{provider.group}")
+            for p in ("providerconfigs", "widgets")}
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    with pytest.raises(ApplicationError) as refused:
+        run(acts.establish_objects, establish)
+
+    crd = f"CustomResourceDefinition widgets.{provider.group}"
+    assert (refused.value.type, refused.value.non_retryable) == ("PreflightError", True)
+    assert refused.value.message == (
+        f"{crd}: version v1alpha1 is still in status.storedVersions but the new package "
+        "drops it; run a storage migration to the new storage version and remove v1alpha1 "
+        "from status.storedVersions, or keep v1alpha1 in spec.versions; "
+        f"{crd}: version v1alpha1 is served but the new package drops it; keep v1alpha1 "
+        "served")
+    assert {p: kube.get(CRD_API, "CustomResourceDefinition", f"{p}.{provider.group}")
+            for p in crds} == crds
+    assert not any(r["name"] == new for r in crds["widgets"]["metadata"]["ownerReferences"])
+    assert sync_warnings(kube, new) == [
+        "cannot establish control of object: " + refused.value.message]
+
+    inactive = c.EstablishObjectsInput(c.PROVIDER, name, new, v2.digest, control=False)
+    owned = run(acts.establish_objects, inactive)
+    assert owned == c.EstablishObjectsResult(objects=2, updated=2)
+    widgets = kube.get(CRD_API, "CustomResourceDefinition", f"widgets.{provider.group}") or {}
+    assert [v["name"] for v in widgets["spec"]["versions"]] == ["v1alpha1"]
+    refs = {r["name"]: r for r in widgets["metadata"]["ownerReferences"]}
+    assert old in refs and new in refs and not refs[new].get("controller")
