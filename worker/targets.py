@@ -34,6 +34,7 @@ from typing import Any
 from workflows.contracts import (
     CONFIGURATION,
     FUNCTION,
+    PAUSED_ANNOTATION,
     PROVIDER,
     LookAgainInput,
     PackageInput,
@@ -146,6 +147,7 @@ class Summary:
     # packages: spec.packagePullSecrets names; ImageConfigs: the pullSecretRef name, if any
     pull_secrets: tuple[str, ...] = ()
     version: str = ""  # Secrets: resourceVersion (they have no generation)
+    paused: bool = False  # packages: the crossplane.io/paused annotation is "true"
 
 
 def _owner_package(res: Resource, obj: Obj) -> str:
@@ -165,6 +167,9 @@ def summarize(res: Resource, obj: Obj) -> Summary:
         return replace(base, version=str(meta.get("resourceVersion") or ""))
     if res.role == "revision":
         return replace(base, package=_owner_package(res, obj))
+    if res.role == "package":
+        paused = (meta.get("annotations") or {}).get(PAUSED_ANNOTATION) == "true"
+        base = replace(base, paused=paused)
     shape = {"package": _package_fields, "imageconfig": _image_config_fields}.get(res.role)
     return replace(base, **shape(res, obj.get("spec") or {})) if shape else base
 
@@ -188,9 +193,10 @@ def _image_config_fields(res: Resource, spec: Obj) -> dict[str, Any]:
 
 
 def _changed(old: Summary | None, new: Summary) -> bool:
-    """Spec changes only (generation; ``version`` for Secrets), so status writes are not echoed."""
-    return old is None or (old.generation, old.deleting, old.version) != (
-        new.generation, new.deleting, new.version)
+    """Spec changes only (generation; ``version`` for Secrets; the pause annotation), so
+    status writes are not echoed."""
+    return old is None or (old.generation, old.deleting, old.version, old.paused) != (
+        new.generation, new.deleting, new.version, new.paused)
 
 
 @dataclass

@@ -297,3 +297,18 @@ def test_resource_paths_and_namespace_binding() -> None:
     assert bound["Provider"] == RES["Provider"]
     assert bound["Secret"].describe("pull") == "Secret lw-system/pull"
     assert RES["ImageConfig"].describe("ic") == "ImageConfig ic"
+
+
+def test_pausing_and_resuming_a_package_signals_it() -> None:
+    """crossplane.io/paused changes no generation; the watcher follows it anyway."""
+    from worker.targets import RESOURCES, Index
+
+    provider = next(r for r in RESOURCES if r.kind == "Provider")
+    index = Index()
+    obj = {"metadata": {"name": "p", "generation": 1}, "spec": {"package": "x.io/p:v1"}}
+    assert index.on_event(provider, "ADDED", obj)
+    paused = {**obj, "metadata": {**obj["metadata"],
+                                  "annotations": {"crossplane.io/paused": "true"}}}
+    assert [t.name for t in index.on_event(provider, "MODIFIED", paused)] == ["p"]
+    assert index.on_event(provider, "MODIFIED", {**paused, "status": {"x": 1}}) == []
+    assert [t.name for t in index.on_event(provider, "MODIFIED", obj)] == ["p"]
