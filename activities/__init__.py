@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from activities.approval import ApprovalActivities
 from activities.base import Settings
 from activities.lifecycle import LifecycleActivities
 from activities.package import PackageActivities
@@ -25,7 +26,7 @@ __all__ = ["Activities", "Settings", "build"]
 
 
 class Activities(PackageActivities, LifecycleActivities, RevisionActivities, RbacActivities,
-                 RuntimeActivities):
+                 RuntimeActivities, ApprovalActivities):
     """Every activity, sharing settings, one ``Kube`` and one package cache."""
 
     def all(self) -> list[Callable[..., Any]]:
@@ -35,7 +36,8 @@ class Activities(PackageActivities, LifecycleActivities, RevisionActivities, Rba
                 self.cleanup_package, self.fetch_package, self.parse_package,
                 self.check_crossplane_version, self.take_lock, self.ensure_tls,
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
-                self.check_health, self.write_revision_status]
+                self.check_health, self.write_revision_status, self.record_event,
+                self.record_approval]
 
 
 def build(settings: Settings | ProcessSettings, kube: Kube | None = None,

@@ -86,6 +86,8 @@ class Settings:
     crossplane_service_account: str = "crossplane"
     cas_attempts: int = 25
     establish_workers: int = 8
+    temporal_address: str = "127.0.0.1:7233"
+    temporal_namespace: str = "default"
 
     @classmethod
     def from_process(cls, process: ProcessSettings) -> Settings:
@@ -94,7 +96,9 @@ class Settings:
                    insecure_registries=frozenset(process.insecure_registries),
                    crossplane_version=process.crossplane_version,
                    package_runtime=process.package_runtime,
-                   kubeconfig=process.kubeconfig or None)
+                   kubeconfig=process.kubeconfig or None,
+                   temporal_address=process.temporal_address,
+                   temporal_namespace=process.temporal_namespace)
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 from temporalio import activity
 
 from activities.base import PKG_V1, deleting, kind_of, meta, revision_kind, spec
+from activities.dropped import DroppedObjects
 from activities.errors import edge
 from activities.lock import LockActivities
 from activities.objects import ObjectActivities
@@ -25,44 +26,73 @@ def _owned_by_package(rev: Obj, kind: str, package: str) -> bool:
                for r in meta(rev).get("ownerReferences") or [])
 
 
+def _retirable(rev: Obj, running: list[Obj], locked: set[str]) -> bool:
+    """Active, or still running a runtime or holding a Lock entry (a switch's old one)."""
+    uid = str(meta(rev)["uid"])
+    return (spec(rev).get("desiredState") == c.ACTIVE or meta(rev)["name"] in locked
+            or any(_owns(d, uid) for d in running))
+
+
 def _owns(deployment: Obj, uid: str) -> bool:
     return any(r.get("uid") == uid and r.get("controller")
                for r in meta(deployment).get("ownerReferences") or [])
 
 
-class LifecycleActivities(LockActivities, ObjectActivities):
+class LifecycleActivities(LockActivities, ObjectActivities, DroppedObjects):
     """set_active_revision, collect_revisions, cleanup_package."""
 
     @activity.defn(name=c.SET_ACTIVE_REVISION)
     @edge
     def set_active_revision(self, inp: c.SetActiveRevisionInput
                           ) -> c.SetActiveRevisionResult:
-        """Make ``inp.revision`` Active after retiring every other Active revision."""
+        """Make ``inp.revision`` Active; retire the others, or (a switch) only flip them.
+
+        Without ``keep_runtime`` every other revision that is Active, runs a runtime or
+        holds a Lock entry is retired: it releases its objects, leaves the Lock, loses its
+        runtime and is marked Inactive. With it, they are only marked Inactive, so their
+        runtime keeps serving until the switch is finished or reverted.
+        """
         revs = self.revisions_of(inp.kind, inp.package)
         target = next((r for r in revs if meta(r)["name"] == inp.revision), None)
         if target is None:
             raise ObjectGone(f"{revision_kind(inp.kind)} {inp.revision} is gone")
+        running = self.runtimes()
+        locked = {str(e.get("name")) for e in self.read_lock().get("packages") or []}
         deactivated = []
         for rev in revs:
-            if rev is not target and spec(rev).get("desiredState") == c.ACTIVE:
-                self.deactivate(inp.kind, rev)
-                deactivated.append(str(meta(rev)["name"]))
+            if rev is target:
+                continue
+            if inp.keep_runtime and spec(rev).get("desiredState") == c.ACTIVE:
+                self.set_state(inp.kind, rev, c.INACTIVE)
+            elif not inp.keep_runtime and _retirable(rev, running, locked):
+                self.deactivate(inp.kind, rev, running)
+                if inp.drop_unshipped:
+                    self.drop_unshipped(self.kube.get(PKG_V1, kind_of(inp.kind), inp.package),
+                                        rev, revs)
+            else:
+                continue
+            deactivated.append(str(meta(rev)["name"]))
         if spec(target).get("desiredState") != c.ACTIVE:
             self.set_state(inp.kind, target, c.ACTIVE)
         self.log(package=inp.package, revision=inp.revision).info(
-            "revision.activated", deactivated=deactivated)
+            "revision.activated", deactivated=deactivated, keep_runtime=inp.keep_runtime)
         return c.SetActiveRevisionResult(revision=inp.revision, deactivated=deactivated)
 
-    def deactivate(self, kind: str, rev: Obj) -> None:
+    def runtimes(self) -> list[Obj]:
+        """The runtime Deployments of the system namespace."""
+        return self.kube.list("apps/v1", "Deployment", self.namespace)
+
+    def deactivate(self, kind: str, rev: Obj, running: list[Obj]) -> None:
         """Release objects, leave the Lock, stop the runtime, then mark Inactive."""
         name = str(meta(rev)["name"])
         released = self.release_objects(kind, rev)
         self.leave_lock(name)
-        for deployment in self.kube.list("apps/v1", "Deployment", self.namespace):
+        for deployment in running:
             if _owns(deployment, str(meta(rev)["uid"])):
                 self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
                                  self.namespace, uid=meta(deployment)["uid"])
-        self.set_state(kind, rev, c.INACTIVE)
+        if spec(rev).get("desiredState") != c.INACTIVE:
+            self.set_state(kind, rev, c.INACTIVE)
         self.event(rev, NORMAL, "DeactivateRevision",
                    f"Deactivated revision; released control of {released} object(s)")
 

@@ -80,7 +80,7 @@ class LockActivities(Base):
         """Claim the package's objects and add its entry to the Lock, or name the winner."""
         kind = kind_of(inp.kind)
         rev = self.revision(inp.kind, inp.revision)
-        if spec(rev).get("desiredState") != c.ACTIVE:
+        if spec(rev).get("desiredState") != c.ACTIVE and not inp.check_only:
             return c.TakeLockResult()  # inactive revisions stay out of the Lock (§11)
         summary = self.summary(inp.kind, rev, inp.digest)
         # From the cached summary, not a second parse (a 2,000-CRD package.yaml takes ~15 s).
@@ -88,6 +88,8 @@ class LockActivities(Base):
         deps = [dependency_meta(d) for d in summary.meta.depends_on]
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         claim = _Claim(self, inp.kind, rev, refs)
+        if inp.check_only:
+            return self.check_lock(claim, inp, rev, len(deps))
         try:
             version, attempts = self.lock_cas(claim.decide(inp.package, entry))
         except ConflictError as err:
@@ -98,6 +100,22 @@ class LockActivities(Base):
             "lock.taken", resource_version=version, cas_attempts=attempts)
         return c.TakeLockResult(resource_version=version, dependencies=len(deps),
                                 cas_attempts=attempts)
+
+    def check_lock(self, claim: _Claim, inp: c.TakeLockInput, rev: Obj,
+                   dependencies: int) -> c.TakeLockResult:
+        """Preparing an upgrade: would the Lock take the revision? Writes nothing.
+
+        Raises:
+            ConflictError: another package holds some of its objects.
+        """
+        lock = self.read_lock()
+        conflicts = claim.conflicts(lock, inp.package)
+        if conflicts:
+            message = lk.conflicts_message(conflicts)
+            self.event(rev, WARNING, "ResolveDependencies", message)
+            raise ConflictError(message)
+        return c.TakeLockResult(resource_version=str(meta(lock).get("resourceVersion", "")),
+                                dependencies=dependencies)
 
     def read_lock(self) -> Obj:
         """The Lock ``lock``, created empty if missing."""

@@ -95,6 +95,8 @@ class ObjectActivities(RuntimeConfigs):
         log = self.log(package=inp.package, revision=inp.revision, digest=inp.digest)
         with ThreadPoolExecutor(self.settings.establish_workers) as pool:
             refs, seen = self._check(pool, revision, documents, ca, service, rev)
+            if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
+                return _checked(refs, seen)
             counts = self._write_all(pool, revision, documents, seen, ca, service)
         self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
                         {"status": {"objectRefs": refs}}, subresource="status")
@@ -221,3 +223,11 @@ class ObjectActivities(RuntimeConfigs):
             released += 1
         return released
 
+
+def _checked(refs: list[dict[str, str]], seen: dict[ObjectKey, est.Seen]
+             ) -> c.EstablishObjectsResult:
+    """What a dry run found it would write."""
+    ops = [s.op for s in seen.values()]
+    return c.EstablishObjectsResult(
+        objects=len(refs), created=ops.count(est.Op.CREATE),
+        updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.OWN)))

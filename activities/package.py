@@ -47,6 +47,21 @@ MSG_CONTROLLER_CONFIG = ("controllerConfigRef is not supported by lockwright; us
                          "runtimeConfigRef with a DeploymentRuntimeConfig")
 
 
+def switch_deadline(pkg: Obj) -> float:
+    """The package's switch deadline annotation in seconds; 0 when unset or not a number."""
+    raw = (meta(pkg).get("annotations") or {}).get(c.SWITCH_DEADLINE_ANNOTATION, "")
+    try:
+        return max(0.0, float(str(raw).removesuffix("s")))
+    except ValueError:
+        return 0.0
+
+
+def says_paused(pkg: Obj) -> bool:
+    """True when the status still carries ``Synced=False/ReconcilePaused``."""
+    synced = conditions.get_condition((pkg.get("status") or {}).get("conditions"), "Synced")
+    return (synced or {}).get("reason") == "ReconcilePaused"
+
+
 class PackageActivities(Base):
     """Read, resolve, ensure the revision, write the package's status."""
 
@@ -61,6 +76,7 @@ class PackageActivities(Base):
             self.event(pkg, WARNING, "InstallPackageRevision", MSG_CONTROLLER_CONFIG)
         revs = self.revisions_of(inp.kind, inp.name)
         s = spec(pkg)
+        active = next((r for r in revs if spec(r).get("desiredState") == c.ACTIVE), None)
         return c.ReadPackageResult(
             found=True, uid=str(meta(pkg).get("uid", "")),
             generation=int(meta(pkg).get("generation") or 0), source=str(s.get("package", "")),
@@ -71,8 +87,26 @@ class PackageActivities(Base):
             skip_dependency_resolution=bool(s.get("skipDependencyResolution")),
             deleting=bool(meta(pkg).get("deletionTimestamp")),
             revisions=[meta(r)["name"] for r in revs],
-            active_revision=next((meta(r)["name"] for r in revs
-                                  if spec(r).get("desiredState") == c.ACTIVE), ""))
+            active_revision=str(meta(active).get("name", "")),
+            switch_deadline_s=switch_deadline(pkg),
+            active_source=str(((active or {}).get("status") or {}).get("resolvedImage")
+                              or spec(active).get("image", "")),
+            active_digest=str((meta(active).get("annotations") or {}).get(
+                c.DIGEST_ANNOTATION, "")),
+            paused=(meta(pkg).get("annotations") or {}).get(c.PAUSED_ANNOTATION) == "true",
+            synced_paused=says_paused(pkg),
+            pull_policy=str(s.get("packagePullPolicy") or "IfNotPresent"))
+
+    @activity.defn(name=c.RECORD_EVENT)
+    @edge
+    def record_event(self, inp: c.RecordEventInput) -> c.RecordEventResult:
+        """An Event the workflow decided on, about the package or one of its revisions."""
+        obj = (self.kube.get(PKG_V1, revision_kind(inp.kind), inp.revision) if inp.revision
+               else self.kube.get(PKG_V1, kind_of(inp.kind), inp.name))
+        if obj is None:
+            return c.RecordEventResult(recorded=False)
+        self.event(obj, inp.type, inp.reason, inp.message)
+        return c.RecordEventResult(recorded=True)
 
     @activity.defn(name=c.RESOLVE_DIGEST)
     @edge
@@ -186,6 +220,7 @@ class PackageActivities(Base):
         """A new Inactive revision controlled by its package."""
         return {"apiVersion": PKG_V1, "kind": revision_kind(inp.kind),
                 "metadata": {"name": name, "labels": {LABEL_PACKAGE: inp.package},
+                             "annotations": {c.DIGEST_ANNOTATION: inp.digest},
                              "ownerReferences": [package_owner(inp.kind, pkg)]},
                 "spec": {**wanted, "desiredState": c.INACTIVE, "revision": number}}
 
@@ -207,6 +242,8 @@ class PackageActivities(Base):
         body: Obj = {"spec": patch} if patch else {}
         if (meta(rev).get("labels") or {}).get(LABEL_PACKAGE) != inp.package:
             body["metadata"] = {"labels": {LABEL_PACKAGE: inp.package}}
+        if (meta(rev).get("annotations") or {}).get(c.DIGEST_ANNOTATION) != inp.digest:
+            body.setdefault("metadata", {})["annotations"] = {c.DIGEST_ANNOTATION: inp.digest}
         if body:
             rev = self.kube.patch(PKG_V1, revision_kind(inp.kind), meta(rev)["name"], body)
         installed = conditions.get_condition((rev.get("status") or {}).get("conditions"),
@@ -225,6 +262,7 @@ class PackageActivities(Base):
         status = pkg.get("status") or {}
         before = status.get("conditions")
         after = st.merged_conditions(before, inp.conditions, inp.observed_generation)
+        after = [x for x in after if x.get("type") not in inp.drop]
         fields: Obj = {"conditions": after, "currentRevision": inp.current_revision,
                        "currentIdentifier": inp.current_identifier}
         if inp.resolved_package:
@@ -237,4 +275,7 @@ class PackageActivities(Base):
         if st.turned(before, after, conditions.HEALTHY, conditions.TRUE):
             self.event(pkg, NORMAL, "InstallPackageRevision",
                        "Successfully installed package revision")
+        if st.turned(before, after, "Synced", conditions.FALSE):
+            self.event(pkg, NORMAL, "ReconciliationPaused",
+                       "Reconciliation is paused via the pause annotation")
         return c.WritePackageStatusResult(changed=True)

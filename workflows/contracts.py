@@ -29,6 +29,12 @@ KINDS_WITH_RUNTIME = (PROVIDER, FUNCTION)
 
 AUTOMATIC, MANUAL = "Automatic", "Manual"
 ACTIVE, INACTIVE = "Active", "Inactive"
+# Package annotation: seconds an upgrade waits for the new runtime before reverting.
+SWITCH_DEADLINE_ANNOTATION = "lockwright.dev/switch-deadline-seconds"
+# Package annotation that stops every step for the package while it is "true".
+PAUSED_ANNOTATION = "crossplane.io/paused"
+# Revision annotation: the digest a revision was made from (its name keeps only 12 hex).
+DIGEST_ANNOTATION = "lockwright.dev/digest"
 
 # Permanent error types: the PermanentError classes of lockwright/errors.py, by name (a
 # test keeps the two in step). Only a new spec can fix them; the attempt ends, the error is
@@ -66,12 +72,14 @@ ENSURE_RBAC = "ensure_rbac"
 ENSURE_RUNTIME = "ensure_runtime"
 CHECK_HEALTH = "check_health"
 WRITE_REVISION_STATUS = "write_revision_status"
+RECORD_EVENT = "record_event"
+RECORD_APPROVAL = "record_approval"
 
 ALL_ACTIVITY_NAMES = (
     READ_PACKAGE, RESOLVE_DIGEST, ENSURE_REVISION, SET_ACTIVE_REVISION, COLLECT_REVISIONS,
     WRITE_PACKAGE_STATUS, CLEANUP_PACKAGE, FETCH_PACKAGE, PARSE_PACKAGE,
     CHECK_CROSSPLANE_VERSION, TAKE_LOCK, ENSURE_TLS, ESTABLISH_OBJECTS, ENSURE_RBAC,
-    ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS,
+    ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS, RECORD_EVENT, RECORD_APPROVAL,
 )
 
 # --- signal, update and query names ----------------------------------------------------
@@ -128,6 +136,11 @@ class Tuning:
     # How often a package being deleted (or whose revision is) is looked at again if no
     # signal comes: the watcher signals each step of a deletion, this only backs it up.
     gone_recheck_s: float = 5.0
+    # An upgrade's health gate: the new runtime must be healthy within this, or the
+    # package goes back to the previous revision (per package: SWITCH_DEADLINE_ANNOTATION).
+    switch_deadline_s: float = 300.0
+    # packagePullPolicy: Always re-resolves the tag this often (an upgrade if it moved).
+    pull_always_s: float = 60.0
     # Parse and establish run as local activities up to this package.yaml size (retry.py).
     local_max_bytes: int = 4 * 1024 * 1024
 
@@ -165,6 +178,16 @@ class PackageState:
     gone_checks: int = 0
     # The package object's UID: a new object of the same name starts from scratch.
     uid: str = ""
+    # The revision the last switch was reverted from, and the generation it was tried at:
+    # it is not tried again until the package's spec changes.
+    reverted_revision: str = ""
+    reverted_generation: int = 0
+    # How the approval of approved_revision came (update, signal or kubectl), from whom
+    # (if the caller said) and when (workflow time); recorded_approval: already on record.
+    approved_via: str = ""
+    approved_by: str = ""
+    approved_at: str = ""
+    recorded_approval: str = ""
 
 
 @dataclass(frozen=True)
@@ -201,9 +224,20 @@ class LookAgainInput:
 
 @dataclass(frozen=True)
 class ActivateRevisionInput:
-    """Update ``activate_revision`` and signal ``request_activation`` (Manual policy)."""
+    """Update ``activate_revision`` and signal ``request_activation`` (Manual policy).
+
+    Both also take the revision name as a plain string (what people type on the
+    ``temporal`` CLI: ``--input '"provider-x-0123456789ab"'``).
+    """
 
     revision: str = ""
+    # Who approves, when the caller says; otherwise the Temporal identity of the call.
+    by: str = ""
+
+
+def approval(inp: ActivateRevisionInput | str) -> ActivateRevisionInput:
+    """The update's or signal's input, whichever form it came in."""
+    return ActivateRevisionInput(revision=inp) if isinstance(inp, str) else inp
 
 
 @dataclass(frozen=True)
@@ -263,6 +297,16 @@ class ReadPackageResult:
     deleting: bool = False
     revisions: list[str] = field(default_factory=list)
     active_revision: str = ""
+    # How long a switch waits for the new runtime (annotation SWITCH_DEADLINE_ANNOTATION);
+    # 0: Tuning.switch_deadline_s.
+    switch_deadline_s: float = 0.0
+    # The active revision's package: what a reverted switch reinstalls.
+    active_source: str = ""
+    active_digest: str = ""
+    # crossplane.io/paused is "true"; and whether the status still says it was paused.
+    paused: bool = False
+    synced_paused: bool = False
+    pull_policy: str = ""
 
 
 @dataclass(frozen=True)
@@ -324,6 +368,12 @@ class SetActiveRevisionInput:
     kind: str = ""
     package: str = ""
     revision: str = ""
+    # A switch begins (or reverts): flip desiredState only. The other revisions keep their
+    # runtime, Lock entry and objects until the switch is finished (a call without it).
+    keep_runtime: bool = False
+    # A switch is finished: objects only the retired revisions ship are released and,
+    # when nothing else owns them, deleted (CRDs with custom resources are kept).
+    drop_unshipped: bool = False
 
 
 @dataclass(frozen=True)
@@ -366,6 +416,8 @@ class WritePackageStatusInput:
     current_identifier: str = ""
     resolved_package: str = ""
     conditions: list[Condition] = field(default_factory=list)
+    # Condition types to remove (Synced once the pause annotation is gone).
+    drop: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -418,6 +470,11 @@ class InstallRevisionInput:
     # The package's generation and spec.package, for its status while the runtime starts.
     generation: int = 0
     identifier: str = ""
+    # Prepare an upgrade: fetch, parse, lint, version check, and check the Lock and every
+    # object write (server-side dry run) as if active; no runtime, nothing taken over.
+    prepare: bool = False
+    # A switch's health gate: wait at most this long for the runtime (0: Tuning's polls).
+    health_deadline_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -507,6 +564,8 @@ class TakeLockInput:
     revision: str = ""
     source: str = ""
     digest: str = ""
+    # Preparing an upgrade: check that the Lock would take the revision; write nothing.
+    check_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -548,6 +607,8 @@ class EstablishObjectsInput:
     revision: str = ""
     digest: str = ""
     control: bool = True
+    # Preparing an upgrade: check everything and dry-run every write; write nothing.
+    dry_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -633,3 +694,54 @@ class WriteRevisionStatusResult:
     """``changed`` is False when the status already read this way."""
 
     changed: bool = False
+
+
+# --- events -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RecordEventInput:
+    """Activity ``record_event``: a Kubernetes Event on a package or one of its revisions.
+
+    For what the workflow decides and Kubernetes cannot see: a reverted switch, an
+    approval (who and when).
+    """
+
+    kind: str = ""
+    name: str = ""
+    revision: str = ""  # the Event is about this revision; "" for the package itself
+    type: str = "Normal"
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class RecordEventResult:
+    """``recorded`` is False when the object was gone."""
+
+    recorded: bool = False
+
+
+@dataclass(frozen=True)
+class RecordApprovalInput:
+    """Activity ``record_approval``: who approved a revision and when, as an Event on it.
+
+    ``by`` empty: the Temporal identity of the update or signal is read from the
+    workflow's history (``workflow_id``, ``run_id``); for ``via="kubectl"`` the manager
+    and time of the revision's ``spec.desiredState`` are read from its managedFields.
+    """
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+    via: str = ""
+    by: str = ""
+    at: str = ""
+    workflow_id: str = ""
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class RecordApprovalResult:
+    """Who and when, as recorded."""
+
+    by: str = ""
+    at: str = ""

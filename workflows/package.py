@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.calls import R, Failure, call, classify
     from workflows.retry import loop_backoff
     from workflows.revision import InstallRevision
+    from workflows.upgrade import Install, Upgrades
 
 
 # workflow.patched() id: a re-attempt no longer writes "installing" over the last outcome.
@@ -77,7 +78,7 @@ PATCH_DELETION_STOPS_INSTALL = "deletion-stops-install"
 
 
 @workflow.defn
-class PackageWorkflow:
+class PackageWorkflow(Upgrades):
     """Keeps one package installed as its Kubernetes object says; never ends while it exists."""
 
     @workflow.init
@@ -113,18 +114,20 @@ class PackageWorkflow:
         self._s = replace(self._s, dirty=True, signals_seen=self._s.signals_seen + 1)
 
     @workflow.signal(name=c.SIGNAL_REQUEST_ACTIVATION)
-    def request_activation(self, inp: c.ActivateRevisionInput) -> None:
+    def request_activation(self, inp: c.ActivateRevisionInput | str) -> None:
         """Record an approval without waiting (no worker needed; nothing validated)."""
-        self._approve(inp.revision)
+        self._approve(c.approval(inp), via="signal")
 
     @workflow.update(name=c.UPDATE_ACTIVATE_REVISION)
-    async def activate_revision(self, inp: c.ActivateRevisionInput) -> c.ActivateRevisionResult:
+    async def activate_revision(self, raw: c.ActivateRevisionInput | str
+                                ) -> c.ActivateRevisionResult:
         """Approve ``inp.revision`` (Manual policy) and return once it is active.
 
         Raises:
             ApplicationError: the activation failed permanently or the package was deleted.
         """
-        self._approve(inp.revision)
+        inp = c.approval(raw)
+        self._approve(inp, via="update")
         self._updates_waiting += 1
         try:
             await workflow.wait_condition(
@@ -139,7 +142,8 @@ class PackageWorkflow:
         raise ApplicationError(reason, type="ActivationFailed")
 
     @activate_revision.validator
-    def _validate_activation(self, inp: c.ActivateRevisionInput) -> None:
+    def _validate_activation(self, raw: c.ActivateRevisionInput | str) -> None:
+        inp = c.approval(raw)
         if self._s.policy != c.MANUAL:
             raise ValueError(f"revisionActivationPolicy is {self._s.policy}; nothing to approve")
         if inp.revision not in self._s.revisions:
@@ -186,19 +190,38 @@ class PackageWorkflow:
 
     async def _pass(self) -> None:
         pkg = await self._read()
+        await self._reconcile_package(pkg)
+        if pkg.found and pkg.pull_policy == "Always" and not self._gone:
+            # Re-resolve the tag on a timer: a moved tag is an upgrade like any other.
+            every = self._inp.tuning.pull_always_s
+            wake = self._s.wake_after_s
+            self._s = replace(self._s, wake_after_s=min(wake, every) if wake else every)
+
+    async def _reconcile_package(self, pkg: c.ReadPackageResult) -> None:
+        if pkg.found and pkg.paused:
+            await self._pause(pkg)
+            return
         if not pkg.found or pkg.deleting:
             await self._clean_up(pkg)
             return
         self._meet(pkg)
+        if pkg.synced_paused:  # the pause annotation is gone: resume
+            await self._write_status([], "", drop=[conditions.SYNCED])
         inp = self._inp
         self._s = replace(self._s, policy=pkg.activation_policy, generation=pkg.generation,
                           source=pkg.source, active_revision=pkg.active_revision,
                           revisions=_merge(self._s.revisions, pkg.revisions))
         resolved, ensured = await self._resolve_and_ensure(pkg)
         rev = ensured.revision
+        approved = ensured.desired_state == c.ACTIVE or self._s.approved_revision == rev
+        step = self._next_step(pkg, rev, approved)
+        await self._audit(pkg, rev, step, by_hand=self._s.approved_revision != rev)
+        if self._upgrading(pkg, step):
+            await self._upgrade(pkg, Install(rev, _source(pkg, resolved), resolved.digest,
+                                             True), step)
+            return
         # Manual: the approved revision, or one an operator set Active by hand, is active.
-        active = (pkg.activation_policy != c.MANUAL or ensured.desired_state == c.ACTIVE
-                  or self._s.approved_revision == rev)
+        active = pkg.activation_policy != c.MANUAL or approved
         if active and (ensured.desired_state != c.ACTIVE or pkg.active_revision != rev):
             # Nothing to hand over when this is the only revision: a quick local step.
             await self._call(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
@@ -217,7 +240,8 @@ class PackageWorkflow:
                 await self._write_status(conditions.package_installing(active),
                                          _source(pkg, resolved))
             self._s = replace(self._s, attempted_key=key)
-            result = await self._install(pkg, resolved, rev, active)
+            result = await self._install(pkg, Install(rev, _source(pkg, resolved),
+                                                      resolved.digest, active))
             if result.gone:
                 self._wait_for_gone(f"{rev} or its package went away while installing")
                 return
@@ -253,6 +277,12 @@ class PackageWorkflow:
             c.CollectRevisionsResult, f"collect revisions beyond {limit}")
         self._s = replace(self._s, revisions=[r for r in self._s.revisions
                                               if r not in collected.deleted])
+
+    async def _pause(self, pkg: c.ReadPackageResult) -> None:
+        """``crossplane.io/paused: "true"``: say so and do nothing else (reference §1)."""
+        self._s = replace(self._s, phase="Paused", generation=pkg.generation, wake_after_s=0.0)
+        await self._write_status([conditions.reconcile_paused()], "")
+        workflow.set_current_details("**paused** by the crossplane.io/paused annotation")
 
     def _meet(self, pkg: c.ReadPackageResult) -> None:
         """Forget what was installed for an earlier object of the same name."""
@@ -299,29 +329,29 @@ class PackageWorkflow:
         self._s = replace(self._s, wake_after_s=self._inp.tuning.gone_recheck_s)
         workflow.set_current_details(f"**waiting**: {message[:160]}")
 
-    async def _install(self, pkg: c.ReadPackageResult, resolved: c.ResolveDigestResult,
-                       rev: str, active: bool) -> c.InstallRevisionResult:
+    async def _install(self, pkg: c.ReadPackageResult, it: Install) -> c.InstallRevisionResult:
         inp = self._inp
         self._step = "InstallRevision"
-        self._s = replace(self._s, phase="Installing")
-        workflow.set_current_details(f"**installing** `{rev}` active={active}")
+        self._s = replace(self._s, phase="Preparing" if it.prepare else "Installing")
+        workflow.set_current_details(f"**{it.summary}**")
         child = await workflow.start_child_workflow(
             InstallRevision.run,
             c.InstallRevisionInput(
-                kind=inp.kind, package=inp.name, revision=rev,
-                source=_source(pkg, resolved), digest=resolved.digest,
-                active=active, ignore_crossplane_constraints=pkg.ignore_crossplane_constraints,
+                kind=inp.kind, package=inp.name, revision=it.revision,
+                source=it.source, digest=it.digest,
+                active=it.active, ignore_crossplane_constraints=pkg.ignore_crossplane_constraints,
                 skip_dependency_resolution=pkg.skip_dependency_resolution, tuning=inp.tuning,
-                generation=pkg.generation, identifier=pkg.source),
-            id=c.revision_workflow_id(inp.kind, rev),
-            static_summary=f"install {inp.kind} {rev} ({'active' if active else 'inactive'})",
+                generation=pkg.generation, identifier=pkg.source, prepare=it.prepare,
+                health_deadline_s=it.deadline_s),
+            id=c.revision_workflow_id(inp.kind, it.revision),
+            static_summary=f"{it.summary} ({inp.kind})",
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
             search_attributes=TypedSearchAttributes([
                 SearchAttributePair(c.SA_PACKAGE_KIND, inp.kind),
                 SearchAttributePair(c.SA_PACKAGE_NAME, inp.name),
-                SearchAttributePair(c.SA_PACKAGE_SOURCE, _source(pkg, resolved)),
-                SearchAttributePair(c.SA_PACKAGE_DIGEST, resolved.digest),
-                SearchAttributePair(c.SA_REVISION, rev)]),
+                SearchAttributePair(c.SA_PACKAGE_SOURCE, it.source),
+                SearchAttributePair(c.SA_PACKAGE_DIGEST, it.digest),
+                SearchAttributePair(c.SA_REVISION, it.revision)]),
         )
         return await self._follow(child)
 
@@ -350,7 +380,10 @@ class PackageWorkflow:
                           next_retry_at="", phase=phase, wake_after_s=wake)
         if active:
             self._settled_active = rev
-        workflow.set_current_details(f"**{phase}** `{rev}` digest `{self._s.digest[:19]}`")
+        approved = (f"; approved by {self._s.approved_by} at {self._s.approved_at}"
+                    if self._s.recorded_approval == rev else "")
+        workflow.set_current_details(
+            f"**{phase}** `{rev}` digest `{self._s.digest[:19]}`{approved}")
 
     async def _record_failure(self, failure: Failure) -> None:
         attempt = 0 if failure.permanent else self._s.retry_attempt + 1
@@ -374,13 +407,15 @@ class PackageWorkflow:
             # Writing status needs the API that may be down; the next pass tries again.
             workflow.logger.warning("could not write failure status step=%s", step)
 
-    async def _write_status(self, conds: list[c.Condition], resolved: str) -> None:
+    async def _write_status(self, conds: list[c.Condition], resolved: str,
+                            drop: list[str] | None = None) -> None:
         s = self._s
         await self._call(c.WRITE_PACKAGE_STATUS, c.WritePackageStatusInput(
             kind=self._inp.kind, name=self._inp.name, observed_generation=s.generation,
             current_revision=s.current_revision, current_identifier=s.source,
-            resolved_package=resolved, conditions=conds), c.WritePackageStatusResult,
-            f"status of {self._inp.kind} {self._inp.name}", step=False)
+            resolved_package=resolved, conditions=conds, drop=drop or []),
+            c.WritePackageStatusResult, f"status of {self._inp.kind} {self._inp.name}",
+            step=False)
 
     async def _call(self, name: str, arg: object, result_type: type[R], summary: str,
                     step: bool = True, small: bool = False) -> R:
@@ -389,9 +424,10 @@ class PackageWorkflow:
         return await call(name, arg, result_type, summary, self._inp.tuning, small)
 
     # --- small helpers ------------------------------------------------------------------
-    def _approve(self, revision: str) -> None:
-        self._activation_errors.pop(revision, None)
-        self._s = replace(self._s, approved_revision=revision, dirty=True)
+    def _approve(self, inp: c.ActivateRevisionInput, via: str) -> None:
+        self._activation_errors.pop(inp.revision, None)
+        self._s = replace(self._s, approved_revision=inp.revision, dirty=True, approved_via=via,
+                          approved_by=inp.by, approved_at=workflow.now().isoformat())
 
     def _identify(self) -> None:
         # The watcher sets kind and name at start; set them here too for hand-started runs.

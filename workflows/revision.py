@@ -24,6 +24,7 @@ to retry the whole child (every step is idempotent, and the fetch hits the cache
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 from temporalio import workflow
@@ -88,8 +89,11 @@ class InstallRevision:
         if not inp.skip_dependency_resolution:
             locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
                 kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
-                digest=inp.digest), c.TakeLockResult, f"lock {inp.kind} {inp.package}")
+                digest=inp.digest, check_only=inp.prepare), c.TakeLockResult,
+                f"{'check the Lock for' if inp.prepare else 'lock'} {inp.kind} {inp.package}")
             dependencies = locked.dependencies
+        if inp.prepare:
+            return await self._prepared(inp, parsed, dependencies)
         # TLS only after the Lock: a package that loses the Lock must have touched nothing.
         runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
         if runtime:
@@ -118,8 +122,24 @@ class InstallRevision:
                                        objects=established.objects, dependencies=dependencies,
                                        healthy=health.healthy, message=health.message)
 
+    async def _prepared(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
+                        dependencies: int) -> c.InstallRevisionResult:
+        """An upgrade's preparation: every object write dry-run as if active, no runtime."""
+        checked = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+            control=True, dry_run=True), c.EstablishObjectsResult,
+            f"dry-run {parsed.objects} objects (control)")
+        await self._write(inp, status.revision_ok(False, True, ""), objects=checked.objects,
+                          dependencies=dependencies, capabilities=parsed.capabilities)
+        workflow.set_current_details(f"**prepared** `{inp.revision}`")
+        return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                       objects=checked.objects, dependencies=dependencies,
+                                       healthy=True)
+
     async def _wait_healthy(self, inp: c.InstallRevisionInput) -> c.CheckHealthResult:
         polls = max(1, inp.tuning.health_polls)
+        if inp.health_deadline_s:  # a switch's health gate
+            polls = max(1, math.ceil(inp.health_deadline_s / inp.tuning.health_poll_s))
         shown = ""
         health = c.CheckHealthResult()
         for poll in range(polls):

@@ -12,6 +12,8 @@ from datetime import timedelta
 from workflows import contracts as c
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+SYNCED, RECONCILE_PAUSED = "Synced", "ReconcilePaused"
+MSG_PAUSED = "Reconciliation (including deletion) is paused via the pause annotation"
 INSTALLED, HEALTHY = "Installed", "Healthy"
 REVISION_HEALTHY, RUNTIME_HEALTHY, RUNTIME_ACTIVE = (
     "RevisionHealthy", "RuntimeHealthy", "RuntimeActive")
@@ -48,6 +50,21 @@ def package_ok(active: bool, healthy: bool, health_message: str) -> list[c.Condi
         return [installed, cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
     message = f'Package runtime health is "False" with message: {runtime_failed(health_message)}'
     return [installed, cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message)]
+
+
+def reconcile_paused() -> c.Condition:
+    """``Synced=False/ReconcilePaused``, as Crossplane says it (reference §1)."""
+    return cond(SYNCED, FALSE, RECONCILE_PAUSED, MSG_PAUSED)
+
+
+def package_reverted(active_revision: str, message: str) -> list[c.Condition]:
+    """Conditions of a package whose switch to its current revision was reverted."""
+    return [cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION,
+                 f"Package is inactive: the switch to it was reverted, {active_revision} "
+                 "is active"),
+            cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION,
+                 f'Package runtime health is "False" with message: {runtime_failed(message)}'
+                 f"; reverted to {active_revision}")]
 
 
 def package_installing(active: bool) -> list[c.Condition]:

@@ -48,6 +48,8 @@ class FakePackage:
     history_limit: int = 1
     pull_secret: str = "regcred"
     deleting: bool = False
+    pull_policy: str = "IfNotPresent"
+    paused: bool = False
 
 
 @dataclass
@@ -60,6 +62,7 @@ class FakeRevision:
     number: int
     desired_state: str = c.INACTIVE
     deleting: bool = False
+    source: str = ""
 
 
 @dataclass
@@ -75,6 +78,11 @@ class FakeCluster:
     established: Counter[str] = field(default_factory=Counter)
     failures: dict[str, list[BaseException]] = field(default_factory=dict)
     health: dict[str, c.CheckHealthResult] = field(default_factory=dict)
+    events: list[c.RecordEventInput] = field(default_factory=list)
+    activations: list[c.SetActiveRevisionInput] = field(default_factory=list)
+    approvals: list[c.RecordApprovalInput] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)  # a tag moved to another digest
+    says_paused: dict[str, bool] = field(default_factory=dict)
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -99,7 +107,8 @@ class FakeCluster:
                 self.cleanup_package, self.fetch_package, self.parse_package,
                 self.check_crossplane_version, self.take_lock, self.ensure_tls,
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
-                self.check_health, self.write_revision_status]
+                self.check_health, self.write_revision_status, self.record_event,
+                self.record_approval]
 
     def _enter(self, name: str) -> None:
         self.calls[name] += 1
@@ -116,18 +125,24 @@ class FakeCluster:
             return c.ReadPackageResult(found=False)
         revs = sorted((r for r in self.revisions.values() if r.package == inp.name),
                       key=lambda r: r.number)
-        active = next((r.name for r in revs if r.desired_state == c.ACTIVE), "")
+        active_rev = next((r for r in revs if r.desired_state == c.ACTIVE), None)
+        active = active_rev.name if active_rev else ""
         return c.ReadPackageResult(
             found=True, uid=f"uid-{pkg.name}", generation=pkg.generation, source=pkg.source,
             activation_policy=pkg.policy, revision_history_limit=pkg.history_limit,
-            revisions=[r.name for r in revs], active_revision=active, deleting=pkg.deleting)
+            revisions=[r.name for r in revs], active_revision=active, deleting=pkg.deleting,
+            pull_policy=pkg.pull_policy, paused=pkg.paused,
+            synced_paused=self.says_paused.get(pkg.name, False),
+            active_source=active_rev.source if active_rev else "",
+            active_digest=active_rev.digest if active_rev else "")
 
     @activity.defn(name=c.RESOLVE_DIGEST)
     async def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
         self._enter(c.RESOLVE_DIGEST)
         pkg = self.packages[(inp.kind, inp.name)]
         assert self.secrets[pkg.pull_secret] == PULL_SECRET_VALUE  # read here, never passed
-        digest = "sha256:" + hashlib.sha256(inp.source.encode()).hexdigest()
+        digest = self.tags.get(inp.source) or (
+            "sha256:" + hashlib.sha256(inp.source.encode()).hexdigest())
         return c.ResolveDigestResult(digest=digest, resolved_source=inp.source)
 
     @activity.defn(name=c.ENSURE_REVISION)
@@ -141,7 +156,8 @@ class FakeCluster:
         if rev is None:
             numbers = [r.number for r in self.revisions.values() if r.package == inp.package]
             rev = self.revisions[name] = FakeRevision(name, inp.package, inp.digest,
-                                                      max(numbers, default=0) + 1)
+                                                      max(numbers, default=0) + 1,
+                                                      source=inp.source)
         return c.EnsureRevisionResult(revision=name, number=rev.number, created=created,
                                       desired_state=rev.desired_state,
                                       fresh=name not in self.revision_status)
@@ -150,6 +166,7 @@ class FakeCluster:
     async def set_active_revision(
             self, inp: c.SetActiveRevisionInput) -> c.SetActiveRevisionResult:
         self._enter(c.SET_ACTIVE_REVISION)
+        self.activations.append(inp)
         deactivated = []
         for rev in self.revisions.values():
             if rev.package != inp.package:
@@ -175,6 +192,10 @@ class FakeCluster:
     async def write_package_status(
             self, inp: c.WritePackageStatusInput) -> c.WritePackageStatusResult:
         self._enter(c.WRITE_PACKAGE_STATUS)
+        if any(x.reason == "ReconcilePaused" for x in inp.conditions):
+            self.says_paused[inp.name] = True
+        if "Synced" in inp.drop:
+            self.says_paused[inp.name] = False
         writes = self.package_status.setdefault(inp.name, [])
         changed = not writes or writes[-1] != inp
         writes.append(inp)
@@ -221,7 +242,8 @@ class FakeCluster:
     async def establish_objects(
             self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
         self._enter(c.ESTABLISH_OBJECTS)
-        self.established[f"{inp.revision}/{'control' if inp.control else 'owner'}"] += 1
+        mode = "dry-run" if inp.dry_run else "control" if inp.control else "owner"
+        self.established[f"{inp.revision}/{mode}"] += 1
         return c.EstablishObjectsResult(objects=2, created=2 if inp.control else 0)
 
     @activity.defn(name=c.ENSURE_RBAC)
@@ -238,7 +260,8 @@ class FakeCluster:
     @activity.defn(name=c.CHECK_HEALTH)
     async def check_health(self, inp: c.CheckHealthInput) -> c.CheckHealthResult:
         self._enter(c.CHECK_HEALTH)
-        return self.health.get(inp.package, c.CheckHealthResult(healthy=True))
+        return self.health.get(inp.revision, self.health.get(
+            inp.package, c.CheckHealthResult(healthy=True)))
 
     @activity.defn(name=c.WRITE_REVISION_STATUS)
     async def write_revision_status(
@@ -248,3 +271,15 @@ class FakeCluster:
             raise gone(f"ProviderRevision {inp.revision} is gone")
         self.revision_status.setdefault(inp.revision, []).append(inp)
         return c.WriteRevisionStatusResult(changed=True)
+
+    @activity.defn(name=c.RECORD_EVENT)
+    async def record_event(self, inp: c.RecordEventInput) -> c.RecordEventResult:
+        self._enter(c.RECORD_EVENT)
+        self.events.append(inp)
+        return c.RecordEventResult(recorded=True)
+
+    @activity.defn(name=c.RECORD_APPROVAL)
+    async def record_approval(self, inp: c.RecordApprovalInput) -> c.RecordApprovalResult:
+        self._enter(c.RECORD_APPROVAL)
+        self.approvals.append(inp)
+        return c.RecordApprovalResult(by=inp.by or f"identity of the {inp.via}", at=inp.at)

@@ -23,7 +23,9 @@ runs; do it only on purpose, when a workflow's command order changed by design.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
+from dataclasses import replace
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -323,6 +325,9 @@ async def test_manual_activation_waits_for_update(
     assert (installed.status, installed.reason) == ("True", "ActivePackageRevision")
     assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
     assert cluster.established[f"{st.current_revision}/control"] == 1
+    [approval] = cluster.approvals  # on record once: who (from history) and when
+    assert (approval.revision, approval.via, approval.by) == (st.current_revision, "update", "")
+    assert approval.at and approval.workflow_id == handle.id
     await check_histories(temporal_client, handle, [st.current_revision])
     await record(temporal_client, handle.id, "package_manual_activation")
 
@@ -333,10 +338,36 @@ async def test_activation_signal_twin_records_approval(
     pkg = cluster.add(provider(policy=c.MANUAL))
     handle = await start(temporal_client, task_queue, pkg)
     st = await settled(handle, "Inactive", signals=1)
-    await handle.signal(PackageWorkflow.request_activation,
-                        c.ActivateRevisionInput(st.current_revision))
+    # A plain string, as typed on the temporal CLI: --input '"<revision>"'.
+    await handle.signal(c.SIGNAL_REQUEST_ACTIVATION, st.current_revision)
     await settled(handle, "Healthy")
     assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
+    assert [(a.revision, a.via) for a in cluster.approvals] == [(st.current_revision,
+                                                                 "signal")]
+
+
+async def test_manual_upgrade_is_prepared_then_switched_on_a_plain_string_update(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Manual: v2 is prepared while v1 runs; the approval (a bare name) switches to it."""
+    pkg = cluster.add(provider(policy=c.MANUAL))
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Inactive", signals=1)).current_revision
+    await activate(handle, v1)
+    cluster.add(replace(pkg, source=pkg.source.replace("v0.1.0", "v0.2.0"), generation=2))
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2))
+    st = await settled(handle, "Inactive", signals=2)
+    v2 = st.current_revision
+    assert (st.active_revision, cluster.established[f"{v2}/dry-run"]) == (v1, 1)
+    assert cluster.revisions[v1].desired_state == c.ACTIVE
+
+    result: c.ActivateRevisionResult = await handle.execute_update(
+        c.UPDATE_ACTIVATE_REVISION, v2, result_type=c.ActivateRevisionResult)
+    assert result.active and result.revision == v2
+    assert cluster.revisions[v1].desired_state == c.INACTIVE
+    assert [(a.revision, a.via) for a in cluster.approvals] == [(v1, "update"),
+                                                                (v2, "update")]
+    assert "approved by identity of the update" in await current_details(handle)
+    await record(temporal_client, handle.id, "package_manual_upgrade")
 
 
 async def test_automatic_policy_rejects_activation_update(
@@ -392,6 +423,110 @@ async def test_new_version_upgrades_and_collects(
     assert sorted(cluster.revisions) == sorted(revisions[1:])  # history limit 1
     assert cluster.revisions[revisions[2]].desired_state == c.ACTIVE
     assert cluster.revisions[revisions[1]].desired_state == c.INACTIVE
+    # Each upgrade was prepared (dry run) before it took control, and the old revision
+    # kept its runtime until the switch was finished.
+    for old, new in zip(revisions, revisions[1:]):
+        assert cluster.established[f"{new}/dry-run"] == 1
+        assert cluster.established[f"{new}/control"] == 1
+    flips = [(a.revision, a.keep_runtime) for a in cluster.activations]
+    assert flips == [(revisions[0], False), (revisions[1], True), (revisions[1], False),
+                     (revisions[2], True), (revisions[2], False)], flips
+    await record(temporal_client, handle.id, "package_upgrade")
+
+
+async def test_upgrade_whose_runtime_never_becomes_healthy_reverts(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """The health gate: v2 never healthy by the deadline; v1 takes control back."""
+    pkg = cluster.add(provider())
+    gate = FAST.__class__(**{**FAST.__dict__, "switch_deadline_s": 0.5})
+    handle = await start(temporal_client, task_queue, pkg, tuning=gate)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    v2_pkg = cluster.add(FakePackage(pkg.kind, pkg.name, pkg.source.replace("v0.1.0", "v0.2.0"),
+                                     generation=2))
+    v2 = f"{pkg.name}-{hashlib.sha256(v2_pkg.source.encode()).hexdigest()[:12]}"
+    cluster.health[v2] = c.CheckHealthResult(healthy=False, message="crash-looping")
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2))
+    st = await settled(handle, "Reverted", signals=2)
+
+    assert (st.current_revision, st.active_revision) == (v2, v1)
+    assert cluster.revisions[v1].desired_state == c.ACTIVE
+    assert cluster.revisions[v2].desired_state == c.INACTIVE
+    conds = cluster.last_status(pkg.name)
+    assert (conds["Healthy"].status, conds["Installed"].status) == ("False", "False")
+    assert "crash-looping" in conds["Healthy"].message and v1 in conds["Healthy"].message
+    [event] = cluster.events
+    assert event.reason == "RevertRevision" and v1 in event.message and v2 in event.message
+    # Held: more signals do not try again ...
+    checks = cluster.calls[c.CHECK_HEALTH]
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2))
+    await settled(handle, "Reverted", signals=3)
+    assert cluster.calls[c.CHECK_HEALTH] == checks
+    # ... a new spec does (here the runtime is fixed).
+    del cluster.health[v2]
+    cluster.add(replace(v2_pkg, generation=3))
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(3))
+    st = await settled(handle, "Healthy", signals=4)
+    assert st.active_revision == v2 and cluster.revisions[v1].desired_state == c.INACTIVE
+    await record(temporal_client, handle.id, "package_upgrade_reverted")
+
+
+async def test_upgrade_that_fails_to_prepare_leaves_the_old_revision_alone(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """A v2 that does not lint never takes control: nothing is switched."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.add(FakePackage(pkg.kind, pkg.name, pkg.source.replace("v0.1.0", "v0.2.0"),
+                            generation=2))
+    cluster.fail(c.PARSE_PACKAGE, permanent("LintError", "object is not a CRD"))
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2))
+    st = await settled(handle, "Failed", signals=2)
+    assert st.last_error_type == "LintError"
+    assert cluster.revisions[v1].desired_state == c.ACTIVE
+    assert [a.revision for a in cluster.activations] == [v1]  # the first install only
+    await record(temporal_client, handle.id, "package_upgrade_prepare_failed")
+
+
+async def test_pause_stops_every_step_and_resume_goes_on(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """crossplane.io/paused: Synced=False/ReconcilePaused and nothing else, until removed."""
+    pkg = cluster.add(provider())
+    pkg.paused = True
+    handle = await start(temporal_client, task_queue, pkg)
+    await settled(handle, "Paused", signals=1)
+    [written] = cluster.package_status[pkg.name]
+    [synced] = written.conditions
+    assert (synced.type, synced.status, synced.reason) == ("Synced", "False", "ReconcilePaused")
+    assert synced.message == ("Reconciliation (including deletion) is paused via the pause "
+                              "annotation")
+    assert cluster.calls[c.RESOLVE_DIGEST] == 0 and not cluster.revisions
+
+    pkg.paused = False
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(1, "resumed"))
+    await settled(handle, "Healthy", signals=2)
+    assert cluster.package_status[pkg.name][1].drop == ["Synced"]  # the pause is forgotten
+    assert not cluster.says_paused[pkg.name]
+
+
+async def test_pull_policy_always_picks_up_a_moved_tag(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """No signal: the tag is re-resolved on a timer and a moved tag is upgraded to."""
+    pkg = cluster.add(provider(pull_policy="Always"))
+    every = FAST.__class__(**{**FAST.__dict__, "pull_always_s": 0.3})
+    handle = await start(temporal_client, task_queue, pkg, tuning=every)
+    first = await settled(handle, "Healthy", signals=1)
+    moved = "sha256:" + "ab" * 32
+    cluster.tags[pkg.source] = moved
+
+    async def upgraded() -> c.PackageStatusResult | None:
+        st = await handle.query(PackageWorkflow.status)
+        return st if st.active_revision.endswith("ababababab") and st.phase == "Healthy" \
+            else None
+
+    st = await wait_for_async(upgraded, timeout=20, what="the moved tag installed")
+    assert st.signals_seen == 1 and st.digest == moved  # the timer alone found it
+    assert cluster.revisions[first.active_revision].desired_state == c.INACTIVE
+    assert cluster.established[f"{st.active_revision}/dry-run"] == 1  # prepared first
 
 
 async def test_deleted_package_cleans_up_and_ends(

@@ -35,6 +35,10 @@ SHAPES |= QUEUED
 # Deletion (invariant 8): a package being deleted is only cleaned up; an install running
 # when the deletion begins is cancelled (PATCH_DELETION_STOPS_INSTALL).
 SHAPES |= {"package_deleting", "package_deleted_during_install"}
+# Upgrades prepare first and switch after (PATCH_PREPARE_THEN_SWITCH): finished, reverted
+# by the health gate, and refused while preparing.
+SHAPES |= {"package_upgrade", "package_upgrade_reverted", "package_upgrade_prepare_failed",
+           "package_manual_upgrade"}
 
 
 def load(shape: str) -> WorkflowHistory:

@@ -1,0 +1,70 @@
+"""Objects an upgrade no longer ships: they lose the retired revision's references and go.
+
+After a switch is finished, each object the retired revision established but the active
+one does not is released by the package: the retired revision's owner reference goes, and
+so does the package's unless another of its revisions still ships the object. An object
+left with no owner is deleted (Kubernetes' garbage collector never deletes an object that
+has no owner references at all), except a CustomResourceDefinition that still has custom
+resources: deleting it would delete them, so it is kept as it is and the package says so.
+"""
+
+from __future__ import annotations
+
+from activities.base import Base, meta, spec
+from lockwright.k8s import WARNING, Obj
+
+CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+Ref = tuple[str, str, str]  # apiVersion, kind, name
+
+
+def refs_of(rev: Obj) -> set[Ref]:
+    """The objects a revision established, from ``status.objectRefs``."""
+    return {(str(r["apiVersion"]), str(r["kind"]), str(r["name"]))
+            for r in (rev.get("status") or {}).get("objectRefs") or []}
+
+
+class DroppedObjects(Base):
+    """Release and remove what a finished upgrade no longer ships."""
+
+    def drop_unshipped(self, pkg: Obj | None, retired: Obj, revisions: list[Obj]) -> int:
+        """Release the objects only ``retired`` ships; returns how many were deleted.
+
+        Args:
+            pkg: the package (None when gone: nothing is dropped then).
+            retired: the revision retired by the switch.
+            revisions: every revision of the package, ``retired`` included.
+        """
+        if pkg is None:
+            return 0
+        others = set().union(*(refs_of(r) for r in revisions if r is not retired))
+        deleted = 0
+        for ref in sorted(refs_of(retired) - others):
+            deleted += self.drop_one(ref, pkg, retired)
+        return deleted
+
+    def drop_one(self, ref: Ref, pkg: Obj, retired: Obj) -> int:
+        """Release one object; 1 when it was deleted."""
+        live = self.kube.get(*ref)
+        if live is None:
+            return 0
+        gone = {meta(retired)["uid"], meta(pkg)["uid"]}
+        refs = [r for r in meta(live).get("ownerReferences") or [] if r.get("uid") not in gone]
+        if refs:
+            self.kube.patch(ref[0], ref[1], ref[2], {"metadata": {
+                "ownerReferences": refs, "resourceVersion": meta(live)["resourceVersion"]}})
+            return 0
+        if ref[:2] == CRD and (count := self.custom_resources(live)):
+            self.event(pkg, WARNING, "DropObject",
+                       f"CustomResourceDefinition {ref[2]} is no longer shipped but still has "
+                       f"{count} custom resource(s): kept; delete them and then the CRD")
+            return 0
+        self.kube.delete(ref[0], ref[1], ref[2], uid=meta(live)["uid"])
+        return 1
+
+    def custom_resources(self, crd: Obj) -> int:
+        """How many custom resources of ``crd`` exist, in its first served version."""
+        s = spec(crd)
+        served = [v["name"] for v in s.get("versions") or [] if v.get("served")]
+        if not served:
+            return 0
+        return len(self.kube.list(f"{s['group']}/{served[0]}", s["names"]["kind"]))

@@ -1,0 +1,63 @@
+"""Which revision of a package runs: when to install, prepare, switch, finish or revert.
+
+Pure decisions over plain data (no Temporal, no I/O); ``PackageWorkflow`` carries them out.
+The rule they implement: a cluster is never left without a working runtime. A new revision
+is *prepared* completely (fetched, parsed, linted, version-checked, the Lock and every
+object write checked by a server-side dry run) while the active revision keeps control and
+keeps running; only then does it take control and start its runtime (the *switch*). The
+old runtime is removed (*finish*) only once the new one is healthy; if it is not healthy
+by the deadline the old revision takes control back (*revert*) and the failed revision
+stays Inactive until ``spec.package`` (the package's generation) changes again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+AUTOMATIC, MANUAL = "Automatic", "Manual"
+
+
+class Step(str, Enum):
+    """What the package's workflow does next."""
+
+    INSTALL = "install"  # nothing else runs: install the current revision directly
+    PREPARE_AND_SWITCH = "prepare and switch"  # upgrade from the active revision
+    PREPARE_AND_WAIT = "prepare and wait for approval"  # Manual: prepared, not activated
+    HOLD = "hold: reverted, waiting for a new spec"  # the last switch to it was reverted
+    KEEP = "keep"  # the current revision is the active one: make sure it is installed
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What a pass knows when it decides.
+
+    Attributes:
+        policy: ``revisionActivationPolicy``.
+        current: the revision ``spec.package`` resolves to.
+        active: the revision now in control (``desiredState: Active``), or "".
+        approved: an operator approved ``current`` (Manual), by update, signal or kubectl.
+        generation: the package's ``metadata.generation``.
+        reverted: the revision the last switch was reverted from, and the generation it
+            was tried at ("" / 0 when none).
+    """
+
+    policy: str = AUTOMATIC
+    current: str = ""
+    active: str = ""
+    approved: bool = False
+    generation: int = 0
+    reverted: str = ""
+    reverted_generation: int = 0
+
+
+def next_step(s: Situation) -> Step:
+    """The next step for a pass in situation ``s``."""
+    if s.active == s.current:
+        return Step.KEEP
+    if s.reverted == s.current and s.reverted_generation == s.generation:
+        return Step.HOLD
+    wanted = s.policy != MANUAL or s.approved
+    if not s.active:
+        return Step.INSTALL if wanted else Step.PREPARE_AND_WAIT
+    return Step.PREPARE_AND_SWITCH if wanted else Step.PREPARE_AND_WAIT
