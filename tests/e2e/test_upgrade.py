@@ -485,3 +485,41 @@ def test_pull_policy_always_picks_up_a_moved_tag(stack: Stack, tmp_path: Path) -
              interval=0.2, what="the moved tag installed")
     stack.wait_healthy("Provider", name)
     assert (stack.get_package("Provider", name) or {})["metadata"]["generation"] == 1
+
+
+# --- hand-off ---------------------------------------------------------------------------
+def test_hand_off_to_a_package_moved_to_a_new_source(stack: Stack, tmp_path: Path) -> None:
+    name, group, repo, v1 = install_v1(stack, tmp_path)
+    moved = provider(stack, tmp_path, group, unique("mirror"), "v1.0.0",
+                     GOOD_IMAGE.format(tag="v1-mirror"))
+    runtimes = Runtimes(stack, name)
+    try:
+        upgrade_to(stack, name, moved)
+        wait_for(lambda: v1_gone(stack, name, v1), timeout=90, interval=0.2,
+                 what="switched to the new source")
+    finally:
+        runtimes.stop()
+    assert runtimes.least >= 1, runtimes.events
+    [active] = [r for r in stack.revisions("Provider", name)
+                if r["spec"]["desiredState"] == "Active"]
+    assert active["spec"]["image"] == moved
+    assert controller_uid(stack, f"gadgets.{group}") == active["metadata"]["uid"]
+
+
+def test_hand_off_after_the_old_revision_was_deleted_by_hand(stack: Stack,
+                                                             tmp_path: Path) -> None:
+    name, group, repo, v1 = install_v1(stack, tmp_path)
+    v2 = provider(stack, tmp_path, group, repo, "v2.0.0", GOOD_IMAGE.format(tag="v2"))
+    # Orphan: the CRD keeps its reference to the deleted revision's UID.
+    stack.kubectl("delete", f"providerrevisions.{PKG_GROUP}", v1["metadata"]["name"],
+                  "--cascade=orphan", "--timeout=60s")
+    upgrade_to(stack, name, v2)
+
+    def v2_controls() -> bool:
+        revs = [r for r in stack.revisions("Provider", name) if r["spec"]["image"] == v2
+                and r["spec"]["desiredState"] == "Active"]
+        return bool(revs) and controller_uid(stack, f"gadgets.{group}") == revs[0][
+            "metadata"]["uid"]
+
+    wait_for(v2_controls, timeout=90, interval=0.2, what="v2 took control")
+    stack.wait_healthy("Provider", name)
