@@ -104,11 +104,16 @@ class Upgrades:
         if step is Step.HOLD:
             await Upgrades._hold(self, pkg, new)
             return
+        key = f"{new.revision}/{pkg.generation}/prepared"
+        if step is Step.PREPARE_AND_WAIT and self._s.installed_key == key:
+            self._settle(False, new.revision)  # prepared already: wait for the approval
+            return
         prepared = await self._install(pkg, replace(new, active=False, prepare=True))
         if prepared.gone:
             self._wait_for_gone(f"{new.revision} or its package went away while preparing")
             return
         if step is Step.PREPARE_AND_WAIT:
+            self._s = replace(self._s, installed_key=key, healthy=True)
             await self._write_status(conditions.package_ok(False, True, ""), new.source)
             self._settle(False, new.revision)
             return

@@ -395,13 +395,18 @@ def crd_provider(stack: Stack, tmp: Path, repo: str, tag: str, crds: list[Obj]) 
     return stack.push(root, repo=repo, tag=tag)
 
 
-def test_v2_dropping_a_stored_crd_version_is_refused_with_nothing_written(
-        stack: Stack, tmp_path: Path) -> None:
-    group, repo, name = unique_group(), unique("prov"), unique("stored")
-    v1 = crd_provider(stack, tmp_path, repo, "v1.0.0",
-                      [gadget_crd(group, ["v1alpha1"], "v1alpha1")])
+def install_gadgets(stack: Stack, tmp: Path) -> tuple[str, str, str]:
+    """A Healthy provider of one CRD, gadgets v1alpha1; returns (name, group, repo)."""
+    group, repo, name = unique_group(), unique("prov"), unique("crds")
+    v1 = crd_provider(stack, tmp, repo, "v1.0.0", [gadget_crd(group, ["v1alpha1"], "v1alpha1")])
     stack.apply_package("Provider", name, v1)
     stack.wait_healthy("Provider", name)
+    return name, group, repo
+
+
+def test_v2_dropping_a_stored_crd_version_is_refused_with_nothing_written(
+        stack: Stack, tmp_path: Path) -> None:
+    name, group, repo = install_gadgets(stack, tmp_path)
     [rev1] = stack.revisions("Provider", name)
     before = crd_exists(stack, f"gadgets.{group}") or {}
     v2 = crd_provider(stack, tmp_path, repo, "v2.0.0",
@@ -426,11 +431,7 @@ def test_v2_dropping_a_stored_crd_version_is_refused_with_nothing_written(
 
 def test_v2_renaming_a_crd_removes_the_old_one_and_controls_the_new(
         stack: Stack, tmp_path: Path) -> None:
-    group, repo, name = unique_group(), unique("prov"), unique("rename")
-    v1 = crd_provider(stack, tmp_path, repo, "v1.0.0",
-                      [gadget_crd(group, ["v1alpha1"], "v1alpha1")])
-    stack.apply_package("Provider", name, v1)
-    stack.wait_healthy("Provider", name)
+    name, group, repo = install_gadgets(stack, tmp_path)
     v2 = crd_provider(stack, tmp_path, repo, "v2.0.0", [gadget_crd(
         group, ["v1alpha1"], "v1alpha1", plural="gizmos", kind="Gizmo")])
     upgrade_to(stack, name, v2)
