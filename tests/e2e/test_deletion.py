@@ -75,8 +75,10 @@ def install_two_revisions(stack: Stack, kind: str, tmp: Path) -> str:
                   for r in stack.revisions(kind, name)}
         current = (pkg.get("status") or {}).get("currentRevision", "")
         healthy = stack.conditions(kind, name).get("Healthy", {}).get("status") == "True"
+        # The switch is over once the old revision has left the Lock, too.
         return (len(states) == 2 and states.get(current) == "Active" and healthy
-                and sorted(states.values()) == ["Active", "Inactive"])
+                and sorted(states.values()) == ["Active", "Inactive"]
+                and locked(stack, list(states)) == [current])
 
     wait_for(upgraded, timeout=90, interval=0.2, what=f"{kind} {name} upgraded to v2")
     return name
