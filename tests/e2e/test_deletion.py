@@ -71,12 +71,14 @@ def install_two_revisions(stack: Stack, kind: str, tmp: Path) -> str:
 
     def upgraded() -> bool:
         pkg = stack.get_package(kind, name) or {}
-        states = {r["metadata"]["name"]: r["spec"]["desiredState"]
-                  for r in stack.revisions(kind, name)}
+        revs = stack.revisions(kind, name)
+        states = {r["metadata"]["name"]: r["spec"]["desiredState"] for r in revs}
         current = (pkg.get("status") or {}).get("currentRevision", "")
         healthy = stack.conditions(kind, name).get("Healthy", {}).get("status") == "True"
-        # The switch is over once the old revision has left the Lock, too.
-        return (len(states) == 2 and states.get(current) == "Active" and healthy
+        # The status names v2 (not v1's, still there while v2 is prepared), and the
+        # switch is over: the old revision has left the Lock too.
+        return (any(r["metadata"]["name"] == current and r["spec"]["image"] == v2
+                    for r in revs) and states.get(current) == "Active" and healthy
                 and sorted(states.values()) == ["Active", "Inactive"]
                 and locked(stack, list(states)) == [current])
 
