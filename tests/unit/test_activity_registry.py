@@ -1,0 +1,30 @@
+"""One list of activities: every name is timed, registered by the worker and faked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio import activity
+
+from activities import Activities
+from activities.base import Settings
+from tests.integration.fake_cluster import FakeCluster
+from workflows import contracts as c
+from workflows.retry import TIMEOUTS
+
+
+def names(fns: list[object]) -> list[str]:
+    out = []
+    for fn in fns:
+        defn = activity._Definition.from_callable(fn)  # noqa: SLF001 - the registered name
+        assert defn is not None and defn.name
+        out.append(defn.name)
+    return out
+
+
+def test_every_activity_is_named_timed_registered_and_faked(tmp_path: Path) -> None:
+    acts = Activities(Settings(cache_dir=tmp_path), kube=None, cache=None)  # type: ignore[arg-type]
+    assert len(set(c.ALL_ACTIVITY_NAMES)) == len(c.ALL_ACTIVITY_NAMES)
+    assert set(TIMEOUTS) == set(c.ALL_ACTIVITY_NAMES)
+    assert sorted(names(acts.all())) == sorted(c.ALL_ACTIVITY_NAMES)
+    assert sorted(names(FakeCluster().activities())) == sorted(c.ALL_ACTIVITY_NAMES)
