@@ -524,3 +524,23 @@ def test_hand_off_after_the_old_revision_was_deleted_by_hand(stack: Stack,
 
     wait_for(v2_controls, timeout=90, interval=0.2, what="v2 took control")
     stack.wait_healthy("Provider", name)
+
+
+def test_a_dropped_crd_with_custom_resources_is_kept_and_reported(
+        stack: Stack, tmp_path: Path) -> None:
+    name, group, repo = install_gadgets(stack, tmp_path)
+    stack.custom.create_cluster_custom_object(group, "v1alpha1", "gadgets", {
+        "apiVersion": f"{group}/v1alpha1", "kind": "Gadget", "metadata": {"name": "in-use"}})
+    v2 = crd_provider(stack, tmp_path, repo, "v2.0.0", [gadget_crd(
+        group, ["v1alpha1"], "v1alpha1", plural="gizmos", kind="Gizmo")])
+    upgrade_to(stack, name, v2)
+
+    def reported() -> list[str]:
+        events = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
+            field_selector=f"involvedObject.name={name}").items
+        return [e.message for e in events if e.reason == "DropObject"]
+
+    [message] = wait_for(reported, timeout=90, interval=0.2, what="the kept CRD reported")
+    assert f"gadgets.{group}" in message and "1 custom resource" in message, message
+    assert crd_exists(stack, f"gadgets.{group}") is not None  # kept, with its resource
+    assert stack.custom.get_cluster_custom_object(group, "v1alpha1", "gadgets", "in-use")
