@@ -216,10 +216,16 @@ class PackageWorkflow(Upgrades):
         approved = ensured.desired_state == c.ACTIVE or self._s.approved_revision == rev
         step = self._next_step(pkg, rev, approved)
         await self._audit(pkg, rev, step, by_hand=self._s.approved_revision != rev)
+        current = Install(rev, _source(pkg, resolved), resolved.digest, True)
         if self._upgrading(pkg, step):
-            await self._upgrade(pkg, Install(rev, _source(pkg, resolved), resolved.digest,
-                                             True), step)
-            return
+            await self._upgrade(pkg, current, step)
+        else:
+            await self._install_current(pkg, ensured, current, approved)
+
+    async def _install_current(self, pkg: c.ReadPackageResult, ensured: c.EnsureRevisionResult,
+                               current: Install, approved: bool) -> None:
+        """Nothing else runs (a first install), or the current revision is the active one."""
+        inp, rev = self._inp, current.revision
         # Manual: the approved revision, or one an operator set Active by hand, is active.
         active = pkg.activation_policy != c.MANUAL or approved
         if active and (ensured.desired_state != c.ACTIVE or pkg.active_revision != rev):
@@ -237,11 +243,9 @@ class PackageWorkflow(Upgrades):
             # unhealthy runtime) on the status until it has a new one. Runs started before
             # this change replay the old way (said it on every attempt).
             if fresh or not workflow.patched(PATCH_KEEP_LAST_OUTCOME):
-                await self._write_status(conditions.package_installing(active),
-                                         _source(pkg, resolved))
+                await self._write_status(conditions.package_installing(active), current.source)
             self._s = replace(self._s, attempted_key=key)
-            result = await self._install(pkg, Install(rev, _source(pkg, resolved),
-                                                      resolved.digest, active))
+            result = await self._install(pkg, replace(current, active=active))
             if result.gone:
                 self._wait_for_gone(f"{rev} or its package went away while installing")
                 return
@@ -249,8 +253,7 @@ class PackageWorkflow(Upgrades):
                               health_message=result.message, installs=self._s.installs + 1)
         await self._collect(pkg, rev)
         await self._write_status(conditions.package_ok(active, self._s.healthy,
-                                                   self._s.health_message),
-                                 _source(pkg, resolved))
+                                                   self._s.health_message), current.source)
         self._settle(active, rev)
 
     async def _resolve_and_ensure(
