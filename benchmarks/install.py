@@ -81,13 +81,8 @@ class _Dumper(yaml.CSafeDumper):
         return True
 
 
-def build_and_push(work: str, registry: str, name: str, sizes: list[int]) -> tuple[str, int]:
-    """Write a Provider with one CRD per size, build it, push it; returns (ref, YAML bytes)."""
-    from lockwright.oci.client import RegistryClient
-    from lockwright.oci.local import read_tarball
-    from lockwright.oci.push import push_package
-    from lockwright.xpkg.build import build_package
-
+def write_package_root(work: str, name: str, sizes: list[int]) -> tuple[Path, int]:
+    """Write a Provider's source (crossplane.yaml, one CRD per size); (root, YAML bytes)."""
     root = Path(work) / "src" / name
     (root / "crds").mkdir(parents=True)
     (root / "crossplane.yaml").write_text(META.format(name=name))
@@ -98,17 +93,34 @@ def build_and_push(work: str, registry: str, name: str, sizes: list[int]) -> tup
             yaml.dump(make_crd(i, size, group=f"{name}.bench.example.org"), f, Dumper=_Dumper,
                       sort_keys=False)
         total += path.stat().st_size
+    return root, total
+
+
+def push_root(work: str, registry: str, name: str, root: Path, tag: str = "v1.0.0") -> str:
+    """Build the package at ``root`` and push it as ``<registry>/bench/<name>:<tag>``."""
+    from lockwright.oci.client import RegistryClient
+    from lockwright.oci.local import read_tarball
+    from lockwright.oci.push import push_package
+    from lockwright.xpkg.build import build_package
+
     xpkg = Path(work) / f"{name}.xpkg"
     with build_package(root) as built:
         built.write(xpkg)
-    ref = f"{registry}/bench/{name}:v1.0.0"
+    ref = f"{registry}/bench/{name}:{tag}"
     image = read_tarball(xpkg)
     try:
         push_package(RegistryClient(insecure=[registry]), ref, [image])
     finally:
         image.close()
-    shutil.rmtree(root)
     xpkg.unlink()
+    return ref
+
+
+def build_and_push(work: str, registry: str, name: str, sizes: list[int]) -> tuple[str, int]:
+    """Write a Provider with one CRD per size, build it, push it; returns (ref, YAML bytes)."""
+    root, total = write_package_root(work, name, sizes)
+    ref = push_root(work, registry, name, root)
+    shutil.rmtree(root)
     return ref, total
 
 
@@ -412,33 +424,9 @@ async def breakdown(client: Any, name: str) -> dict[str, Any]:
     wft = [0.0, 0.0]
     timers, local = 0.0, 0
     for events in (pkg, rev):
-        at = {e.event_id: e for e in events}
-        t = {e.event_id: e.event_time.ToDatetime().timestamp() for e in events}
-        step_start = 0.0
-        for e in events:
-            if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-                sched = e.activity_task_completed_event_attributes.scheduled_event_id
-                started = e.activity_task_completed_event_attributes.started_event_id
-                kind = at[sched].activity_task_scheduled_event_attributes.activity_type.name
-                entry = acts[kind]
-                entry[0] += 1
-                entry[1] += t[e.event_id] - t[started]
-                entry[2] += t[started] - t[sched]
-            elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-                step_start = t[e.event_id]
-            elif e.event_type == E.EVENT_TYPE_MARKER_RECORDED:
-                kind, done = _local_step(e)
-                if kind:
-                    local += 1
-                    acts[kind][0] += 1
-                    acts[kind][1] += max(0.0, done - step_start)
-                    step_start = max(step_start, done)
-            elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-                a = e.workflow_task_completed_event_attributes
-                wft[0] += t[e.event_id] - t[a.started_event_id]
-                wft[1] += t[a.started_event_id] - t[a.scheduled_event_id]
-            elif e.event_type == E.EVENT_TYPE_TIMER_FIRED:
-                timers += t[e.event_id] - t[e.timer_fired_event_attributes.started_event_id]
+        more_timers, more_local = tally(events, acts, wft)
+        timers += more_timers
+        local += more_local
     t_first = pkg[0].event_time.ToDatetime().timestamp()
     child_start = next(e.event_time.ToDatetime().timestamp() for e in pkg if e.event_type
                        == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
@@ -447,6 +435,46 @@ async def breakdown(client: Any, name: str) -> dict[str, Any]:
     return {"started": t_first, "activities": dict(acts), "wft": wft, "timers": timers,
             "child": child_done - child_start, "rev_events": len(rev), "pkg_events": len(pkg),
             "local": local}
+
+
+def tally(events: list[Any], acts: dict[str, list[float]], wft: list[float]
+          ) -> tuple[float, int]:
+    """Add one workflow's activities to ``acts`` and its workflow tasks to ``wft``.
+
+    ``acts[type]`` is [count, run seconds, schedule-to-start seconds]; ``wft`` is [run,
+    schedule-to-start]. Returns (seconds on health timers, local activities seen).
+    """
+    from temporalio.api.enums.v1 import EventType as E
+
+    timers, local = 0.0, 0
+    at = {e.event_id: e for e in events}
+    t = {e.event_id: e.event_time.ToDatetime().timestamp() for e in events}
+    step_start = 0.0
+    for e in events:
+        if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            sched = e.activity_task_completed_event_attributes.scheduled_event_id
+            started = e.activity_task_completed_event_attributes.started_event_id
+            kind = at[sched].activity_task_scheduled_event_attributes.activity_type.name
+            entry = acts[kind]
+            entry[0] += 1
+            entry[1] += t[e.event_id] - t[started]
+            entry[2] += t[started] - t[sched]
+        elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            step_start = t[e.event_id]
+        elif e.event_type == E.EVENT_TYPE_MARKER_RECORDED:
+            kind, done = _local_step(e)
+            if kind:
+                local += 1
+                acts[kind][0] += 1
+                acts[kind][1] += max(0.0, done - step_start)
+                step_start = max(step_start, done)
+        elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            a = e.workflow_task_completed_event_attributes
+            wft[0] += t[e.event_id] - t[a.started_event_id]
+            wft[1] += t[a.started_event_id] - t[a.scheduled_event_id]
+        elif e.event_type == E.EVENT_TYPE_TIMER_FIRED:
+            timers += t[e.event_id] - t[e.timer_fired_event_attributes.started_event_id]
+    return timers, local
 
 
 def _local_step(event: Any) -> tuple[str, float]:
