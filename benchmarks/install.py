@@ -23,7 +23,9 @@ After the table, the Temporal history of one install of each size shows where ti
 
     python benchmarks/install.py [--quick] [--installs 20] [--big-crds 2000] [--keep DIR]
 
-Targets: 10-CRD p50 < 2 s; 2,000-CRD Healthy < 60 s with worker peak memory < 300 MB;
+Targets: 10-CRD p50 < 2 s, and its fixed orchestration cost over the floor at most
+SMALL_OVERHEAD_S (0.20 s) at p50 (a small install is judged by that cost, not by a ratio
+to a 0.16 s floor); 2,000-CRD Healthy < 60 s with worker peak memory < 300 MB and
 orchestration overhead (lockwright / floor) < 1.5x; concurrent installs all Healthy with
 no lost Lock update.
 """
@@ -60,6 +62,8 @@ from worker.stack import Stack, StackError, port_free
 G, V = "pkg.crossplane.io", "v1"
 # crdgen sizes are JSON bytes; block-style YAML of the same CRD is about this much larger.
 YAML_PER_JSON = 1.9
+# The decided target for small installs: fixed orchestration cost over the floor, p50.
+SMALL_OVERHEAD_S = 0.20
 META = """apiVersion: meta.pkg.crossplane.io/v1
 kind: Provider
 metadata:
@@ -532,8 +536,8 @@ def measure_small(b: Bench, pkgs: list[tuple[str, str]], floor_pkgs: list[tuple[
           f"{ratio(p50, f50):.2f}x", "< 2 s", p50 < 2.0)
     b.row(f"10-CRD apply→Healthy p95 (n={n})", fmt_s(p95), fmt_s(f95),
           f"{ratio(p95, f95):.2f}x", "", True)
-    b.row("10-CRD orchestration overhead (p50)", f"{ratio(p50, f50):.2f}x", "1.00x",
-          f"{ratio(p50, f50):.2f}x", "< 1.5x", ratio(p50, f50) < 1.5)
+    b.row("10-CRD fixed cost over the floor (p50)", fmt_s(p50 - f50), "", "",
+          f"<= {SMALL_OVERHEAD_S:.2f} s", p50 - f50 <= SMALL_OVERHEAD_S)
     b.notes.append("10-CRD: " + ", ".join(f"{x:.2f}" for x in ours) + " s; floor: "
                    + ", ".join(f"{x:.2f}" for x in floors) + " s")
     print_breakdown(f"history of {last[0]}", last[1], last[2], b.history(last[0]))
