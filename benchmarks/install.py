@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -43,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -668,8 +669,10 @@ def build_all(work: Path, registry: str, jobs: list[tuple[str, list[int]]],
     return out
 
 
-async def run(args: argparse.Namespace, work: Path) -> int:
-    tuning = {"health_poll_s": args.health_poll}
+@contextlib.asynccontextmanager
+async def bench_stack(work: Path, tuning: dict[str, float]
+                      ) -> AsyncIterator[tuple[Any, Any, Any]]:
+    """The product on its own loopback stack: (settings, client, worker), always stopped."""
     tport, rport = free_port(pair=True), free_port()
     opts = devstack.UpOptions(state_dir=work / "state", example=False, temporal_port=tport,
                               registry_port=rport, timeout=120, task_queue="bench")
@@ -682,52 +685,71 @@ async def run(args: argparse.Namespace, work: Path) -> int:
         print(f"stack up in {time.perf_counter() - t:.1f}s (Temporal {settings.temporal_address},"
               f" registry {settings.insecure_registries[0]}, logs {opts.state_dir / 'logs'})",
               flush=True)
-        registry = settings.insecure_registries[0]
-        small = [(f"s{i:03d}", small_sizes()) for i in range(args.installs)]
-        fsmall = [(f"fs{i:03d}", small_sizes()) for i in range(args.installs)]
-        conc = [(f"c{i:03d}", small_sizes()) for i in range(args.concurrent)]
-        fconc = [(f"fc{i:03d}", small_sizes()) for i in range(args.concurrent)]
-        sizes = big_sizes(args.big_crds, args.big_mb)
-        big = [(f"b{i}", sizes) for i in range(args.big_runs)]
-        fbig = [(f"fb{i}", sizes) for i in range(args.big_runs)]
-        t = time.perf_counter()
-        built = await asyncio.to_thread(build_all, work, registry,
-                                        [*small, *fsmall, *conc, *fconc], 2)
-        print(f"built and pushed {len(built)} 10-CRD packages in "
-              f"{time.perf_counter() - t:.1f}s", flush=True)
-        t = time.perf_counter()
-        built.update(await asyncio.to_thread(build_all, work, registry, [*big, *fbig], 2))
-        big_mb = built[big[0][0]][1] / 1e6
-        print(f"built and pushed {len(big) + len(fbig)} {args.big_crds}-CRD packages "
-              f"({big_mb:.1f} MB package.yaml each) in {time.perf_counter() - t:.1f}s",
-              flush=True)
-
-        def refs(jobs: list[tuple[str, list[int]]]) -> list[tuple[str, str]]:
-            return [(f"bench-{n}", built[n][0]) for n, _ in jobs]
-
-        bench = Bench(args, work, settings, worker.proc.pid, asyncio.get_running_loop(),
-                      client, tuning)
-        small_mb = built[small[0][0]][1] / 1e6 if small else 0.0
-
-        def body() -> None:
-            measure_small(bench, refs(small), refs(fsmall))
-            measure_big(bench, refs(big), refs(fbig), f"{args.big_crds}-CRD")
-            measure_concurrent(bench, refs(conc), refs(fconc))
-
-        try:
-            await asyncio.to_thread(body)
-        finally:
-            report(bench, f"lockwright install benchmark ({'quick' if args.quick else 'full'}"
-                          f" run; LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at "
-                          f"production defaults; 10-CRD package.yaml {small_mb * 1000:.0f} KB,"
-                          f" {args.big_crds}-CRD {big_mb:.1f} MB; poll {args.poll}s)")
-        return 0 if all(r[5] for r in bench.rows) else 1
-    except StackError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        yield settings, client, worker
     finally:
         await stack.stop_all()
         lock.close()
+
+
+async def measured(bench: Bench, body: Callable[[], None], header: str) -> int:
+    """Run ``body`` off the event loop, print the table whatever happens; the exit code."""
+    try:
+        await asyncio.to_thread(body)
+    finally:
+        report(bench, header)
+    return 0 if all(r[5] for r in bench.rows) else 1
+
+
+async def run(args: argparse.Namespace, work: Path) -> int:
+    tuning = {"health_poll_s": args.health_poll}
+    try:
+        async with bench_stack(work, tuning) as (settings, client, worker):
+            return await run_on(args, work, tuning, settings, client, worker)
+    except StackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
+                 settings: Any, client: Any, worker: Any) -> int:
+    """Build the packages and measure, on a running stack."""
+    registry = settings.insecure_registries[0]
+    small = [(f"s{i:03d}", small_sizes()) for i in range(args.installs)]
+    fsmall = [(f"fs{i:03d}", small_sizes()) for i in range(args.installs)]
+    conc = [(f"c{i:03d}", small_sizes()) for i in range(args.concurrent)]
+    fconc = [(f"fc{i:03d}", small_sizes()) for i in range(args.concurrent)]
+    sizes = big_sizes(args.big_crds, args.big_mb)
+    big = [(f"b{i}", sizes) for i in range(args.big_runs)]
+    fbig = [(f"fb{i}", sizes) for i in range(args.big_runs)]
+    t = time.perf_counter()
+    built = await asyncio.to_thread(build_all, work, registry,
+                                    [*small, *fsmall, *conc, *fconc], 2)
+    print(f"built and pushed {len(built)} 10-CRD packages in "
+          f"{time.perf_counter() - t:.1f}s", flush=True)
+    t = time.perf_counter()
+    built.update(await asyncio.to_thread(build_all, work, registry, [*big, *fbig], 2))
+    big_mb = built[big[0][0]][1] / 1e6
+    print(f"built and pushed {len(big) + len(fbig)} {args.big_crds}-CRD packages "
+          f"({big_mb:.1f} MB package.yaml each) in {time.perf_counter() - t:.1f}s",
+          flush=True)
+
+    def refs(jobs: list[tuple[str, list[int]]]) -> list[tuple[str, str]]:
+        return [(f"bench-{n}", built[n][0]) for n, _ in jobs]
+
+    bench = Bench(args, work, settings, worker.proc.pid, asyncio.get_running_loop(),
+                  client, tuning)
+    small_mb = built[small[0][0]][1] / 1e6 if small else 0.0
+
+    def body() -> None:
+        measure_small(bench, refs(small), refs(fsmall))
+        measure_big(bench, refs(big), refs(fbig), f"{args.big_crds}-CRD")
+        measure_concurrent(bench, refs(conc), refs(fconc))
+
+    return await measured(bench, body, (
+        f"lockwright install benchmark ({'quick' if args.quick else 'full'} run; "
+        f"LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at production defaults; "
+        f"10-CRD package.yaml {small_mb * 1000:.0f} KB, {args.big_crds}-CRD "
+        f"{big_mb:.1f} MB; poll {args.poll}s)"))
 
 
 def main() -> int:

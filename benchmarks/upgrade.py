@@ -66,21 +66,19 @@ from benchmarks.install import (
     G,
     Obj,
     V,
+    bench_stack,
     big_sizes,
     fmt_s,
-    free_port,
     healthy,
+    measured,
     pct,
     push_root,
     ratio,
-    report,
     small_sizes,
-    start_stack,
     tally,
     write_package_root,
 )
-from worker import devstack
-from worker.stack import Stack, StackError
+from worker.stack import StackError
 
 if TYPE_CHECKING:
     from lockwright.establish import Revision
@@ -650,47 +648,36 @@ async def build(args: argparse.Namespace, work: Path, registry: str
 
 async def run(args: argparse.Namespace, work: Path) -> int:
     tuning = {"health_poll_s": args.health_poll}
-    opts = devstack.UpOptions(state_dir=work / "state", example=False,
-                              temporal_port=free_port(pair=True), registry_port=free_port(),
-                              timeout=120, task_queue="bench")
-    lock = devstack.preflight(opts)
-    stack = Stack(opts.state_dir)
     try:
-        t = time.perf_counter()
-        settings, client = await start_stack(stack, opts, tuning)
-        worker = next(c for c in stack.children if c.name == "worker")
-        print(f"stack up in {time.perf_counter() - t:.1f}s (Temporal {settings.temporal_address},"
-              f" registry {settings.insecure_registries[0]}, logs {opts.state_dir / 'logs'})",
-              flush=True)
-        small, fsmall, big, fbig = await build(args, work, settings.insecure_registries[0])
-        bench = Bench(args, work, settings, worker.proc.pid, asyncio.get_running_loop(),
-                      client, tuning)
-        floor = UpgradeFloor(settings.kubeconfig, settings.insecure_registries[0],
-                             work / "floor", settings.system_namespace)
-        res = Results()
-
-        def body() -> None:
-            try:
-                measure_small(bench, floor, small, fsmall, res)
-                measure_big(bench, floor, big, fbig, res, f"{args.big_crds:,}-CRD")
-            finally:
-                summary_rows(bench, res)
-
-        try:
-            await asyncio.to_thread(body)
-        finally:
-            report(bench, f"lockwright upgrade benchmark ({'quick' if args.quick else 'full'}"
-                          f" run; LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at "
-                          f"production defaults; 10-CRD package.yaml "
-                          f"{small[0].yaml_bytes / 1000:.0f} KB, {args.big_crds:,}-CRD "
-                          f"{big[0].yaml_bytes / 1e6:.1f} MB)")
-        return 0 if all(r[5] for r in bench.rows) else 1
+        async with bench_stack(work, tuning) as (settings, client, worker):
+            return await run_on(args, work, tuning, settings, client, worker)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        await stack.stop_all()
-        lock.close()
+
+
+async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
+                 settings: Any, client: Any, worker: Any) -> int:
+    """Build the packages and measure, on a running stack."""
+    small, fsmall, big, fbig = await build(args, work, settings.insecure_registries[0])
+    bench = Bench(args, work, settings, worker.proc.pid, asyncio.get_running_loop(),
+                  client, tuning)
+    floor = UpgradeFloor(settings.kubeconfig, settings.insecure_registries[0],
+                         work / "floor", settings.system_namespace)
+    res = Results()
+
+    def body() -> None:
+        try:
+            measure_small(bench, floor, small, fsmall, res)
+            measure_big(bench, floor, big, fbig, res, f"{args.big_crds:,}-CRD")
+        finally:
+            summary_rows(bench, res)
+
+    return await measured(bench, body, (
+        f"lockwright upgrade benchmark ({'quick' if args.quick else 'full'} run; "
+        f"LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at production defaults; "
+        f"10-CRD package.yaml {small[0].yaml_bytes / 1000:.0f} KB, {args.big_crds:,}-CRD "
+        f"{big[0].yaml_bytes / 1e6:.1f} MB)"))
 
 
 def main() -> int:
