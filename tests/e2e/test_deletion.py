@@ -253,8 +253,10 @@ def test_revision_deleted_by_hand_is_recreated_once(stack: Stack, tmp_path: Path
     rev_name, old_uid = rev["metadata"]["name"], rev["metadata"]["uid"]
     since = rev["metadata"]["resourceVersion"]
 
+    # No --wait: the package re-creates the revision, and kubectl's wait can miss the
+    # deletion when it lists the new object before the old one's DELETED event arrives.
     stack.kubectl("delete", f"providerrevisions.{PKG_GROUP}", rev_name, f"--cascade={cascade}",
-                  "--timeout=60s")
+                  "--wait=false")
 
     def recreated() -> Obj | None:
         revs = stack.revisions("Provider", name)

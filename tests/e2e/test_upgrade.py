@@ -511,9 +511,14 @@ def test_hand_off_after_the_old_revision_was_deleted_by_hand(stack: Stack,
                                                              tmp_path: Path) -> None:
     name, group, repo, v1 = install_v1(stack, tmp_path)
     v2 = provider(stack, tmp_path, group, repo, "v2.0.0", GOOD_IMAGE.format(tag="v2"))
-    # Orphan: the CRD keeps its reference to the deleted revision's UID.
+    # Orphan: the CRD keeps its reference to the deleted revision's UID. No --wait: the
+    # package re-creates its revision at once, and kubectl's wait can miss the deletion
+    # when the new object is listed before the old one's DELETED event arrives.
     stack.kubectl("delete", f"providerrevisions.{PKG_GROUP}", v1["metadata"]["name"],
-                  "--cascade=orphan", "--timeout=60s")
+                  "--cascade=orphan", "--wait=false")
+    wait_for(lambda: v1["metadata"]["uid"] not in {
+        r["metadata"]["uid"] for r in stack.revisions("Provider", name)}, timeout=60,
+        interval=0.2, what="the old revision deleted")
     upgrade_to(stack, name, v2)
 
     def v2_controls() -> bool:
