@@ -261,6 +261,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
+        # The server closes the connection when the watch ends; saying so keeps a client's
+        # pool from reusing it for a request that would then fail (RemoteDisconnected).
+        self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
         self._follow(t, q, choice, _chain(first, events))
