@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -700,14 +700,21 @@ async def measured(bench: Bench, body: Callable[[], None], header: str) -> int:
     return 0 if all(r[5] for r in bench.rows) else 1
 
 
-async def run(args: argparse.Namespace, work: Path) -> int:
+async def on_stack(args: argparse.Namespace, work: Path,
+                   measure: Callable[..., Awaitable[int]]) -> int:
+    """``measure(args, work, tuning, settings, client, worker)`` on a fresh stack; 2 if the
+    stack cannot start."""
     tuning = {"health_poll_s": args.health_poll}
     try:
         async with bench_stack(work, tuning) as (settings, client, worker):
-            return await run_on(args, work, tuning, settings, client, worker)
+            return await measure(args, work, tuning, settings, client, worker)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+async def run(args: argparse.Namespace, work: Path) -> int:
+    return await on_stack(args, work, run_on)
 
 
 async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],

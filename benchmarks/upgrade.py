@@ -66,11 +66,11 @@ from benchmarks.install import (
     G,
     Obj,
     V,
-    bench_stack,
     big_sizes,
     fmt_s,
     healthy,
     measured,
+    on_stack,
     pct,
     push_root,
     ratio,
@@ -78,7 +78,6 @@ from benchmarks.install import (
     tally,
     write_package_root,
 )
-from worker.stack import StackError
 
 if TYPE_CHECKING:
     from lockwright.establish import Revision
@@ -647,13 +646,7 @@ async def build(args: argparse.Namespace, work: Path, registry: str
 
 
 async def run(args: argparse.Namespace, work: Path) -> int:
-    tuning = {"health_poll_s": args.health_poll}
-    try:
-        async with bench_stack(work, tuning) as (settings, client, worker):
-            return await run_on(args, work, tuning, settings, client, worker)
-    except StackError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return await on_stack(args, work, run_on)
 
 
 async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
