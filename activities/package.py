@@ -85,7 +85,7 @@ class PackageActivities(Base):
                                        if s.get("revisionHistoryLimit") is not None else 1),
             ignore_crossplane_constraints=bool(s.get("ignoreCrossplaneConstraints")),
             skip_dependency_resolution=bool(s.get("skipDependencyResolution")),
-            deleting=bool(meta(pkg).get("deletionTimestamp")),
+            deleting=deleting(pkg),
             revisions=[meta(r)["name"] for r in revs],
             active_revision=str(meta(active).get("name", "")),
             switch_deadline_s=switch_deadline(pkg),
