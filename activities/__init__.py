@@ -13,6 +13,7 @@ from typing import Any
 
 from activities.approval import ApprovalActivities
 from activities.base import Settings
+from activities.dependencies import DependencyActivities
 from activities.lifecycle import LifecycleActivities
 from activities.package import PackageActivities
 from activities.rbac import RbacActivities
@@ -26,7 +27,7 @@ __all__ = ["Activities", "Settings", "build"]
 
 
 class Activities(PackageActivities, LifecycleActivities, RevisionActivities, RbacActivities,
-                 RuntimeActivities, ApprovalActivities):
+                 RuntimeActivities, ApprovalActivities, DependencyActivities):
     """Every activity, sharing settings, one ``Kube`` and one package cache."""
 
     def all(self) -> list[Callable[..., Any]]:
@@ -37,7 +38,7 @@ class Activities(PackageActivities, LifecycleActivities, RevisionActivities, Rba
                 self.check_crossplane_version, self.take_lock, self.ensure_tls,
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
                 self.check_health, self.write_revision_status, self.record_event,
-                self.record_approval]
+                self.record_approval, self.resolve_dependencies, self.apply_resolution]
 
 
 def build(settings: Settings | ProcessSettings, kube: Kube | None = None,

@@ -88,6 +88,9 @@ class Settings:
     establish_workers: int = 8
     temporal_address: str = "127.0.0.1:7233"
     temporal_namespace: str = "default"
+    # May the resolver move installed dependencies up, or down (implies up)?
+    dependency_upgrades: bool = False
+    dependency_downgrades: bool = False
 
     @classmethod
     def from_process(cls, process: ProcessSettings) -> Settings:
@@ -98,7 +101,9 @@ class Settings:
                    package_runtime=process.package_runtime,
                    kubeconfig=process.kubeconfig or None,
                    temporal_address=process.temporal_address,
-                   temporal_namespace=process.temporal_namespace)
+                   temporal_namespace=process.temporal_namespace,
+                   dependency_upgrades=process.dependency_upgrades,
+                   dependency_downgrades=process.dependency_downgrades)
 
 
 @contextlib.contextmanager
@@ -250,8 +255,12 @@ class Base:
             known = self._summaries.get(digest)
         if known is not None:
             return known
-        entry = self.cached(kind, revision, digest)
-        found = validate_documents(entry.documents, kind_of(kind))
+        return self.summary_of(digest, self.cached(kind, revision, digest), kind_of(kind))
+
+    def summary_of(self, digest: str, entry: CacheEntry, kind: str | None = None
+                   ) -> PackageSummary:
+        """The summary of a cache entry, validated and remembered for ``digest``."""
+        found = validate_documents(entry.documents, kind)
         self.remember(digest, found)
         return found
 

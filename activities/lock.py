@@ -22,7 +22,9 @@ from temporalio import activity
 
 from activities.base import PKG_V1, Base, kind_of, meta, revision_kind, spec
 from activities.errors import edge
+from lockwright import conditions
 from lockwright import lock as lk
+from lockwright.dependencies import Report, report
 from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
 from lockwright.establish import establishable, object_ref, sort_object_refs
 from lockwright.k8s import WARNING, Obj
@@ -85,7 +87,9 @@ class LockActivities(Base):
         summary = self.summary(inp.kind, rev, inp.digest)
         # From the cached summary, not a second parse (a 2,000-CRD package.yaml takes ~15 s).
         refs = summary_refs(kind, inp.package, summary)
-        deps = [dependency_meta(d) for d in summary.meta.depends_on]
+        # skipDependencyResolution: in the Lock (its claim counts) but with no dependencies.
+        deps = [] if inp.skip_dependencies else [
+            dependency_meta(d) for d in summary.meta.depends_on]
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         claim = _Claim(self, inp.kind, rev, refs)
         if inp.check_only:
@@ -98,8 +102,14 @@ class LockActivities(Base):
             raise
         self.log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "lock.taken", resource_version=version, cas_attempts=attempts)
+        found = report(self.read_lock(), inp.revision) if deps else Report()
+        if found.message:
+            self.event(rev, WARNING, "ResolveDependencies",
+                       conditions.MSG_RESOLVE_DEPENDENCIES + found.message)
         return c.TakeLockResult(resource_version=version, dependencies=len(deps),
-                                cas_attempts=attempts)
+                                cas_attempts=attempts, installed_dependencies=found.installed,
+                                invalid_dependencies=found.invalid,
+                                dependency_message=found.message)
 
     def check_lock(self, claim: _Claim, inp: c.TakeLockInput, rev: Obj,
                    dependencies: int) -> c.TakeLockResult:

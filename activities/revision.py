@@ -114,7 +114,9 @@ class RevisionActivities(Base):
         before = status.get("conditions")
         after = st.merged_conditions(before, inp.conditions,
                                      int(meta(rev).get("generation") or 0))
-        fields: Obj = {"conditions": after, "foundDependencies": inp.found_dependencies}
+        fields: Obj = {"conditions": after, "foundDependencies": inp.found_dependencies,
+                       "installedDependencies": inp.installed_dependencies,
+                       "invalidDependencies": inp.invalid_dependencies}
         if inp.resolved_image:
             fields["resolvedImage"] = inp.resolved_image
         if inp.capabilities:

@@ -70,6 +70,13 @@ SPECS: tuple[Spec, ...] = (
          "worker: activities run at once (threads for the Kubernetes client)"),
     Spec("tuning", "--tuning", "LOCKWRIGHT_TUNING", "",
          'watcher: JSON object overriding workflow timings, e.g. {"backoff_max_s": 2}'),
+    Spec("dependency_upgrades", "--dependency-upgrades", "LOCKWRIGHT_DEPENDENCY_UPGRADES",
+         "false", "worker: move an installed dependency up to the lowest version every "
+         "dependent accepts (Crossplane's --enable-dependency-version-upgrades)"),
+    Spec("dependency_downgrades", "--dependency-downgrades",
+         "LOCKWRIGHT_DEPENDENCY_DOWNGRADES", "false",
+         "worker: also move one down to the highest accepted version below it (implies "
+         "upgrades; Crossplane's --enable-dependency-version-downgrades)"),
 )
 _BY_FIELD = {s.field: s for s in SPECS}
 
@@ -90,6 +97,8 @@ class Settings:
     resync_seconds: float = 600.0
     max_concurrent_activities: int = 32
     tuning: str = ""
+    dependency_upgrades: bool = False
+    dependency_downgrades: bool = False
 
     def __post_init__(self) -> None:
         if not self.cache_dir:
@@ -192,9 +201,22 @@ def _convert(name: str, raw: str) -> Any:
             return int(raw)
     except ValueError:
         raise _fail(name, f"{raw!r} is not a number", "give a number") from None
+    if kind == "bool":
+        return _boolean(name, raw)
     if kind == "tuple[str, ...]":
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     return raw.strip()
+
+
+def _boolean(name: str, raw: str) -> bool:
+    text = raw.strip().lower()
+    if text not in _BOOLEANS:
+        raise _fail(name, f"{raw!r} is not true or false", "give true or false")
+    return _BOOLEANS[text]
+
+
+_BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
+             "false": False, "0": False, "no": False, "off": False, "": False}
 
 
 def from_args(args: argparse.Namespace | None = None,

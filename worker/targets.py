@@ -20,6 +20,9 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   its pull Secret heals when the Secret appears. Secrets have no ``generation``: one counts
   as changed when added, deleted, or its ``resourceVersion`` moved. Only metadata is ever
   kept (see :func:`metadata_only`); unreferenced Secrets (lockwright's own TLS) target no one.
+- The dependency resolver (``resolve:lock``) is targeted as well whenever a package is,
+  for a package's own change, and whenever the Lock changes (its ``generation``: the
+  resolver's own status and annotation writes do not move it).
 - A list (start, periodic resync) targets every package and revision when ``signal_all``
   (lists of DRCs, ImageConfigs and Secrets then target nothing: the package lists cover
   everyone); a relist after ``410 Gone`` targets only what changed, appeared or vanished
@@ -39,6 +42,7 @@ from workflows.contracts import (
     LookAgainInput,
     PackageInput,
     package_workflow_id,
+    resolve_workflow_id,
 )
 
 Obj = dict[str, Any]
@@ -57,7 +61,7 @@ class Resource:
     kind: str
     plural: str
     version: str
-    role: str  # package | revision | runtimeconfig | imageconfig | secret
+    role: str  # package | revision | runtimeconfig | imageconfig | secret | lock
     package_kind: str = ""  # for packages and revisions: provider, configuration, function
     group: str = "pkg.crossplane.io"  # "" for the core API group (/api/v1)
     namespace: str = ""  # namespaced resources: the one namespace watched
@@ -105,13 +109,20 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("ImageConfig", "imageconfigs", "v1beta1", "imageconfig"),
     Resource("Secret", "secrets", "v1", "secret", group="",
              namespace=DEFAULT_SYSTEM_NAMESPACE, metadata_only=True),
+    Resource("Lock", "locks", "v1beta1", "lock"),
 )
 _PACKAGE_KINDS = {r.kind: r.package_kind for r in RESOURCES if r.role == "package"}
 
 
+RESOLVER = "resolver"  # Target.kind of the dependency resolver
+
+
 @dataclass(frozen=True)
 class Target:
-    """One package workflow to signal, and why (the reason is for logs only)."""
+    """One workflow to signal, and why (the reason is for logs only).
+
+    A package's workflow, or with ``kind`` :data:`RESOLVER` the dependency resolver.
+    """
 
     kind: str
     name: str
@@ -121,8 +132,14 @@ class Target:
 
     @property
     def workflow_id(self) -> str:
-        """The workflow id, ``package:<kind>:<name>``."""
-        return package_workflow_id(self.kind, self.name)
+        """The workflow id, ``package:<kind>:<name>`` (or the resolver's, by task queue)."""
+        return (resolve_workflow_id(self.name) if self.kind == RESOLVER
+                else package_workflow_id(self.kind, self.name))
+
+    @property
+    def resolver(self) -> bool:
+        """Whether this is the dependency resolver (``name`` is then the task queue)."""
+        return self.kind == RESOLVER
 
     def package_input(self) -> PackageInput:
         """The workflow input used if the signal starts the workflow."""
@@ -204,6 +221,7 @@ class Index:
     """The watcher's memory of every watched object, by resource kind and name."""
 
     objects: dict[str, dict[str, Summary]] = field(default_factory=dict)
+    task_queue: str = "lockwright"  # names the resolver's workflow
 
     def of(self, kind: str) -> dict[str, Summary]:
         """The summaries of one resource kind."""
@@ -248,10 +266,17 @@ class Index:
                 out += self._route(res, name, old, old, f"{res.describe(name)} gone at {why}")
         return dedupe(out)
 
+    def resolver(self, reason: str) -> Target:
+        """The dependency resolver as a target."""
+        return Target(RESOLVER, self.task_queue, reason)
+
     def _route(self, res: Resource, name: str, new: Summary, old: Summary | None,
                reason: str) -> list[Target]:
         if res.role == "package":
-            return [Target(res.package_kind, name, reason, new.generation, new.source)]
+            return [Target(res.package_kind, name, reason, new.generation, new.source),
+                    self.resolver(reason)]
+        if res.role == "lock":
+            return [self.resolver(reason)]
         if res.role == "revision":
             pkg = new.package or (old.package if old else "")
             return [self._package_target(res.package_kind, pkg, reason)] if pkg else []

@@ -230,7 +230,7 @@ class Watcher:
         self.settings, self.client = settings, client
         self._factory = api_client_factory or settings.kube_api_client
         self.resources = in_namespace(resources, settings.system_namespace)
-        self.index = Index()
+        self.index = Index(task_queue=settings.task_queue)
         self.stats: Counter[str] = Counter()
         self.synced = asyncio.Event()
         self._listed: set[str] = set()
@@ -302,7 +302,10 @@ class Watcher:
                     self._pending[wid] = target
 
     async def signal(self, target: Target) -> None:
-        """Signal-with-start the target's package workflow."""
+        """Signal-with-start the target's workflow."""
+        if target.resolver:
+            await self.signal_resolver(target)
+            return
         from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
         from workflows import PackageWorkflow
@@ -319,6 +322,21 @@ class Watcher:
             start_signal_args=[target.signal_input()],
             search_attributes=TypedSearchAttributes(pairs),
             static_summary=f"{target.kind} {target.name}")
+        self.stats["signals"] += 1
+        log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
+                 reason=target.reason)
+
+
+    async def signal_resolver(self, target: Target) -> None:
+        """Signal-with-start the dependency resolver."""
+        from workflows import ResolveDependencies
+        from workflows import contracts as c
+
+        handle = await self.client.start_workflow(
+            ResolveDependencies.run, c.ResolveInput(tuning=self._tuning),
+            id=target.workflow_id, task_queue=self.settings.task_queue,
+            start_signal=c.SIGNAL_LOOK_AGAIN, start_signal_args=[target.signal_input()],
+            static_summary="dependency resolution")
         self.stats["signals"] += 1
         log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
                  reason=target.reason)

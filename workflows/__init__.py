@@ -1,12 +1,13 @@
 """Temporal workflows of lockwright: deterministic, small, importing only contracts.
 
 ``PackageWorkflow`` is the entity workflow per package; ``InstallRevision`` is its child
-per revision. Register ``ALL_WORKFLOWS`` on the worker.
+per revision; ``ResolveDependencies`` resolves the cluster's package graph. Register ``ALL_WORKFLOWS`` on the worker.
 """
 
 from workflows.package import PackageWorkflow
+from workflows.resolve import ResolveDependencies
 from workflows.revision import InstallRevision
 
-ALL_WORKFLOWS: list[type] = [PackageWorkflow, InstallRevision]
+ALL_WORKFLOWS: list[type] = [PackageWorkflow, InstallRevision, ResolveDependencies]
 
-__all__ = ["ALL_WORKFLOWS", "InstallRevision", "PackageWorkflow"]
+__all__ = ["ALL_WORKFLOWS", "InstallRevision", "PackageWorkflow", "ResolveDependencies"]

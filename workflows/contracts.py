@@ -74,12 +74,15 @@ CHECK_HEALTH = "check_health"
 WRITE_REVISION_STATUS = "write_revision_status"
 RECORD_EVENT = "record_event"
 RECORD_APPROVAL = "record_approval"
+RESOLVE_DEPENDENCIES = "resolve_dependencies"
+APPLY_RESOLUTION = "apply_resolution"
 
 ALL_ACTIVITY_NAMES = (
     READ_PACKAGE, RESOLVE_DIGEST, ENSURE_REVISION, SET_ACTIVE_REVISION, COLLECT_REVISIONS,
     WRITE_PACKAGE_STATUS, CLEANUP_PACKAGE, FETCH_PACKAGE, PARSE_PACKAGE,
     CHECK_CROSSPLANE_VERSION, TAKE_LOCK, ENSURE_TLS, ESTABLISH_OBJECTS, ENSURE_RBAC,
     ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS, RECORD_EVENT, RECORD_APPROVAL,
+    RESOLVE_DEPENDENCIES, APPLY_RESOLUTION,
 )
 
 # --- signal, update and query names ----------------------------------------------------
@@ -106,6 +109,16 @@ def package_workflow_id(kind: str, name: str) -> str:
 def revision_workflow_id(kind: str, revision: str) -> str:
     """Return the id of the child workflow that installs one revision."""
     return f"revision:{kind}:{revision}"
+
+
+def resolve_workflow_id(task_queue: str = TASK_QUEUE) -> str:
+    """Return the id of the cluster's one dependency resolution workflow.
+
+    ``resolve:lock`` on the default task queue. A Temporal namespace shared by several
+    clusters gives each its own task queue, and then its own resolver:
+    ``resolve:lock:<task queue>``.
+    """
+    return "resolve:lock" if task_queue == TASK_QUEUE else f"resolve:lock:{task_queue}"
 
 
 # --- shared pieces ---------------------------------------------------------------------
@@ -168,6 +181,8 @@ class PackageState:
     attempted_key: str = ""
     healthy: bool = False
     health_message: str = ""
+    # The revision, not its runtime, is unhealthy: its dependencies are not met.
+    dependencies_unmet: bool = False
     approved_revision: str = ""
     retry_attempt: int = 0
     last_error: str = ""
@@ -490,6 +505,9 @@ class InstallRevisionResult:
     # The revision or its package went away (or began to) during the install: the install
     # stopped between steps and wrote nothing more.
     gone: bool = False
+    # Dependencies missing or at an invalid version: the install stopped after the Lock,
+    # ``message`` says which (the revision's health, not the runtime's).
+    dependencies_unmet: bool = False
 
 
 # --- revision-level activities -------------------------------------------------------
@@ -566,6 +584,8 @@ class TakeLockInput:
     digest: str = ""
     # Preparing an upgrade: check that the Lock would take the revision; write nothing.
     check_only: bool = False
+    # skipDependencyResolution: the entry records no dependencies (its claim still counts).
+    skip_dependencies: bool = False
 
 
 @dataclass(frozen=True)
@@ -575,6 +595,12 @@ class TakeLockResult:
     resource_version: str = ""
     dependencies: int = 0
     cas_attempts: int = 1
+    # The revision side of resolution (reference §11), read from the Lock just written:
+    # dependencies in the Lock, those at a version their constraint refuses, and
+    # Crossplane's message when any is missing or invalid ("" when all are met).
+    installed_dependencies: int = 0
+    invalid_dependencies: int = 0
+    dependency_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -687,6 +713,8 @@ class WriteRevisionStatusInput:
     found_dependencies: int = 0
     resolved_image: str = ""
     capabilities: list[str] = field(default_factory=list)
+    installed_dependencies: int = 0
+    invalid_dependencies: int = 0
 
 
 @dataclass(frozen=True)
@@ -745,3 +773,125 @@ class RecordApprovalResult:
 
     by: str = ""
     at: str = ""
+
+
+# --- ResolveDependencies: the cluster's dependency resolution workflow ---------------
+@dataclass(frozen=True)
+class ResolveState:
+    """What the resolution workflow remembers; carried across continue-as-new."""
+
+    dirty: bool = True
+    wake_after_s: float = 0.0
+    passes: int = 0
+    signals_seen: int = 0
+    retry_attempt: int = 0
+    resolved: bool = True
+    created: int = 0
+    moved: int = 0
+    last_message: str = ""
+
+
+@dataclass(frozen=True)
+class ResolveInput:
+    """Input of ``ResolveDependencies``; ``state`` after continue-as-new."""
+
+    tuning: Tuning = field(default_factory=Tuning)
+    state: ResolveState | None = None
+
+
+@dataclass(frozen=True)
+class ResolveResult:
+    """Result of ``ResolveDependencies`` (it runs for as long as the cluster does)."""
+
+    passes: int = 0
+
+
+@dataclass(frozen=True)
+class PackageRef:
+    """A package object: its kind in workflow ids (``provider``) and its name."""
+
+    kind: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class DependencyChange:
+    """A package the resolver creates (``from_version`` "") or moves to ``package``."""
+
+    kind: str = ""  # Provider, Configuration or Function
+    name: str = ""
+    package: str = ""  # spec.package: repository:tag or repository@digest
+    api_version: str = "pkg.crossplane.io/v1"
+    from_version: str = ""
+
+
+@dataclass(frozen=True)
+class UnresolvedDependencies:
+    """Revisions whose dependencies have no solution, and the chain that explains it."""
+
+    revisions: list[str] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ResolveDependenciesInput:
+    """Activity ``resolve_dependencies``: read the graph, resolve it, decide (writes nothing)."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ResolveDependenciesResult:
+    """The inputs in brief (counts, names and versions) and the decision.
+
+    ``installed`` lists ``<source>@<version>`` of the Lock's packages (at most
+    ``MAX_LISTED_PACKAGES``); never package contents.
+    """
+
+    lock_packages: int = 0
+    package_objects: int = 0
+    dependencies: int = 0
+    repositories_listed: int = 0
+    installed: list[str] = field(default_factory=list)
+    changes: list[DependencyChange] = field(default_factory=list)
+    unresolved: list[UnresolvedDependencies] = field(default_factory=list)
+    # The Lock's status or annotation does not say this yet: apply_resolution writes it.
+    lock_stale: bool = False
+    # Packages whose revisions' dependency status no longer matches the Lock: look again.
+    nudge: list[PackageRef] = field(default_factory=list)
+    # Some of it failed on the registry: resolve again later even if nothing changes.
+    retry: bool = False
+
+
+MAX_LISTED_PACKAGES = 50
+
+
+@dataclass(frozen=True)
+class ApplyResolutionInput:
+    """Activity ``apply_resolution``: create or move packages, write the Lock's status."""
+
+    changes: list[DependencyChange] = field(default_factory=list)
+    unresolved: list[UnresolvedDependencies] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ApplyResolutionResult:
+    """What was written."""
+
+    created: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+    lock_status_written: bool = False
+
+
+@dataclass(frozen=True)
+class ResolveStatusResult:
+    """Query ``status`` of ``ResolveDependencies``."""
+
+    passes: int = 0
+    signals_seen: int = 0
+    idle: bool = False
+    resolved: bool = True
+    created: int = 0
+    moved: int = 0
+    last_message: str = ""
+    retry_attempt: int = 0

@@ -250,10 +250,12 @@ class PackageWorkflow(Upgrades):
                 self._wait_for_gone(f"{rev} or its package went away while installing")
                 return
             self._s = replace(self._s, installed_key=key, healthy=result.healthy,
-                              health_message=result.message, installs=self._s.installs + 1)
+                              health_message=result.message, installs=self._s.installs + 1,
+                              dependencies_unmet=result.dependencies_unmet)
         await self._collect(pkg, rev)
-        await self._write_status(conditions.package_ok(active, self._s.healthy,
-                                                   self._s.health_message), current.source)
+        await self._write_status(conditions.package_ok(
+            active, self._s.healthy, self._s.health_message, self._s.dependencies_unmet),
+            current.source)
         self._settle(active, rev)
 
     async def _resolve_and_ensure(
@@ -376,7 +378,8 @@ class PackageWorkflow(Upgrades):
             return c.InstallRevisionResult(revision=child.id, gone=True)
 
     def _settle(self, active: bool, rev: str) -> None:
-        phase = ("Healthy" if self._s.healthy else "Unhealthy") if active else "Inactive"
+        phase = ("Healthy" if self._s.healthy else "WaitingForDependencies"
+                 if self._s.dependencies_unmet else "Unhealthy") if active else "Inactive"
         # An unhealthy runtime is re-checked later even if no signal comes.
         wake = 0.0 if self._s.healthy else self._inp.tuning.unhealthy_recheck_s
         self._s = replace(self._s, retry_attempt=0, last_error="", last_error_type="",

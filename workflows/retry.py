@@ -102,4 +102,8 @@ TIMEOUTS: dict[str, Timeouts] = {
     # Queued, not local: an update's acceptance enters history only when the workflow task
     # that ran its handler completes, and this step reads it from there.
     c.RECORD_APPROVAL: _RARE,
+    # Queued, so the UI shows a resolution while it runs: it may list tags and fetch the
+    # packages it considers (their dependencies), which takes as long as a fetch.
+    c.RESOLVE_DEPENDENCIES: _LONG,
+    c.APPLY_RESOLUTION: _RARE,
 }

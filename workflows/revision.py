@@ -43,6 +43,13 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
+# workflow.patched() ids. A revision whose dependencies are missing or invalid stops after
+# the Lock and says so (runs before: installed regardless). skipDependencyResolution still
+# takes the Lock, without dependencies, so its claim on objects counts (before: no Lock).
+PATCH_DEPENDENCY_GATE = "dependency-gate"
+PATCH_SKIP_KEEPS_CLAIM = "skip-dependencies-keeps-claim"
+
+
 @workflow.defn
 class InstallRevision:
     """Installs one revision; returns counts and health, or fails with a typed error."""
@@ -50,6 +57,7 @@ class InstallRevision:
     def __init__(self) -> None:
         self._step = ""
         self._small = False  # package.yaml fetched and within Tuning.local_max_bytes
+        self._locked = c.TakeLockResult()  # dependencies as the Lock saw them
 
     @workflow.run
     async def run(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
@@ -85,15 +93,18 @@ class InstallRevision:
             await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
                 revision=inp.revision, constraint=parsed.crossplane_constraint),
                 c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
-        dependencies = 0
-        if not inp.skip_dependency_resolution:
-            locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
+        # skipDependencyResolution used to skip the Lock, and with it the claim on objects.
+        if not inp.skip_dependency_resolution or workflow.patched(PATCH_SKIP_KEEPS_CLAIM):
+            self._locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
                 kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
-                digest=inp.digest, check_only=inp.prepare), c.TakeLockResult,
+                digest=inp.digest, check_only=inp.prepare,
+                skip_dependencies=inp.skip_dependency_resolution), c.TakeLockResult,
                 f"{'check the Lock for' if inp.prepare else 'lock'} {inp.kind} {inp.package}")
-            dependencies = locked.dependencies
+        dependencies = self._locked.dependencies
         if inp.prepare:
             return await self._prepared(inp, parsed, dependencies)
+        if self._locked.dependency_message and workflow.patched(PATCH_DEPENDENCY_GATE):
+            return await self._unmet(inp)
         # TLS only after the Lock: a package that loses the Lock must have touched nothing.
         runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
         if runtime:
@@ -136,6 +147,21 @@ class InstallRevision:
                                        objects=checked.objects, dependencies=dependencies,
                                        healthy=True)
 
+    async def _unmet(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        """Dependencies missing or invalid: say so and stop before anything is established.
+
+        The resolver installs what is missing; when the Lock then satisfies this revision
+        it signals the package, whose next pass installs the rest (reference §10 step 12).
+        """
+        message = self._locked.dependency_message
+        await self._write(inp, status.revision_failed(c.TAKE_LOCK, message))
+        workflow.set_current_details(f"**waiting for dependencies** `{inp.revision}`: "
+                                     f"{message[:160]}")
+        return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                       dependencies=self._locked.dependencies,
+                                       message=status.prefixed(c.TAKE_LOCK, message),
+                                       dependencies_unmet=True)
+
     async def _wait_healthy(self, inp: c.InstallRevisionInput) -> c.CheckHealthResult:
         polls = max(1, inp.tuning.health_polls)
         if inp.health_deadline_s:  # a switch's health gate
@@ -169,10 +195,13 @@ class InstallRevision:
     async def _write(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
                      objects: int = 0, dependencies: int = 0,
                      capabilities: list[str] | None = None) -> None:
+        locked = self._locked
         await call(c.WRITE_REVISION_STATUS, c.WriteRevisionStatusInput(
             kind=inp.kind, revision=inp.revision, conditions=conditions, objects=objects,
-            found_dependencies=dependencies, resolved_image=inp.source,
-            capabilities=capabilities or []), c.WriteRevisionStatusResult,
+            found_dependencies=locked.dependencies or dependencies, resolved_image=inp.source,
+            capabilities=capabilities or [],
+            installed_dependencies=locked.installed_dependencies,
+            invalid_dependencies=locked.invalid_dependencies), c.WriteRevisionStatusResult,
             f"status of {inp.revision}", inp.tuning)
 
     async def _write_package(self, inp: c.InstallRevisionInput, runtime_message: str) -> None:

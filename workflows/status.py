@@ -42,13 +42,20 @@ def cond(type_: str, status: str, reason: str, message: str = "") -> c.Condition
     return c.Condition(type=type_, status=status, reason=reason, message=message)
 
 
-def package_ok(active: bool, healthy: bool, health_message: str) -> list[c.Condition]:
-    """Conditions of a package whose current revision installed (reference §4.2, §9.14)."""
+def package_ok(active: bool, healthy: bool, health_message: str,
+               revision_unhealthy: bool = False) -> list[c.Condition]:
+    """Conditions of a package whose current revision installed (reference §4.2, §9.14).
+
+    ``revision_unhealthy``: the revision itself is not healthy (its dependencies are not
+    met) and ``health_message`` is its message; otherwise the runtime's.
+    """
     installed = (cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION) if active
                  else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, "Package is inactive"))
     if healthy:
         return [installed, cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
-    message = f'Package runtime health is "False" with message: {runtime_failed(health_message)}'
+    message = (f'Package revision health is "False" with message: {health_message}'
+               if revision_unhealthy else
+               f'Package runtime health is "False" with message: {runtime_failed(health_message)}')
     return [installed, cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message)]
 
 

@@ -50,6 +50,7 @@ class FakePackage:
     deleting: bool = False
     pull_policy: str = "IfNotPresent"
     paused: bool = False
+    skip_dependency_resolution: bool = False
 
 
 @dataclass
@@ -83,6 +84,11 @@ class FakeCluster:
     approvals: list[c.RecordApprovalInput] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)  # a tag moved to another digest
     says_paused: dict[str, bool] = field(default_factory=dict)
+    # take_lock's dependency report by package name; resolve_dependencies' decisions, in turn.
+    lock_reports: dict[str, c.TakeLockResult] = field(default_factory=dict)
+    decisions: list[c.ResolveDependenciesResult] = field(default_factory=list)
+    applied: list[c.ApplyResolutionInput] = field(default_factory=list)
+    locks_taken: list[c.TakeLockInput] = field(default_factory=list)
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -108,7 +114,7 @@ class FakeCluster:
                 self.check_crossplane_version, self.take_lock, self.ensure_tls,
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
                 self.check_health, self.write_revision_status, self.record_event,
-                self.record_approval]
+                self.record_approval, self.resolve_dependencies, self.apply_resolution]
 
     def _enter(self, name: str) -> None:
         self.calls[name] += 1
@@ -132,6 +138,7 @@ class FakeCluster:
             activation_policy=pkg.policy, revision_history_limit=pkg.history_limit,
             revisions=[r.name for r in revs], active_revision=active, deleting=pkg.deleting,
             pull_policy=pkg.pull_policy, paused=pkg.paused,
+            skip_dependency_resolution=pkg.skip_dependency_resolution,
             synced_paused=self.says_paused.get(pkg.name, False),
             active_source=active_rev.source if active_rev else "",
             active_digest=active_rev.digest if active_rev else "")
@@ -230,7 +237,8 @@ class FakeCluster:
     @activity.defn(name=c.TAKE_LOCK)
     async def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
         self._enter(c.TAKE_LOCK)
-        return c.TakeLockResult(resource_version="7", dependencies=0)
+        self.locks_taken.append(inp)
+        return self.lock_reports.get(inp.package, c.TakeLockResult(resource_version="7"))
 
     @activity.defn(name=c.ENSURE_TLS)
     async def ensure_tls(self, inp: c.EnsureTlsInput) -> c.EnsureTlsResult:
@@ -283,3 +291,19 @@ class FakeCluster:
         self._enter(c.RECORD_APPROVAL)
         self.approvals.append(inp)
         return c.RecordApprovalResult(by=inp.by or f"identity of the {inp.via}", at=inp.at)
+
+    # --- dependency resolution ----------------------------------------------------------
+    @activity.defn(name=c.RESOLVE_DEPENDENCIES)
+    async def resolve_dependencies(self, inp: c.ResolveDependenciesInput
+                                   ) -> c.ResolveDependenciesResult:
+        self._enter(c.RESOLVE_DEPENDENCIES)
+        return self.decisions.pop(0) if self.decisions else c.ResolveDependenciesResult()
+
+    @activity.defn(name=c.APPLY_RESOLUTION)
+    async def apply_resolution(self, inp: c.ApplyResolutionInput) -> c.ApplyResolutionResult:
+        self._enter(c.APPLY_RESOLUTION)
+        self.applied.append(inp)
+        return c.ApplyResolutionResult(
+            created=[ch.package for ch in inp.changes if not ch.from_version],
+            moved=[ch.package for ch in inp.changes if ch.from_version],
+            lock_status_written=True)

@@ -39,6 +39,10 @@ SHAPES |= {"package_deleting", "package_deleted_during_install"}
 # by the health gate, and refused while preparing.
 SHAPES |= {"package_upgrade", "package_upgrade_reverted", "package_upgrade_prepare_failed",
            "package_manual_upgrade"}
+# Dependencies (tests/integration/test_dependency_workflows.py): a revision stopping after
+# the Lock until its dependencies are met (PATCH_DEPENDENCY_GATE), and the resolver.
+SHAPES |= {"revision_dependencies_unmet", "resolve_create_and_nudge",
+           "resolve_unresolved_retry"}
 
 
 def load(shape: str) -> WorkflowHistory:

@@ -1,4 +1,8 @@
-"""Watcher routing: which package workflows each list or watch event signals."""
+"""Watcher routing: which package workflows each list or watch event signals.
+
+Most tables list package workflows only (``ids``); the dependency resolver's routing has
+its own tests at the end.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ def provider(name: str, generation: int = 1, drc: str | None = None,
 
 
 def ids(targets: list[Target]) -> list[str]:
-    return [t.workflow_id for t in targets]
+    return [t.workflow_id for t in targets if not t.resolver]
 
 
 def seeded() -> Index:
@@ -151,7 +155,8 @@ def test_revisions_listed_dedupe_to_one_signal_per_package() -> None:
 
 def test_target_carries_inputs_for_signal_with_start() -> None:
     index = Index()
-    [target] = index.on_event(RES["Provider"], "ADDED", provider("p", generation=4))
+    [target, resolver] = index.on_event(RES["Provider"], "ADDED", provider("p", generation=4))
+    assert resolver.resolver
     assert target.package_input().kind == "provider" and target.package_input().name == "p"
     assert target.signal_input().generation == 4
     assert target.source == "xpkg.example.org/acme/p:v1"
@@ -309,6 +314,41 @@ def test_pausing_and_resuming_a_package_signals_it() -> None:
     assert index.on_event(provider, "ADDED", obj)
     paused = {**obj, "metadata": {**obj["metadata"],
                                   "annotations": {"crossplane.io/paused": "true"}}}
-    assert [t.name for t in index.on_event(provider, "MODIFIED", paused)] == ["p"]
+    assert [t.name for t in index.on_event(provider, "MODIFIED", paused)
+            if not t.resolver] == ["p"]
     assert index.on_event(provider, "MODIFIED", {**paused, "status": {"x": 1}}) == []
-    assert [t.name for t in index.on_event(provider, "MODIFIED", obj)] == ["p"]
+    assert [t.name for t in index.on_event(provider, "MODIFIED", obj) if not t.resolver] == ["p"]
+
+
+# --- the dependency resolver --------------------------------------------------------------
+def resolver_signalled(targets: list[Target]) -> bool:
+    return any(t.resolver and t.workflow_id == "resolve:lock" for t in targets)
+
+
+@pytest.mark.parametrize(("kind", "event", "before", "after", "expected"), [
+    ("Provider", "ADDED", None, provider("p"), True),
+    ("Configuration", "MODIFIED", obj("c"), obj("c", generation=2), True),  # spec changed
+    ("Configuration", "MODIFIED", obj("c"), obj("c"), False),  # a status write
+    ("Function", "DELETED", obj("f"), obj("f"), True),
+    ("Lock", "ADDED", None, obj("lock"), True),
+    ("Lock", "MODIFIED", obj("lock"), obj("lock", generation=2), True),  # packages changed
+    ("Lock", "MODIFIED", obj("lock"), obj("lock"), False),  # the resolver's own status write
+    ("ProviderRevision", "ADDED", None,
+     obj("p-abc", labels={"pkg.crossplane.io/package": "p"}), False),
+    ("ImageConfig", "ADDED", None, obj("ic"), False),
+])
+def test_resolver_is_signalled_when_the_lock_or_a_package_changes(
+        kind: str, event: str, before: dict[str, Any] | None, after: dict[str, Any],
+        expected: bool) -> None:
+    index = Index()
+    if before is not None:
+        index.on_sync(RES[kind], [before], signal_all=False)
+    assert resolver_signalled(index.on_event(RES[kind], event, after)) is expected
+
+
+def test_resolver_once_per_list_and_named_by_task_queue() -> None:
+    index = Index(task_queue="e2e-1234")
+    targets = index.on_sync(RES["Provider"], [provider("a"), provider("b")], signal_all=True)
+    resolvers = [t for t in targets if t.resolver]
+    assert [t.workflow_id for t in resolvers] == ["resolve:lock:e2e-1234"]
+    assert ids(targets) == ["package:provider:a", "package:provider:b"]

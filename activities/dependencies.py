@@ -1,0 +1,197 @@
+"""``resolve_dependencies`` and ``apply_resolution``: the resolver's I/O (reference §12).
+
+``resolve_dependencies`` reads the Lock, the package objects and the revisions, asks the
+pure resolver (``lockwright.resolver``) for a decision, and returns it with the inputs in
+brief; it writes nothing. The resolver sees the registry through :class:`RegistryCatalog`:
+tags listed and packages fetched with what the ImageConfigs say for their prefix (rewrite,
+pull secret), each package fetched into the content-addressed cache, so the one chosen
+installs from it. ``apply_resolution`` carries the decision out: creates the missing
+packages (named as Crossplane names them, nothing but ``spec.package`` set), moves the
+ones the policy lets it move, and writes the Lock's ``Resolved`` condition, its finalizer,
+and the explanations every affected revision reads.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio import activity
+
+from activities.base import KINDS, LABEL_PACKAGE, PKG_V1, deleting, heartbeating, meta, spec
+from activities.errors import edge
+from activities.lock import LOCK_API, LockActivities
+from lockwright import lockstatus
+from lockwright.dependencies import Graph, Requirement, graph_of
+from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
+from lockwright.k8s import NORMAL, Obj
+from lockwright.lock import LOCK_NAME
+from lockwright.oci.fetch import fetch_package
+from lockwright.oci.reference import parse
+from lockwright.resolver import CatalogError, Decision, Policy, resolve
+from lockwright.xpkg.constraints import is_digest
+from workflows import contracts as c
+
+REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
+
+
+class RegistryCatalog:
+    """The resolver's :class:`~lockwright.resolver.Catalog` over the real registries."""
+
+    def __init__(self, acts: LockActivities) -> None:
+        self.acts = acts
+        self.listed: dict[str, list[str]] = {}
+        self.fetched: dict[tuple[str, str], tuple[Requirement, ...]] = {}
+
+    def versions(self, source: str) -> list[str]:
+        """Every tag of ``source``, listed where the ImageConfigs point, with their secret."""
+        if source not in self.listed:
+            self.listed[source] = self._ask(f"cannot list tags of {source}",
+                                            lambda: self._list(source))
+        return self.listed[source]
+
+    def dependencies(self, source: str, version: str) -> tuple[Requirement, ...]:
+        """What ``source`` at ``version`` depends on, from its package in the cache."""
+        key = (source, version)
+        if key not in self.fetched:
+            self.fetched[key] = self._ask(f"cannot read the dependencies of "
+                                          f"{_reference(source, version)}",
+                                          lambda: self._dependencies(source, version))
+        return self.fetched[key]
+
+    def _list(self, source: str) -> list[str]:
+        resolution = self.acts.resolution(source)
+        secrets = [resolution.pull_secret] if resolution.pull_secret else []
+        with self.acts.naming_missing_secrets(secrets):
+            return self.acts.registry(secrets).list_tags(parse(resolution.resolved))
+
+    def _dependencies(self, source: str, version: str) -> tuple[Requirement, ...]:
+        ref = _reference(source, version)
+        resolution = self.acts.resolution(ref)
+        secrets = [resolution.pull_secret] if resolution.pull_secret else []
+        with heartbeating(), self.acts.naming_missing_secrets(secrets):
+            fetched = fetch_package(resolution.resolved, self.acts.registry(secrets),
+                                    self.acts.cache)
+        summary = fetched.summary or self.acts.summary_of(fetched.digest, fetched.entry)
+        parent = f"{source}@{version}"
+        return tuple(Requirement(d.package, d.kind, d.constraint, d.api_version, parent)
+                     for d in summary.meta.depends_on)
+
+    @staticmethod
+    def _ask(what: str, call: Any) -> Any:
+        try:
+            return call()
+        except LockwrightError as err:
+            raise CatalogError(f"{what}: {err.message}",
+                               transient=isinstance(err, TransientError)) from err
+
+
+def _reference(source: str, version: str) -> str:
+    return f"{source}{'@' if is_digest(version) else ':'}{version}"
+
+
+class DependencyActivities(LockActivities):
+    """resolve_dependencies and apply_resolution."""
+
+    @activity.defn(name=c.RESOLVE_DEPENDENCIES)
+    @edge
+    def resolve_dependencies(self, inp: c.ResolveDependenciesInput
+                             ) -> c.ResolveDependenciesResult:
+        """Read the graph and decide; writes nothing."""
+        lock = self.read_lock()
+        packages = [p for kind in KINDS.values() for p in self.kube.list(PKG_V1, kind)]
+        graph = graph_of(lock, packages)
+        catalog = RegistryCatalog(self)
+        s = self.settings
+        policy = Policy(upgrades=s.dependency_upgrades or s.dependency_downgrades,
+                        downgrades=s.dependency_downgrades)
+        with heartbeating():
+            decision = resolve(graph, catalog, policy)
+        after = lockstatus.with_explanations(lock, decision.explanations())
+        wanted = lockstatus.lock_status(lock, decision.message, decision.explanations())
+        self.log().info("dependencies.resolved", lock_packages=len(lock.get("packages") or []),
+                        changes=len(decision.changes), unresolved=len(decision.unresolved))
+        return c.ResolveDependenciesResult(
+            lock_packages=len(lock.get("packages") or []), package_objects=len(packages),
+            dependencies=sum(len(n.dependencies or ()) for n in graph.nodes),
+            repositories_listed=len(catalog.listed), installed=_installed(graph),
+            changes=_changes(decision), unresolved=_unresolved(decision),
+            lock_stale=lockstatus.stale(lock, wanted), nudge=self.nudges(after),
+            retry=any(u.transient for u in decision.unresolved))
+
+    def nudges(self, lock: Obj) -> list[c.PackageRef]:
+        """Packages whose active revision's dependency status the Lock has made out of date."""
+        out: list[c.PackageRef] = []
+        for kind, rev_kind in REVISION_KINDS.items():
+            for rev in self.kube.list(PKG_V1, rev_kind):
+                package = str((meta(rev).get("labels") or {}).get(LABEL_PACKAGE, ""))
+                live = spec(rev).get("desiredState") == c.ACTIVE and not deleting(rev)
+                if package and live and lockstatus.revision_out_of_date(lock, rev):
+                    out.append(c.PackageRef(kind.lower(), package))
+        return list(dict.fromkeys(out))
+
+    @activity.defn(name=c.APPLY_RESOLUTION)
+    @edge
+    def apply_resolution(self, inp: c.ApplyResolutionInput) -> c.ApplyResolutionResult:
+        """Create and move packages as decided, then write the Lock's status."""
+        lock = self.read_lock()
+        created = [ch.package for ch in inp.changes if not ch.from_version and self.create(ch)]
+        moved = [ch.package for ch in inp.changes if ch.from_version and self.move(ch)]
+        explanations = {rev: u.message for u in inp.unresolved for rev in u.revisions}
+        message = "; ".join(u.message for u in inp.unresolved)
+        written = self.write_lock_status(lock, lockstatus.lock_status(lock, message,
+                                                                      explanations))
+        return c.ApplyResolutionResult(created=created, moved=moved,
+                                       lock_status_written=written)
+
+    def create(self, change: c.DependencyChange) -> bool:
+        """Create the package; False when its name was taken meanwhile (next pass sees it)."""
+        body = {"apiVersion": change.api_version, "kind": change.kind,
+                "metadata": {"name": change.name}, "spec": {"package": change.package}}
+        try:
+            self.kube.create(body)
+        except KubeAlreadyExists:
+            return False
+        self.lock_event(f"Installed dependency {change.kind} {change.name} ({change.package})")
+        return True
+
+    def move(self, change: c.DependencyChange) -> bool:
+        """Point an installed dependency at the version decided (an upgrade or downgrade)."""
+        pkg = self.kube.get(PKG_V1, change.kind, change.name)
+        if pkg is None or spec(pkg).get("package") == change.package:
+            return False
+        self.kube.patch(PKG_V1, change.kind, change.name, {"spec": {"package": change.package}})
+        self.lock_event(f"Moved dependency {change.kind} {change.name} from "
+                        f"{change.from_version} to {change.package}")
+        return True
+
+    def write_lock_status(self, lock: Obj, wanted: lockstatus.LockStatus) -> bool:
+        """Annotation, finalizer and ``Resolved`` condition, each only if it differs."""
+        patch = lockstatus.metadata_patch(lock, wanted)
+        if patch is not None:
+            self.kube.patch(LOCK_API, "Lock", LOCK_NAME, patch)
+        conditions = lockstatus.conditions_after(lock, wanted, datetime.now(UTC))
+        if conditions is not None:
+            self.kube.patch(LOCK_API, "Lock", LOCK_NAME, {"status": {"conditions": conditions}},
+                            subresource="status")
+        return patch is not None or conditions is not None
+
+    def lock_event(self, message: str) -> None:
+        """A Normal Event on the Lock (``kubectl describe lock lock`` shows them)."""
+        self.event(self.read_lock(), NORMAL, "ResolveDependencies", message)
+
+
+def _installed(graph: Graph) -> list[str]:
+    listed = [f"{n.kind} {n.label}" for n in graph.nodes if n.revision]
+    return listed[:c.MAX_LISTED_PACKAGES]
+
+
+def _changes(decision: Decision) -> list[c.DependencyChange]:
+    return [c.DependencyChange(kind=ch.kind, name=ch.name, package=ch.package,
+                               api_version=ch.api_version, from_version=ch.from_version)
+            for ch in decision.changes]
+
+
+def _unresolved(decision: Decision) -> list[c.UnresolvedDependencies]:
+    return [c.UnresolvedDependencies(revisions=list(u.revisions), message=u.message)
+            for u in decision.unresolved]
