@@ -107,7 +107,8 @@ class LockActivities(Base):
             self.event(rev, WARNING, "ResolveDependencies",
                        conditions.MSG_RESOLVE_DEPENDENCIES + found.message)
         return c.TakeLockResult(resource_version=version, dependencies=len(deps),
-                                cas_attempts=attempts, installed_dependencies=found.installed,
+                                cas_attempts=attempts, found_dependencies=found.found,
+                                installed_dependencies=found.installed,
                                 invalid_dependencies=found.invalid,
                                 dependency_message=found.message)
 

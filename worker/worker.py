@@ -105,9 +105,31 @@ async def run_worker(settings: Settings, stop: asyncio.Event, *, bootstrap: bool
             log.info("worker polling", task_queue=settings.task_queue,
                      namespace=settings.temporal_namespace, workflows=len(ALL_WORKFLOWS),
                      activities=len(acts), max_concurrent_activities=slots)
+            await resolve_again(client, settings)
             await stop.wait()
             log.info("worker draining", graceful_shutdown_s=GRACEFUL_SHUTDOWN.total_seconds())
     log.info("worker stopped")
+
+
+async def resolve_again(client: Any, settings: Settings) -> None:
+    """Ask the dependency resolver to look again, as a restarted Crossplane reconciles all.
+
+    A worker may start with other dependency settings (upgrades, downgrades) than the
+    last one; nothing in the cluster changed, so no watch event would say so.
+    """
+    from worker.watcher import workflow_tuning
+    from workflows import ResolveDependencies
+    from workflows import contracts as c
+
+    try:
+        await client.start_workflow(
+            ResolveDependencies.run, c.ResolveInput(tuning=workflow_tuning(settings.tuning)),
+            id=c.resolve_workflow_id(settings.task_queue), task_queue=settings.task_queue,
+            start_signal=c.SIGNAL_LOOK_AGAIN,
+            start_signal_args=[c.LookAgainInput(reason="a worker started")],
+            static_summary="dependency resolution")
+    except Exception as exc:  # noqa: BLE001 - the watcher's next change or resync will do
+        log.warning("cannot signal the dependency resolver", error=str(exc)[:200])
 
 
 async def _register_search_attributes(client: Any) -> None:

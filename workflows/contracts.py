@@ -598,6 +598,7 @@ class TakeLockResult:
     # The revision side of resolution (reference §11), read from the Lock just written:
     # dependencies in the Lock, those at a version their constraint refuses, and
     # Crossplane's message when any is missing or invalid ("" when all are met).
+    found_dependencies: int = 0  # transitive ones included, once all direct ones are in
     installed_dependencies: int = 0
     invalid_dependencies: int = 0
     dependency_message: str = ""

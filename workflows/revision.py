@@ -198,7 +198,8 @@ class InstallRevision:
         locked = self._locked
         await call(c.WRITE_REVISION_STATUS, c.WriteRevisionStatusInput(
             kind=inp.kind, revision=inp.revision, conditions=conditions, objects=objects,
-            found_dependencies=locked.dependencies or dependencies, resolved_image=inp.source,
+            found_dependencies=locked.found_dependencies or locked.dependencies or dependencies,
+            resolved_image=inp.source,
             capabilities=capabilities or [],
             installed_dependencies=locked.installed_dependencies,
             invalid_dependencies=locked.invalid_dependencies), c.WriteRevisionStatusResult,
