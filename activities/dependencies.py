@@ -46,17 +46,14 @@ class RegistryCatalog:
     def versions(self, source: str) -> list[str]:
         """Every tag of ``source``, listed where the ImageConfigs point, with their secret."""
         if source not in self.listed:
-            self.listed[source] = self._ask(f"cannot list tags of {source}",
-                                            lambda: self._list(source))
+            self.listed[source] = self._ask(lambda: self._list(source))
         return self.listed[source]
 
     def dependencies(self, source: str, version: str) -> tuple[Requirement, ...]:
         """What ``source`` at ``version`` depends on, from its package in the cache."""
         key = (source, version)
         if key not in self.fetched:
-            self.fetched[key] = self._ask(f"cannot read the dependencies of "
-                                          f"{_reference(source, version)}",
-                                          lambda: self._dependencies(source, version))
+            self.fetched[key] = self._ask(lambda: self._dependencies(source, version))
         return self.fetched[key]
 
     def _list(self, source: str) -> list[str]:
@@ -78,12 +75,12 @@ class RegistryCatalog:
                      for d in summary.meta.depends_on)
 
     @staticmethod
-    def _ask(what: str, call: Any) -> Any:
+    def _ask(call: Any) -> Any:
+        """The registry's errors as CatalogError; the resolver says what it was asking."""
         try:
             return call()
         except LockwrightError as err:
-            raise CatalogError(f"{what}: {err.message}",
-                               transient=isinstance(err, TransientError)) from err
+            raise CatalogError(err.message, transient=isinstance(err, TransientError)) from err
 
 
 def _reference(source: str, version: str) -> str:

@@ -19,6 +19,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from tests.e2e.test_install import (
     PACKAGES,
     allow_secrets,
+    configuration_root,
     copy_package,
     ensure_crossplane_crds,
     provider_root,
@@ -42,8 +43,7 @@ def package_root(stack: Stack, kind: str, tmp: Path) -> Path:
     if kind == "Configuration":
         ensure_crossplane_crds(stack)
         group = f"{unique('p')}.example.org"
-        return copy_package(PACKAGES / "configuration", tmp / "configuration",
-                            {"platform.example.org": group})
+        return configuration_root(stack, tmp, group)
     group = f"{unique('f')}.fn.example.org"
     return copy_package(PACKAGES / "function", tmp / "function", {"shout.fn.example.org": group})
 

@@ -360,12 +360,11 @@ async def signal_reasons(tc: Client, workflow_id: str) -> list[str]:
 
 async def test_configuration_applied_before_its_pull_secret_heals(
         stack: Stack, auth_registry: RegistryServer, tmp_path: Path) -> None:
-    from tests.e2e.test_install import PACKAGES, copy_package, ensure_crossplane_crds
+    from tests.e2e.test_install import configuration_root, ensure_crossplane_crds
 
     ensure_crossplane_crds(stack)
     group = f"{unique('p')}.example.org"
-    root = copy_package(PACKAGES / "configuration", tmp_path / "configuration",
-                        {"platform.example.org": group})
+    root = configuration_root(stack, tmp_path, group)
     ref = stack.push(root, to=auth_registry)
     secret, name = unique("pull"), unique("private")
     # kubectl apply -f dir/ applies configuration.yaml before pull-secret.yaml.

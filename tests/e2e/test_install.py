@@ -63,6 +63,31 @@ def write_package(root: Path, docs: dict[str, Obj]) -> Path:
     return root
 
 
+def configuration_root(stack: Stack, tmp: Path, group: str,
+                       dependencies: bool = False) -> Path:
+    """The example configuration, its XRD and Composition in API group ``group``.
+
+    Its ``dependsOn`` names packages on registry.example.org, which does not exist. Without
+    ``dependencies`` they are left out; with it, the example provider and function are
+    pushed to the stack's registry (v0.1.0) and the configuration depends on those.
+    """
+    replace = {"platform.example.org": group}
+    ns = unique("example")
+    for name, src, api in (("provider-widgets", "provider", "widgets.example.org"),
+                           ("function-shout", "function", "shout.fn.example.org")):
+        if dependencies:
+            root = copy_package(PACKAGES / src, tmp / name, {api: f"{unique('d')}.example.org"})
+            ref = stack.push(root, repo=f"{ns}/{name}", tag="v0.1.0")
+            replace[f"registry.example.org/example/{name}"] = ref.rpartition(":")[0]
+    root = copy_package(PACKAGES / "configuration", tmp / "configuration", replace)
+    if not dependencies:
+        meta_path = root / "crossplane.yaml"
+        meta = yaml.safe_load(meta_path.read_text())
+        del meta["spec"]["dependsOn"]
+        meta_path.write_text(yaml.safe_dump(meta, sort_keys=False))
+    return root
+
+
 def provider_root(tmp: Path) -> tuple[Path, str]:
     """The example provider with a unique API group; returns (root, group)."""
     group = f"{unique('w')}.example.org"
@@ -342,12 +367,13 @@ def test_provider_installs_crds_rbac_and_runtime(stack: Stack, tmp_path: Path) -
 def test_configuration_installs_xrds_and_compositions(stack: Stack, tmp_path: Path) -> None:
     ensure_crossplane_crds(stack)
     group = f"{unique('p')}.example.org"
-    root = copy_package(PACKAGES / "configuration", tmp_path / "configuration",
-                        {"platform.example.org": group})
+    root = configuration_root(stack, tmp_path, group, dependencies=True)
+    meta = yaml.safe_load((root / "crossplane.yaml").read_text())
+    provider, function = (d["package"] for d in meta["spec"]["dependsOn"])
     ref = stack.push(root)
     name = unique("configuration")
     stack.apply_package("Configuration", name, ref)
-    stack.wait_healthy("Configuration", name)
+    stack.wait_healthy("Configuration", name, timeout=120)
 
     rev = check_package_and_revision(stack, "Configuration", name, ref)
     pkg = stack.get_package("Configuration", name)
@@ -365,13 +391,11 @@ def test_configuration_installs_xrds_and_compositions(stack: Stack, tmp_path: Pa
         {"apiVersion": "apiextensions.crossplane.io/v1",
          "kind": "CompositeResourceDefinition", "name": xrd_name}]
 
-    # Dependencies are recorded in dependsOn order; resolving them is a later issue's work.
+    # Dependencies are recorded in dependsOn order, and installed (tests/e2e/test_dependencies).
     check_lock(stack, rev, "Configuration", ref, dependencies=[
-        {"apiVersion": PKG, "kind": "Provider",
-         "package": "registry.example.org/example/provider-widgets",
-         "constraints": ">=v0.1.0"},
-        {"apiVersion": PKG, "kind": "Function",
-         "package": "registry.example.org/example/function-shout", "constraints": "^v0.1"}])
+        {"apiVersion": PKG, "kind": "Provider", "package": provider, "constraints": ">=v0.1.0"},
+        {"apiVersion": PKG, "kind": "Function", "package": function, "constraints": "^v0.1"}])
+    assert rev["status"]["installedDependencies"] == 2
 
     for plural in ("compositeresourcedefinitions", "compositions"):
         obj = get_custom(stack, "apiextensions.crossplane.io", "v1", plural, xrd_name)

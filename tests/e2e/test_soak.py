@@ -24,7 +24,12 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from tests.e2e.test_deletion import list_if_served
 from tests.e2e.test_failures import provider_dir
-from tests.e2e.test_install import PACKAGES, copy_package, ensure_crossplane_crds
+from tests.e2e.test_install import (
+    PACKAGES,
+    configuration_root,
+    copy_package,
+    ensure_crossplane_crds,
+)
 from tests.e2e.test_resilience import everything, lock_entries, mentions
 from tests.fixtures.stack import PKG_GROUP, PLURALS, REVISION_PLURALS, Stack
 from tests.helpers import unique, wait_for, wait_for_async
@@ -55,7 +60,7 @@ def build(stack: Stack, tmp: Path, i: int) -> Package:
     if kind == "Provider":
         provider_dir(root, group)
     elif kind == "Configuration":
-        copy_package(PACKAGES / "configuration", root, {"platform.example.org": group})
+        root = configuration_root(stack, root, group)
     else:
         copy_package(PACKAGES / "function", root, {"shout.fn.example.org": group})
     return Package(kind, unique(f"soak{i}"), stack.push(root), group)
