@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from lockwright.errors import ConstraintError
@@ -87,9 +88,17 @@ class Graph:
 
     nodes: tuple[Node, ...] = ()
 
+    @cached_property
+    def _by_source(self) -> dict[str, Node]:
+        # trace() and find_cycles() look a node up per edge: a scan made them quadratic.
+        index: dict[str, Node] = {}
+        for n in self.nodes:
+            index.setdefault(n.source, n)
+        return index
+
     def node(self, source: str) -> Node | None:
-        """The node of ``source``, or None: not installed."""
-        return next((n for n in self.nodes if n.source == source), None)
+        """The node of ``source`` (the first, if two share it), or None: not installed."""
+        return self._by_source.get(source)
 
     def parents(self, source: str) -> list[Node]:
         """The nodes whose recorded dependencies name ``source``."""
@@ -258,21 +267,35 @@ def explanations(lock: Obj) -> dict[str, str]:
 
 
 def find_cycles(graph: Graph) -> list[list[str]]:
-    """Each dependency cycle among installed nodes, as its sources in order, first repeated."""
+    """Each dependency cycle among installed nodes, as its sources in order, first repeated.
+
+    Depth first from each node in graph order, so the same graph gives the same cycles;
+    iterative, so a long chain cannot exhaust Python's recursion limit.
+    """
     cycles: list[list[str]] = []
-    state: dict[str, int] = {}  # 1 on the stack, 2 done
-
-    def visit(source: str, path: list[str]) -> None:
-        state[source] = 1
-        node = graph.node(source)
-        for req in (node.dependencies or ()) if node else ():
-            if state.get(req.package) == 1:
-                cycles.append(path[path.index(req.package):] + [req.package])
-            elif req.package not in state and graph.node(req.package):
-                visit(req.package, path + [req.package])
-        state[source] = 2
-
+    state: dict[str, int] = {}  # 1 on the path, 2 done
     for node in graph.nodes:
         if node.source not in state:
-            visit(node.source, [node.source])
+            _walk(graph, node.source, state, cycles)
     return cycles
+
+
+def _walk(graph: Graph, start: str, state: dict[str, int], cycles: list[list[str]]) -> None:
+    path, pending = [start], [_edges(graph, start)]
+    state[start] = 1
+    while pending:
+        req = next(pending[-1], None)
+        if req is None:
+            state[path.pop()] = 2
+            pending.pop()
+        elif state.get(req.package) == 1:
+            cycles.append(path[path.index(req.package):] + [req.package])
+        elif req.package not in state and graph.node(req.package):
+            state[req.package] = 1
+            path.append(req.package)
+            pending.append(_edges(graph, req.package))
+
+
+def _edges(graph: Graph, source: str) -> Iterator[Requirement]:
+    node = graph.node(source)
+    return iter(node.dependencies or ()) if node else iter(())

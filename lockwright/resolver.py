@@ -5,16 +5,35 @@
 (may installed dependencies move up or down), and returns a :class:`Decision`: the
 packages to create or move, and what could not be resolved, explained as a chain.
 
-STUB: the implementation is being written; the API below is fixed.
+Where Crossplane installs the highest tag of one missing dependency per pass, this looks
+for versions that satisfy every constraint at once (a real backtracking search,
+:mod:`lockwright.resolution_search`), across every level of the graph in one decision.
+Roots (Lock entries nobody depends on) are resolved in isolated components: roots that
+share no repository never affect each other, and a root that cannot be satisfied is set
+aside so it never blocks the roots that can.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from lockwright.dependencies import Graph, Requirement
-from lockwright.xpkg.constraints import is_digest
+from lockwright.dependencies import Graph, Node, Requirement, find_cycles
+from lockwright.names import package_name_from_reference
+from lockwright.resolution_components import (
+    Outcome,
+    components,
+    depended,
+    reach,
+    roots_of,
+    settle,
+)
+from lockwright.resolution_search import Failure, Space, complete_tags, fetched
+from lockwright.xpkg.constraints import is_digest, parse_loose_version
+
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 class CatalogError(Exception):
@@ -101,5 +120,111 @@ class Decision:
 
 
 def resolve(graph: Graph, catalog: Catalog, policy: Policy = Policy()) -> Decision:
-    """Decide which packages to create or move so every constraint holds."""
-    raise NotImplementedError
+    """Decide which packages to create or move so every constraint holds.
+
+    Args:
+        graph: what is installed (:func:`lockwright.dependencies.graph_of`).
+        catalog: the registry; the only I/O, each question asked at most once.
+        policy: whether installed dependencies may move.
+
+    Returns:
+        The changes every satisfiable root needs (sorted by source), and one
+        :class:`Unresolved` per root set aside: in a dependency cycle, without a version
+        that meets every constraint, wanting a name already taken, or the catalog failed.
+    """
+    space = _space(graph, _Memo(catalog), policy)
+    roots = roots_of(graph)
+    cyclic = _cycles(graph, roots)
+    free = [root for root in roots if root.revision not in cyclic]
+    outcomes = settle(space, graph, components(graph, free))
+    return Decision(_changes(space, outcomes), (*_grouped(cyclic), *_dropped(graph, outcomes)))
+
+
+class _Memo:
+    """The catalog asked at most once per question during one resolution, failures too."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._tags: dict[str, list[str] | CatalogError] = {}
+        self._deps: dict[tuple[str, str], tuple[Requirement, ...] | CatalogError] = {}
+
+    def tags(self, source: str) -> list[str]:
+        """The complete semver tags of ``source``, ascending."""
+        return _ask(self._tags, source, f"cannot list tags of {source}",
+                    lambda: complete_tags(self._catalog.versions(source)))
+
+    def requirements(self, source: str, version: str) -> tuple[Requirement, ...]:
+        """What ``source@version`` depends on, each asked by ``source@version``."""
+        return _ask(self._deps, (source, version),
+                    f"cannot read the dependencies of {source}@{version}",
+                    lambda: fetched(self._catalog.dependencies(source, version), source, version))
+
+
+def _ask(memo: dict[K, T | CatalogError], key: K, what: str, call: Callable[[], T]) -> T:
+    if key not in memo:
+        try:
+            memo[key] = call()
+        except CatalogError as err:
+            memo[key] = err
+    found = memo[key]
+    if isinstance(found, CatalogError):
+        raise Failure(f"{what}: {found.message}", found.transient)
+    return found
+
+
+def _space(graph: Graph, memo: _Memo, policy: Policy) -> Space:
+    """Installed nodes by source; the ones that may move are depended upon, have a
+    package object to patch and a semver version (a digest stays pinned)."""
+    installed: dict[str, Node] = {}
+    for node in graph.nodes:
+        installed.setdefault(node.source, node)
+    named = depended(graph)
+    eligible = frozenset(s for s, n in installed.items() if s in named and n.package
+                         and not is_digest(n.version) and parse_loose_version(n.version))
+    return Space(installed, eligible, policy.upgrades or policy.downgrades, policy.downgrades,
+                 memo)
+
+
+# --- cycles among installed nodes -------------------------------------------------------
+def _cycles(graph: Graph, roots: list[Node]) -> dict[str, str]:
+    """Revision → message, for every root reaching a cycle and every member in the Lock."""
+    found: dict[str, list[str]] = {}
+    for cycle in find_cycles(graph):
+        message = "dependency cycle: " + " -> ".join(cycle)
+        members = set(cycle)
+        hit = [r.revision for r in roots if members & reach(graph, r)]
+        hit += [n.revision for n in graph.nodes if n.source in members and n.revision]
+        for revision in dict.fromkeys(hit):
+            found.setdefault(revision, []).append(message)
+    return {revision: "; ".join(messages) for revision, messages in found.items()}
+
+
+def _grouped(cyclic: dict[str, str]) -> list[Unresolved]:
+    """One :class:`Unresolved` per message, its revisions in the order found."""
+    by_message: dict[str, list[str]] = {}
+    for revision, message in cyclic.items():
+        by_message.setdefault(message, []).append(revision)
+    return [Unresolved(tuple(revisions), message) for message, revisions in by_message.items()]
+
+
+# --- the decision -----------------------------------------------------------------------
+def _changes(space: Space, outcomes: list[Outcome]) -> tuple[Change, ...]:
+    """A :class:`Change` per repository to create or move, sorted by source."""
+    found: list[Change] = []
+    for outcome in outcomes:
+        for source, chosen in outcome.solution.chosen.items():
+            req, node = outcome.solution.wanted[source], space.installed.get(source)
+            if node is None:
+                found.append(Change(req.kind, package_name_from_reference(source), source,
+                                    chosen.version, req.api_version))
+            elif chosen.version != node.version:
+                found.append(Change(node.kind, node.package, source, chosen.version,
+                                    req.api_version, node.version))
+    return tuple(sorted(found, key=lambda c: c.source))
+
+
+def _dropped(graph: Graph, outcomes: list[Outcome]) -> list[Unresolved]:
+    """An :class:`Unresolved` per root set aside, in Lock order."""
+    position = {node.revision: i for i, node in enumerate(graph.nodes)}
+    dropped = sorted((d for o in outcomes for d in o.dropped), key=lambda d: position[d[0]])
+    return [Unresolved((revision, ), err.message, err.transient) for revision, err in dropped]
