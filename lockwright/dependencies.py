@@ -135,10 +135,7 @@ def graph_of(lock: Obj, packages: Iterable[Obj]) -> Graph:
         if ref is not None:
             by_source.setdefault(ref[0], {**pkg, "_version": ref[1]})
     nodes: list[Node] = []
-    for entry in lock.get("packages") or []:
-        source = str(entry.get("source", ""))
-        if any(n.source == source for n in nodes):
-            continue
+    for source, entry in _current_entries(lock.get("packages") or [], by_source).items():
         found: Obj = by_source.pop(source, {})
         nodes.append(Node(source, _kind(entry), str(entry.get("version", "")),
                           str(found.get("metadata", {}).get("name", "")),
@@ -146,6 +143,20 @@ def graph_of(lock: Obj, packages: Iterable[Obj]) -> Graph:
     nodes += [Node(source, str(pkg.get("kind", "")), str(pkg["_version"]),
                    str(pkg["metadata"]["name"])) for source, pkg in by_source.items()]
     return Graph(tuple(nodes))
+
+
+def _current_entries(entries: list[Obj], by_source: dict[str, Obj]) -> dict[str, Obj]:
+    """One Lock entry per source, in the Lock's order. During an upgrade the Lock holds
+    the revision moving out and the one moving in: the one at the version the package
+    asks for wins, else the last (the one moving in is appended), so its dependencies are
+    the ones resolved."""
+    chosen: dict[str, Obj] = {}
+    for entry in entries:
+        source = str(entry.get("source", ""))
+        wanted = (by_source.get(source) or {}).get("_version")
+        if source not in chosen or chosen[source].get("version") != wanted:
+            chosen[source] = entry
+    return chosen
 
 
 def _reference(package: str) -> tuple[str, str] | None:

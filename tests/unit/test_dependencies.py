@@ -222,3 +222,20 @@ def test_find_cycles_on_a_chain_deeper_than_the_recursion_limit() -> None:
     chain = [node(f"n{i}", f"n{i + 1}") for i in range(5000)] + [node("n5000", "n0")]
     [cycle] = find_cycles(Graph(tuple(chain)))
     assert (len(cycle), cycle[0], cycle[-1]) == (5002, "n0", "n0")
+
+
+@pytest.mark.parametrize(("packages", "revision"), [
+    ([package("Configuration", "c", f"{C}:v2.0.0")], "c-2"),
+    ([package("Configuration", "c", f"{C}:v1.0.0")], "c-1"),  # rolled back: v1 asked again
+    ([], "c-2"),  # no package object: the entry appended last
+], ids=["the package's version", "the package's version, first", "the last"])
+def test_graph_two_revisions_of_one_source_during_an_upgrade(packages: list[Obj],
+                                                              revision: str) -> None:
+    the_lock = lock(entry("c-1", C, "v1.0.0", kind="Configuration"),
+                    entry("p-1", P, "v1.0.0"),
+                    entry("c-2", C, "v2.0.0", dep(Q, ">=v1.0.0"), kind="Configuration"))
+    graph = graph_of(the_lock, packages)
+    assert [n.source for n in graph.nodes] == [C, P]
+    assert graph.nodes[0].revision == revision
+    assert graph.nodes[0].dependencies == (
+        (Requirement(Q, "Provider", ">=v1.0.0", parent="c-2"),) if revision == "c-2" else ())
