@@ -104,7 +104,10 @@ class InstallRevision:
         if inp.prepare:
             return await self._prepared(inp, parsed, dependencies)
         if self._locked.dependency_message and workflow.patched(PATCH_DEPENDENCY_GATE):
-            return await self._unmet(inp)
+            if inp.health_deadline_s:  # a switch: the old revision runs on while we wait
+                await self._await_dependencies(inp)
+            if self._locked.dependency_message:
+                return await self._unmet(inp)
         # TLS only after the Lock: a package that loses the Lock must have touched nothing.
         runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
         if runtime:
@@ -146,6 +149,25 @@ class InstallRevision:
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=checked.objects, dependencies=dependencies,
                                        healthy=True)
+
+    async def _await_dependencies(self, inp: c.InstallRevisionInput) -> None:
+        """A switch to a revision with new dependencies: wait for the resolver, in the gate.
+
+        The revision is in the Lock now, so the resolver installs what it needs; the Lock
+        is looked at again every health poll until the switch's deadline.
+        """
+        await self._write(inp, status.revision_failed(c.TAKE_LOCK,
+                                                      self._locked.dependency_message))
+        polls = max(1, math.ceil(inp.health_deadline_s / inp.tuning.health_poll_s))
+        for poll in range(polls):
+            await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
+                                 summary="wait for the dependencies to be installed")
+            self._locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+                digest=inp.digest), c.TakeLockResult,
+                f"dependencies of {inp.revision} ({poll + 1}/{polls})")
+            if not self._locked.dependency_message:
+                return
 
     async def _unmet(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
         """Dependencies missing or invalid: say so and stop before anything is established.

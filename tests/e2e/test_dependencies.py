@@ -379,3 +379,34 @@ def test_private_dependency_pulled_with_an_imageconfig_pull_secret(
         deps.wait_healthy("Function", fn["metadata"]["name"])
     finally:
         deps.custom.delete_cluster_custom_object(PKG_GROUP, "v1beta1", "imageconfigs", config)
+
+
+def test_upgrade_to_a_version_with_a_new_dependency_waits_for_it_in_the_switch(
+        deps: Stack, tmp_path: Path) -> None:
+    """v2 enters the Lock at the switch; the resolver installs what it needs meanwhile."""
+    r = Repos(deps, tmp_path)
+    v1 = r.push("Configuration", "config-grows", "v1.0.0")
+    function = r.versions("Function", "function-new", "v0.1.0")
+    v2 = r.push("Configuration", "config-grows", "v2.0.0",
+                [dep("Function", function, ">=v0.1.0")])
+    name = unique("grows")
+    deps.apply_package("Configuration", name, v1)
+    deps.wait_healthy("Configuration", name)
+    deps.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "configurations", name,
+                                            {"spec": {"package": v2}})
+
+    def switched() -> bool:
+        pkg = deps.get_package("Configuration", name) or {}
+        healthy = deps.conditions("Configuration", name).get("Healthy", {})
+        return (pkg.get("status") or {}).get("currentIdentifier") == v2 and (
+            healthy.get("status") == "True") and (
+            revision(deps, "Configuration", name)["spec"]["image"] == v2)
+    try:
+        wait_for(switched, timeout=120, interval=0.2, what="the switch to v2")
+    except AssertionError as exc:
+        revs = [(r["spec"], r.get("status")) for r in deps.revisions("Configuration", name)]
+        log = [ln for ln in deps.log("worker").splitlines() if name in ln or "resolve" in ln]
+        raise AssertionError(f"{exc}; revisions {revs}; log " + "\n".join(log[-60:])) from exc
+    [fn] = packages_of(deps, "Function", function)
+    assert fn["spec"]["package"] == f"{function}:v0.1.0"
+    assert dependency_counts(deps, "Configuration", name) == (1, 1, 0)

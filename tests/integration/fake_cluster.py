@@ -84,8 +84,9 @@ class FakeCluster:
     approvals: list[c.RecordApprovalInput] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)  # a tag moved to another digest
     says_paused: dict[str, bool] = field(default_factory=dict)
-    # take_lock's dependency report by package name; resolve_dependencies' decisions, in turn.
-    lock_reports: dict[str, c.TakeLockResult] = field(default_factory=dict)
+    # take_lock's dependency reports by package name, one per call, the last one repeated;
+    # resolve_dependencies' decisions, in turn.
+    lock_reports: dict[str, list[c.TakeLockResult]] = field(default_factory=dict)
     decisions: list[c.ResolveDependenciesResult] = field(default_factory=list)
     applied: list[c.ApplyResolutionInput] = field(default_factory=list)
     locks_taken: list[c.TakeLockInput] = field(default_factory=list)
@@ -238,7 +239,8 @@ class FakeCluster:
     async def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
         self._enter(c.TAKE_LOCK)
         self.locks_taken.append(inp)
-        return self.lock_reports.get(inp.package, c.TakeLockResult(resource_version="7"))
+        reports = self.lock_reports.get(inp.package) or [c.TakeLockResult(resource_version="7")]
+        return reports.pop(0) if len(reports) > 1 else reports[0]
 
     @activity.defn(name=c.ENSURE_TLS)
     async def ensure_tls(self, inp: c.EnsureTlsInput) -> c.EnsureTlsResult:

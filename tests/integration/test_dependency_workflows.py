@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from tests.helpers import wait_for_async
-from tests.integration.fake_cluster import FakeCluster, transient
+from tests.integration.fake_cluster import FakeCluster, FakePackage, transient
 from tests.integration.test_workflows import cluster, provider, record, settled, start
 from workflows import ResolveDependencies
 from workflows import contracts as c
@@ -35,7 +35,7 @@ def unmet(**kw: Any) -> c.TakeLockResult:
 async def test_unmet_dependencies_stop_after_the_lock_and_heal_on_a_look_again(
         temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
     pkg = cluster.add(provider(c.CONFIGURATION))
-    cluster.lock_reports[pkg.name] = unmet()
+    cluster.lock_reports[pkg.name] = [unmet()]
     handle = await start(temporal_client, task_queue, pkg)
     await settled(handle, "WaitingForDependencies", signals=1)
 
@@ -50,7 +50,7 @@ async def test_unmet_dependencies_stop_after_the_lock_and_heal_on_a_look_again(
     assert written[-1].found_dependencies == 1 and written[-1].installed_dependencies == 0
     assert written[-1].conditions[0].message == f"cannot resolve package dependencies: {MISSING}"
 
-    cluster.lock_reports[pkg.name] = c.TakeLockResult(dependencies=1, installed_dependencies=1)
+    cluster.lock_reports[pkg.name] = [c.TakeLockResult(dependencies=1, installed_dependencies=1)]
     await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(reason="the Lock changed"))
     st = await settled(handle, "Healthy", signals=2)
     assert cluster.calls[c.ESTABLISH_OBJECTS] == 1
@@ -68,6 +68,31 @@ async def test_skip_dependency_resolution_still_takes_the_lock(
     handle = await start(temporal_client, task_queue, pkg)
     await settled(handle, "Healthy", signals=1)
     assert [t.skip_dependencies for t in cluster.locks_taken] == [True]
+
+
+async def test_a_switch_waits_for_new_dependencies_within_its_deadline(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """v2 depends on something not installed yet: v1 keeps running while the resolver works."""
+    pkg = cluster.add(provider(c.CONFIGURATION))
+    handle = await start(temporal_client, task_queue, pkg)
+    first = await settled(handle, "Healthy", signals=1)
+    cluster.add(FakePackage(pkg.kind, pkg.name, pkg.source.replace("v0.1.0", "v0.2.0"),
+                            generation=2))
+    met = c.TakeLockResult(dependencies=1, installed_dependencies=1, found_dependencies=1)
+    # prepare (check only), then the switch: unmet twice, then the resolver has done its work.
+    cluster.lock_reports[pkg.name] = [c.TakeLockResult(), unmet(), unmet(), met]
+    await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(2))
+    st = await settled(handle, "Healthy", signals=2)
+    assert st.current_revision != first.current_revision
+    assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
+    assert len(cluster.locks_taken) == 5  # install, prepare, switch, two looks again
+    written = [w for w in cluster.revision_status[st.current_revision]]
+    assert written[-1].installed_dependencies == 1
+    assert any("missing dependencies" in w.conditions[0].message for w in written)
+    child = c.revision_workflow_id(pkg.kind, st.current_revision)
+    runs = [r async for r in temporal_client.list_workflows(f"WorkflowId = '{child}'")]
+    switch = max(runs, key=lambda r: r.start_time)  # the prepare ran first
+    await record(temporal_client, child, "revision_switch_awaits_dependencies", switch.run_id)
 
 
 async def start_resolver(client: Client, task_queue: str) -> Resolver:
@@ -93,7 +118,7 @@ async def idle_after(handle: Resolver, passes: int) -> c.ResolveStatusResult:
 async def test_resolver_applies_its_decision_and_nudges_the_dependents(
         temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
     pkg = cluster.add(provider(c.CONFIGURATION))
-    cluster.lock_reports[pkg.name] = unmet()
+    cluster.lock_reports[pkg.name] = [unmet()]
     dependent = await start(temporal_client, task_queue, pkg)
     before = await settled(dependent, "WaitingForDependencies", signals=1)
 
@@ -103,7 +128,7 @@ async def test_resolver_applies_its_decision_and_nudges_the_dependents(
         lock_packages=1, dependencies=1, repositories_listed=1, changes=[change],
         lock_stale=True, nudge=[c.PackageRef(c.CONFIGURATION, pkg.name),
                                 c.PackageRef(c.PROVIDER, "never-started")])]
-    cluster.lock_reports[pkg.name] = c.TakeLockResult(dependencies=1, installed_dependencies=1)
+    cluster.lock_reports[pkg.name] = [c.TakeLockResult(dependencies=1, installed_dependencies=1)]
     resolver = await start_resolver(temporal_client, task_queue)
     st = await idle_after(resolver, 1)
 

@@ -41,8 +41,8 @@ SHAPES |= {"package_upgrade", "package_upgrade_reverted", "package_upgrade_prepa
            "package_manual_upgrade"}
 # Dependencies (tests/integration/test_dependency_workflows.py): a revision stopping after
 # the Lock until its dependencies are met (PATCH_DEPENDENCY_GATE), and the resolver.
-SHAPES |= {"revision_dependencies_unmet", "resolve_create_and_nudge",
-           "resolve_unresolved_retry"}
+SHAPES |= {"revision_dependencies_unmet", "revision_switch_awaits_dependencies",
+           "resolve_create_and_nudge", "resolve_unresolved_retry"}
 
 
 def load(shape: str) -> WorkflowHistory:
