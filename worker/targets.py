@@ -21,8 +21,9 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   as changed when added, deleted, or its ``resourceVersion`` moved. Only metadata is ever
   kept (see :func:`metadata_only`); unreferenced Secrets (lockwright's own TLS) target no one.
 - The dependency resolver (``resolve:lock``) is targeted as well whenever a package is,
-  for a package's own change, and whenever the Lock changes (its ``generation``: the
-  resolver's own status and annotation writes do not move it).
+  for a package's own change, whenever the Lock changes (its ``generation``: the
+  resolver's own status and annotation writes do not move it), and when an ImageConfig
+  with a pull secret changes (it decides which tags the resolver may list).
 - A list (start, periodic resync) targets every package and revision when ``signal_all``
   (lists of DRCs, ImageConfigs and Secrets then target nothing: the package lists cover
   everyone); a relist after ``410 Gone`` targets only what changed, appeared or vanished
@@ -285,7 +286,10 @@ class Index:
         if res.role == "secret":
             return self._users_of_secret(name, reason)
         prefixes = new.prefixes + (old.prefixes if old else ())
-        return self._matching_images(prefixes, reason)
+        # A pull secret also changes which tags the resolver may list (reference §14).
+        secret = new.pull_secrets or (old.pull_secrets if old else ())
+        return self._matching_images(prefixes, reason) + (
+            [self.resolver(reason)] if secret else [])
 
     def _package_target(self, kind: str, name: str, reason: str) -> Target:
         res = next(r for r in RESOURCES if r.role == "package" and r.package_kind == kind)

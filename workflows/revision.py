@@ -93,21 +93,12 @@ class InstallRevision:
             await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
                 revision=inp.revision, constraint=parsed.crossplane_constraint),
                 c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
-        # skipDependencyResolution used to skip the Lock, and with it the claim on objects.
-        if not inp.skip_dependency_resolution or workflow.patched(PATCH_SKIP_KEEPS_CLAIM):
-            self._locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
-                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
-                digest=inp.digest, check_only=inp.prepare,
-                skip_dependencies=inp.skip_dependency_resolution), c.TakeLockResult,
-                f"{'check the Lock for' if inp.prepare else 'lock'} {inp.kind} {inp.package}")
+        await self._take_lock(inp)
         dependencies = self._locked.dependencies
         if inp.prepare:
             return await self._prepared(inp, parsed, dependencies)
-        if self._locked.dependency_message and workflow.patched(PATCH_DEPENDENCY_GATE):
-            if inp.health_deadline_s:  # a switch: the old revision runs on while we wait
-                await self._await_dependencies(inp)
-            if self._locked.dependency_message:
-                return await self._unmet(inp)
+        if not await self._dependencies_met(inp):
+            return await self._unmet(inp)
         # TLS only after the Lock: a package that loses the Lock must have touched nothing.
         runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
         if runtime:
@@ -149,6 +140,24 @@ class InstallRevision:
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=checked.objects, dependencies=dependencies,
                                        healthy=True)
+
+    async def _take_lock(self, inp: c.InstallRevisionInput) -> None:
+        # skipDependencyResolution used to skip the Lock, and with it the claim on objects.
+        if inp.skip_dependency_resolution and not workflow.patched(PATCH_SKIP_KEEPS_CLAIM):
+            return
+        self._locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+            digest=inp.digest, check_only=inp.prepare,
+            skip_dependencies=inp.skip_dependency_resolution), c.TakeLockResult,
+            f"{'check the Lock for' if inp.prepare else 'lock'} {inp.kind} {inp.package}")
+
+    async def _dependencies_met(self, inp: c.InstallRevisionInput) -> bool:
+        """Whether the Lock says every dependency is met (a switch waits for them)."""
+        if not self._locked.dependency_message or not workflow.patched(PATCH_DEPENDENCY_GATE):
+            return True
+        if inp.health_deadline_s:  # a switch: the old revision runs on while we wait
+            await self._await_dependencies(inp)
+        return not self._locked.dependency_message
 
     async def _await_dependencies(self, inp: c.InstallRevisionInput) -> None:
         """A switch to a revision with new dependencies: wait for the resolver, in the gate.

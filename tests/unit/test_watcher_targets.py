@@ -336,6 +336,8 @@ def resolver_signalled(targets: list[Target]) -> bool:
     ("ProviderRevision", "ADDED", None,
      obj("p-abc", labels={"pkg.crossplane.io/package": "p"}), False),
     ("ImageConfig", "ADDED", None, obj("ic"), False),
+    ("ImageConfig", "ADDED", None, obj("ic", spec={"registry": {"authentication": {
+        "pullSecretRef": {"name": "creds"}}}}), True),
 ])
 def test_resolver_is_signalled_when_the_lock_or_a_package_changes(
         kind: str, event: str, before: dict[str, Any] | None, after: dict[str, Any],
