@@ -56,8 +56,11 @@ class Repos:
         return f"{self.ns}-{name}"
 
     def push(self, kind: str, name: str, tag: str, depends_on: list[Obj] | None = None,
-             to: RegistryServer | None = None) -> str:
-        """Build and push ``kind`` package ``name`` at ``tag``; returns the reference."""
+             to: RegistryServer | None = None, group: str = "") -> str:
+        """Build and push ``kind`` package ``name`` at ``tag``; returns the reference.
+
+        A Provider ships one CRD, in ``group`` (default: one of its own).
+        """
         root = self.tmp / unique(name)
         root.mkdir(parents=True)
         spec: Obj = {"dependsOn": depends_on} if depends_on else {}
@@ -67,7 +70,7 @@ class Repos:
                 "spec": spec}
         (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
         if kind == "Provider":
-            group = f"{name}.{self.ns}.example.org"
+            group = group or f"{name}.{self.ns}.example.org"
             (root / "crds.yaml").write_text(yaml.safe_dump(crd(group, "Thing")))
         return self.stack.push(root, repo=f"{self.ns}/{name}", tag=tag, to=to)
 
@@ -410,3 +413,29 @@ def test_upgrade_to_a_version_with_a_new_dependency_waits_for_it_in_the_switch(
     [fn] = packages_of(deps, "Function", function)
     assert fn["spec"]["package"] == f"{function}:v0.1.0"
     assert dependency_counts(deps, "Configuration", name) == (1, 1, 0)
+
+
+def test_skip_dependency_resolution_still_loses_a_claimed_object(
+        deps: Stack, tmp_path: Path) -> None:
+    """Leaving resolution out must not leave the Lock out: exactly one package wins a CRD."""
+    r = Repos(deps, tmp_path)
+    group = f"shared.{r.ns}.example.org"
+    first = r.push("Provider", "provider-first", "v1.0.0", group=group)
+    second = r.push("Provider", "provider-second", "v1.0.0", group=group,
+                    depends_on=[dep("Provider", r.repo("provider-nowhere"), ">=v1.0.0")])
+    winner, loser = unique("winner"), unique("skipper")
+    deps.apply_package("Provider", winner, first)
+    deps.wait_healthy("Provider", winner)
+    deps.apply_package("Provider", loser, second, skipDependencyResolution=True)
+    message = wait_for(lambda: next((x.get("message", "") for x in deps.conditions(
+        "Provider", loser).values() if "already controlled by" in x.get("message", "")),
+        None), timeout=60, interval=0.2, what="the skipping package to lose the CRD")
+    assert winner in message, message
+    crd_owner = client.ApiextensionsV1Api(deps.api).read_custom_resource_definition(
+        f"things.{group}").metadata.owner_references
+    assert [o.name for o in crd_owner if o.controller] == [
+        revision(deps, "Provider", winner)["metadata"]["name"]]
+    # Its dependencies stay out of the Lock and of resolution: nothing is installed.
+    assert packages_of(deps, "Provider", r.repo("provider-nowhere")) == []
+    assert all(not e.get("dependencies") for e in lock(deps)["packages"]
+               if e["source"] == second.rpartition(":")[0])
