@@ -17,6 +17,7 @@
     │   ├── RegistryUnavailable   connection refused, timeout, 5xx, 429
     │   ├── PackageNotFound       no such repository, tag or digest (yet: push it)
     │   ├── Unauthorized          credentials refused or missing (a pull Secret may come)
+    │   ├── VerificationFailed    no authority verified the package's signature (yet)
     │   ├── ConflictError         an object belongs to another package (it may go away)
     │   ├── KubernetesUnavailable API server unreachable, 5xx or 429
     │   ├── KubeNotFound          no such object or kind (yet: CRDs appear at runtime)
@@ -86,6 +87,14 @@ class LintError(InvalidPackage):
 
 class ConstraintError(PermanentError):
     """A version constraint is malformed or cannot be satisfied."""
+
+
+class VerificationFailed(TransientError):
+    """No authority of the ImageConfig verifying the package passed (fails closed).
+
+    Transient: a signature pushed later, or a key Secret created or fixed later, heals it;
+    until then nothing of the package is fetched, cached or installed.
+    """
 
 
 class ConflictError(TransientError):

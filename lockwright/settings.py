@@ -70,6 +70,10 @@ SPECS: tuple[Spec, ...] = (
          "worker: activities run at once (threads for the Kubernetes client)"),
     Spec("tuning", "--tuning", "LOCKWRIGHT_TUNING", "",
          'watcher: JSON object overriding workflow timings, e.g. {"backoff_max_s": 2}'),
+    Spec("signature_verification", "--signature-verification",
+         "LOCKWRIGHT_SIGNATURE_VERIFICATION", "true",
+         "worker: verify the signatures ImageConfigs ask for; false installs such packages "
+         "unverified, with a Warning Event and a message saying so"),
     Spec("dependency_upgrades", "--dependency-upgrades", "LOCKWRIGHT_DEPENDENCY_UPGRADES",
          "false", "worker: move an installed dependency up to the lowest version every "
          "dependent accepts (Crossplane's --enable-dependency-version-upgrades)"),
@@ -99,6 +103,7 @@ class Settings:
     tuning: str = ""
     dependency_upgrades: bool = False
     dependency_downgrades: bool = False
+    signature_verification: bool = True
 
     def __post_init__(self) -> None:
         if not self.cache_dir:

@@ -16,8 +16,9 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   ``matchImages`` prefixes, before or after the change.
 - A Secret of the system namespace targets the packages naming it in
   ``spec.packagePullSecrets`` and the packages matched by an ImageConfig whose
-  ``spec.registry.authentication.pullSecretRef.name`` names it, so a package applied before
-  its pull Secret heals when the Secret appears. Secrets have no ``generation``: one counts
+  ``spec.registry.authentication.pullSecretRef.name`` (or a verification key's
+  ``secretRef.name``) names it, so a package applied before its pull Secret or its key
+  heals when the Secret appears. Secrets have no ``generation``: one counts
   as changed when added, deleted, or its ``resourceVersion`` moved. Only metadata is ever
   kept (see :func:`metadata_only`); unreferenced Secrets (lockwright's own TLS) target no one.
 - The dependency resolver (``resolve:lock``) is targeted as well whenever a package is,
@@ -162,7 +163,8 @@ class Summary:
     package: str = ""  # revisions: the owning package's name
     prefixes: tuple[str, ...] = ()  # ImageConfigs: matchImages prefixes
     config_ref: str = ""  # ImageConfigs: spec.runtime.configRef.name
-    # packages: spec.packagePullSecrets names; ImageConfigs: the pullSecretRef name, if any
+    # packages: spec.packagePullSecrets names; ImageConfigs: the pullSecretRef name, if any,
+    # and the Secrets of their verification keys
     pull_secrets: tuple[str, ...] = ()
     version: str = ""  # Secrets: resourceVersion (they have no generation)
     paused: bool = False  # packages: the crossplane.io/paused annotation is "true"
@@ -207,7 +209,15 @@ def _image_config_fields(res: Resource, spec: Obj) -> dict[str, Any]:
                               if m.get("prefix")),
             "config_ref": str(((spec.get("runtime") or {}).get("configRef") or {}).get(
                 "name", "")),
-            "pull_secrets": (secret,) if secret else ()}
+            "pull_secrets": ((secret,) if secret else ()) + _key_secrets(spec)}
+
+
+def _key_secrets(spec: Obj) -> tuple[str, ...]:
+    """The Secrets holding the public keys of the ImageConfig's verification authorities."""
+    cosign = ((spec.get("verification") or {}).get("cosign") or {})
+    refs = (((a.get("key") or {}).get("secretRef") or {}).get("name")
+            for a in cosign.get("authorities") or [] if isinstance(a, dict))
+    return tuple(str(r) for r in refs if r)
 
 
 def _changed(old: Summary | None, new: Summary) -> bool:

@@ -82,7 +82,7 @@ class PackageCache:
     def __init__(self, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
-        for sub in (".tmp", ".refs"):
+        for sub in (".tmp", ".refs", ".verified"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
     def _dir(self, digest: str) -> Path:
@@ -193,6 +193,32 @@ class PackageCache:
             return str(json.loads(self._alias_path(ref).read_text())["digest"])
         except (OSError, ValueError, KeyError):
             return None
+
+    def _verified_path(self, digest: str, fingerprint: str) -> Path:
+        key = hashlib.sha256(f"{digest} {fingerprint}".encode()).hexdigest()
+        return self.root / ".verified" / key
+
+    def record_verified(self, digest: str, fingerprint: str, authority: str,
+                        evidence: str) -> None:
+        """Record that ``authority`` verified ``digest`` under the policy ``fingerprint``.
+
+        Kept beside the entries, not in them: a digest is verified before anything of it is
+        fetched, and a cached entry is trusted only under a policy that verified it.
+        """
+        fd, name = tempfile.mkstemp(dir=self.root / ".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"digest": digest, "fingerprint": fingerprint, "authority": authority,
+                       "evidence": evidence}, f)
+        os.replace(name, self._verified_path(digest, fingerprint))
+
+    def verified(self, digest: str, fingerprint: str) -> dict[str, str] | None:
+        """The record of a verification of ``digest`` under ``fingerprint``, or None."""
+        try:
+            found = json.loads(self._verified_path(digest, fingerprint).read_text())
+        except (OSError, ValueError):
+            return None
+        ok = found.get("digest") == digest and found.get("fingerprint") == fingerprint
+        return {k: str(v) for k, v in found.items()} if ok else None
 
     def load(self, tarball: str | Path, as_ref: str) -> CacheEntry:
         """Fill the cache from an ``xpkg build`` tarball and name it ``as_ref``, so that

@@ -110,8 +110,11 @@ def _fetch_into_cache(client: RegistryClient, ref: Reference, cache: PackageCach
                       limits: Limits, expected_kind: str | None,
                       ) -> tuple[CacheEntry, PackageSummary]:
     assert ref.digest is not None
-    image = select_image(client, ref, client.get_manifest(ref, ref.digest))
+    top = client.get_manifest(ref, ref.digest)
+    image = select_image(client, ref, top)
     layers, base = layers_to_read(client, ref, image, limits)
+    if top.is_index:
+        same_base_everywhere(client, ref, top, limits)
     with cache.temp_file(".yaml") as (yaml_path, out), cache.temp_file(".jsonl") as (
             docs_path, docs), _downloaded(client, ref, cache, layers, limits) as files:
         extracted = extract_package_yaml(files, out, limits.package_yaml_bytes,
@@ -141,6 +144,29 @@ def select_image(client: RegistryClient, ref: Reference, top: Manifest) -> Manif
     if image.is_index:
         raise InvalidPackage(f"image index {top.digest} points at another index")
     return image
+
+
+def same_base_everywhere(client: RegistryClient, ref: Reference, index: Manifest,
+                         limits: Limits) -> None:
+    """Refuse an image index whose platforms carry different base layers.
+
+    A package's API is its package.yaml; the seeds require the same on every platform,
+    which ``xpkg push`` checks, but an index pushed by another tool may not be so.
+
+    Raises:
+        InvalidPackage: naming each platform's base layer.
+    """
+    bases: dict[str, str] = {}
+    for entry in index.manifests():
+        image = client.get_manifest(ref, entry.digest)
+        layers, base = layers_to_read(client, ref, image, limits)
+        platform = "/".join(str(v) for v in (entry.platform or {}).values()) or entry.digest
+        bases[platform] = base or ",".join(layer.digest for layer in layers)
+    if len(set(bases.values())) > 1:
+        listed = ", ".join(f"{p}: {b[:19]}" for p, b in bases.items())
+        raise InvalidPackage(f"image index {index.digest} carries different base layers on "
+                             f"its platforms ({listed}); a package's package.yaml must be "
+                             "the same on every platform")
 
 
 def layers_to_read(client: RegistryClient, ref: Reference, image: Manifest,

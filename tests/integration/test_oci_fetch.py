@@ -120,23 +120,37 @@ def test_config_label_marks_base_layer(registry, client, cache):
     assert fetched.path.read_text() == PROVIDER_YAML
 
 
-def test_index_selects_linux_amd64(registry, client, cache):
-    repo = f"test/{unique('idx')}"
-    arm = image_manifest(registry.host, repo, [Layer(package_layer("arm: true\n"))])
-    amd = image_manifest(registry.host, repo, [Layer(package_layer(PROVIDER_YAML))])
+def push_index(host: str, repo: str, layers: dict[str, bytes]) -> str:
+    """An image index with one image per architecture, each of one layer; its digest."""
     entries = []
-    for body, arch in ((arm, "arm64"), (amd, "amd64")):
-        put_manifest(registry.host, repo, digest_of(body), body)
+    for arch, layer in layers.items():
+        body = image_manifest(host, repo, [Layer(layer)], labels={"arch": arch})
+        put_manifest(host, repo, digest_of(body), body)
         entries.append({"mediaType": "application/vnd.oci.image.manifest.v1+json",
                         "digest": digest_of(body), "size": len(body),
                         "platform": {"os": "linux", "architecture": arch}})
     index = json.dumps({"schemaVersion": 2, "manifests": entries,
                         "mediaType": "application/vnd.oci.image.index.v1+json"}).encode()
-    index_digest = put_manifest(registry.host, repo, "v1", index,
-                                "application/vnd.oci.image.index.v1+json")
+    return put_manifest(host, repo, "v1", index, "application/vnd.oci.image.index.v1+json")
+
+
+def test_index_selects_linux_amd64(registry, client, cache):
+    repo = f"test/{unique('idx')}"
+    layer = package_layer(PROVIDER_YAML)
+    index_digest = push_index(registry.host, repo, {"arm64": layer, "amd64": layer})
     fetched = fetch_package(f"{registry.host}/{repo}:v1", client, cache)
     assert fetched.digest == index_digest
     assert fetched.path.read_text() == PROVIDER_YAML
+
+
+def test_index_whose_platforms_differ_in_base_layer_is_refused(registry, client, cache):
+    """The same package.yaml on every platform (the seeds); only xpkg push checked it."""
+    repo = f"test/{unique('idx')}"
+    push_index(registry.host, repo, {"arm64": package_layer("arm: true\n"),
+                                     "amd64": package_layer(PROVIDER_YAML)})
+    with pytest.raises(InvalidPackage, match="different base layers on its platforms"):
+        fetch_package(f"{registry.host}/{repo}:v1", client, cache)
+    assert cached_entries(cache) == []
 
 
 def test_missing_tag_is_package_not_found(registry, client, cache):
