@@ -1,4 +1,5 @@
-"""``lockwright xpkg``: build, push, inspect, lint, extract and cache-load packages.
+"""``lockwright xpkg``: build, push, inspect, lint, extract and cache-load packages; sign and
+verify them with cosign keys.
 
 Registration only builds parsers; handlers import the OCI client and the format code when
 they run. Every handler turns a lockwright error into one line on stderr and exit code 1.
@@ -61,6 +62,31 @@ def register(subparsers: Any) -> None:
     load.add_argument("file", type=Path)
     load.add_argument("--as", dest="as_ref", required=True, metavar="REF")
     load.set_defaults(func=_guard(_cache_load))
+    _register_cosign(sub, common)
+
+
+def _register_cosign(sub: Any, common: argparse.ArgumentParser) -> None:
+    sign = sub.add_parser("sign", parents=[common], help="sign a package image with a cosign "
+                          "key (password from COSIGN_PASSWORD)")
+    sign.add_argument("--key", required=True, type=Path, help="cosign or PEM private key")
+    sign.add_argument("-a", "--annotations", action="append", default=[], metavar="KEY=VALUE",
+                      help="a claim for the payload's optional section (repeatable)")
+    sign.add_argument("ref", metavar="REF")
+    sign.set_defaults(func=_guard(_signature_guard(_sign)))
+    verify = sub.add_parser("verify", parents=[common], help="verify a package image's cosign "
+                            "signature or attestations with a public key")
+    verify.add_argument("--key", required=True, type=Path, help="PEM public key")
+    verify.add_argument("--signature-digest-algorithm", default="sha256", metavar="HASH",
+                        help="sha224, sha256, sha384 or sha512 (default sha256)")
+    verify.add_argument("--attestation", action="append", default=[], metavar="TYPE",
+                        help="require an attestation of this predicate type instead of a "
+                        "signature (URI or cosign alias; repeatable)")
+    verify.add_argument("ref", metavar="REF")
+    verify.set_defaults(func=_guard(_signature_guard(_verify)))
+    keys = sub.add_parser("generate-key-pair", help="write a cosign key pair (password from "
+                          "COSIGN_PASSWORD)")
+    keys.add_argument("--output-key-prefix", default="cosign", metavar="PREFIX")
+    keys.set_defaults(func=_guard(_signature_guard(_generate_key_pair)))
 
 
 def _guard(handler: Handler) -> Handler:
@@ -74,6 +100,19 @@ def _guard(handler: Handler) -> Handler:
             return handler(args)
         except LockwrightError as exc:
             print(f"error: {type(exc).__name__}: {exc.message}", file=sys.stderr)
+            return 1
+    return run
+
+
+def _signature_guard(handler: Handler) -> Handler:
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        from lockwright.cosign import SignatureError
+
+        try:
+            return handler(args)
+        except SignatureError as exc:
+            print(f"error: SignatureError: {exc.message}", file=sys.stderr)
             return 1
     return run
 
@@ -207,4 +246,78 @@ def _extract(args: argparse.Namespace) -> int:
 def _cache_load(args: argparse.Namespace) -> int:
     entry = _cache(args).load(args.file, args.as_ref)
     print(f"{args.as_ref} -> {entry.digest}")
+    return 0
+
+
+def _password(confirm: bool = False) -> bytes | None:
+    """COSIGN_PASSWORD as cosign reads it, else a prompt on a terminal, else none."""
+    if "COSIGN_PASSWORD" in os.environ:
+        return os.environ["COSIGN_PASSWORD"].encode()
+    if not sys.stdin.isatty():
+        return None
+    import getpass
+
+    first = getpass.getpass("Enter password for private key: ")
+    if confirm and getpass.getpass("Enter password for private key again: ") != first:
+        from lockwright.cosign import SignatureError
+
+        raise SignatureError("the passwords do not match")
+    return first.encode()
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        from lockwright.cosign import SignatureError
+
+        raise SignatureError(f"cannot read key file {path}: {exc.strerror}") from None
+
+
+def _reference(text: str) -> Any:
+    from lockwright.oci.reference import parse
+
+    return parse(text)
+
+
+def _sign(args: argparse.Namespace) -> int:
+    from lockwright.cosign import SignatureError, load_private_key, sign_image
+
+    annotations = dict(a.partition("=")[::2] for a in args.annotations)
+    if any(not k for k in annotations):
+        raise SignatureError("an annotation must be KEY=VALUE")
+    key = load_private_key(_read_key(args.key), _password())
+    client, ref = _client(args), _reference(args.ref)
+    print(sign_image(client, ref, client.resolve(ref), key, annotations))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from lockwright.cosign import Attestation, KeyAuthority, verify_image
+
+    authority = KeyAuthority(str(args.key), _read_key(args.key),
+                             args.signature_digest_algorithm,
+                             tuple(Attestation(t, t) for t in args.attestation))
+    client, ref = _client(args), _reference(args.ref)
+    digest = client.resolve(ref)
+    verified = verify_image(client, ref, digest, [authority])
+    print(f"verified {ref.source}@{digest}: {verified.evidence} (key {verified.authority})")
+    return 0
+
+
+def _generate_key_pair(args: argparse.Namespace) -> int:
+    from lockwright.cosign import SignatureError, generate_key_pair
+
+    private, public = Path(f"{args.output_key_prefix}.key"), Path(f"{args.output_key_prefix}.pub")
+    for path in (private, public):
+        if path.exists():
+            raise SignatureError(f"{path} exists; refusing to overwrite it")
+    password = _password(confirm=True)
+    if password is None:
+        raise SignatureError("set COSIGN_PASSWORD (it may be empty) or run on a terminal")
+    encrypted, pem = generate_key_pair(password)
+    private.touch(mode=0o600)
+    private.write_bytes(encrypted)
+    public.write_bytes(pem)
+    print(f"Private key written to {private}\nPublic key written to {public}")
     return 0
