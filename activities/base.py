@@ -91,6 +91,8 @@ class Settings:
     # May the resolver move installed dependencies up, or down (implies up)?
     dependency_upgrades: bool = False
     dependency_downgrades: bool = False
+    # Verify the signatures ImageConfigs ask for (off: install unverified, and say so).
+    signature_verification: bool = True
 
     @classmethod
     def from_process(cls, process: ProcessSettings) -> Settings:
@@ -103,7 +105,8 @@ class Settings:
                    temporal_address=process.temporal_address,
                    temporal_namespace=process.temporal_namespace,
                    dependency_upgrades=process.dependency_upgrades,
-                   dependency_downgrades=process.dependency_downgrades)
+                   dependency_downgrades=process.dependency_downgrades,
+                   signature_verification=process.signature_verification)
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from temporalio import activity
 from activities.base import KINDS, LABEL_PACKAGE, PKG_V1, deleting, heartbeating, meta, spec
 from activities.errors import edge
 from activities.lock import LOCK_API, LockActivities
+from activities.verify import Verifier
 from lockwright import lockstatus
 from lockwright.dependencies import Graph, Requirement, graph_of
 from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
@@ -38,7 +39,7 @@ REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
 class RegistryCatalog:
     """The resolver's :class:`~lockwright.resolver.Catalog` over the real registries."""
 
-    def __init__(self, acts: LockActivities) -> None:
+    def __init__(self, acts: DependencyActivities) -> None:
         self.acts = acts
         self.listed: dict[str, list[str]] = {}
         self.fetched: dict[tuple[str, str], tuple[Requirement, ...]] = {}
@@ -66,9 +67,13 @@ class RegistryCatalog:
         ref = _reference(source, version)
         resolution = self.acts.resolution(ref)
         secrets = [resolution.pull_secret] if resolution.pull_secret else []
+        client = self.acts.registry(secrets)
         with heartbeating(), self.acts.naming_missing_secrets(secrets):
-            fetched = fetch_package(resolution.resolved, self.acts.registry(secrets),
-                                    self.acts.cache)
+            pinned = parse(resolution.resolved)
+            digest = pinned.digest or client.resolve(pinned)
+            # Verified before anything of it is fetched, as an install would be.
+            self.acts.verify(resolution, digest, client)
+            fetched = fetch_package(str(pinned.with_digest(digest)), client, self.acts.cache)
         summary = fetched.summary or self.acts.summary_of(fetched.digest, fetched.entry)
         parent = f"{source}@{version}"
         return tuple(Requirement(d.package, d.kind, d.constraint, d.api_version, parent)
@@ -87,7 +92,7 @@ def _reference(source: str, version: str) -> str:
     return f"{source}{'@' if is_digest(version) else ':'}{version}"
 
 
-class DependencyActivities(LockActivities):
+class DependencyActivities(LockActivities, Verifier):
     """resolve_dependencies and apply_resolution."""
 
     @activity.defn(name=c.RESOLVE_DEPENDENCIES)

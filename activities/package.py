@@ -17,7 +17,6 @@ from activities.base import (
     DEPLOYMENT_RUNTIME,
     LABEL_PACKAGE,
     PKG_V1,
-    Base,
     deleting,
     kind_of,
     meta,
@@ -27,6 +26,7 @@ from activities.base import (
     spec,
 )
 from activities.errors import edge
+from activities.verify import Outcome, Verifier
 from lockwright import conditions, imageconfig, names
 from lockwright.errors import (
     KubeAlreadyExists,
@@ -47,6 +47,12 @@ MSG_CONTROLLER_CONFIG = ("controllerConfigRef is not supported by lockwright; us
                          "runtimeConfigRef with a DeploymentRuntimeConfig")
 
 
+def pull_secrets(pkg: Obj, resolution: Resolution) -> list[str]:
+    """The package's own pull Secrets, then the ImageConfig's for its prefix."""
+    secrets = secret_names(spec(pkg).get("packagePullSecrets"))
+    return secrets + ([resolution.pull_secret] if resolution.pull_secret else [])
+
+
 def switch_deadline(pkg: Obj) -> float:
     """The package's switch deadline annotation in seconds; 0 when unset or not a number."""
     raw = (meta(pkg).get("annotations") or {}).get(c.SWITCH_DEADLINE_ANNOTATION, "")
@@ -62,7 +68,7 @@ def says_paused(pkg: Obj) -> bool:
     return (synced or {}).get("reason") == "ReconcilePaused"
 
 
-class PackageActivities(Base):
+class PackageActivities(Verifier):
     """Read, resolve, ensure the revision, write the package's status."""
 
     @activity.defn(name=c.READ_PACKAGE)
@@ -111,15 +117,19 @@ class PackageActivities(Base):
     @activity.defn(name=c.RESOLVE_DIGEST)
     @edge
     def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
-        """Tag → digest after ImageConfig rewrites, with the package's pull secrets."""
+        """Tag → digest after ImageConfig rewrites, with the package's pull secrets; then
+        the signature check an ImageConfig asks for, before anything is fetched."""
         pkg = self.package(inp.kind, inp.name)
         resolution = self.resolution(inp.source or str(spec(pkg).get("package", "")))
         try:
             digest = self.digest_of(pkg, parse(resolution.resolved), resolution)
+            outcome = self.verify(resolution, digest,
+                                  self.registry(pull_secrets(pkg, resolution)))
         except LockwrightError as err:
             self.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
             raise
-        self.record_applied(inp.kind, pkg, resolution)
+        self.record_applied(inp.kind, pkg, resolution, outcome)
+        self.say_verified(inp.kind, pkg, outcome, f"{resolution.resolved}@{digest}")
         self.log(package=inp.name, digest=digest).info("digest.resolved",
                                                         ref=resolution.resolved)
         return c.ResolveDigestResult(
@@ -142,17 +152,18 @@ class PackageActivities(Base):
             return known
         if policy == "Never":
             raise PackageNotFound(f"package {ref} not in cache and pull policy is Never")
-        secrets = secret_names(spec(pkg).get("packagePullSecrets"))
-        secrets += [resolution.pull_secret] if resolution.pull_secret else []
+        secrets = pull_secrets(pkg, resolution)
         with self.naming_missing_secrets(secrets):
             digest = self.registry(secrets).resolve(ref)
         self.cache.set_alias(str(ref), digest)
         return digest
 
-    def record_applied(self, kind: str, pkg: Obj, resolution: Resolution) -> None:
+    def record_applied(self, kind: str, pkg: Obj, resolution: Resolution,
+                       verified: Outcome | None = None) -> None:
         """``status.appliedImageConfigRefs``: the client reasons cleared, this pull's added."""
         current = (pkg.get("status") or {}).get("appliedImageConfigRefs")
-        applied = imageconfig.merge_applied_refs(current, resolution.package_applied)
+        ran = [verified.applied] if verified and not verified.skipped else []
+        applied = imageconfig.merge_applied_refs(current, resolution.package_applied + ran)
         if applied != (current or []):
             self.kube.patch(PKG_V1, kind_of(kind), meta(pkg)["name"],
                             {"status": {"appliedImageConfigRefs": applied}},

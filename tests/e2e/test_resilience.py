@@ -418,14 +418,31 @@ async def test_no_secret_and_nothing_large_in_any_history(stack: Stack, auth_reg
         big_root = big_provider(tmp_path)
         assert sum(p.stat().st_size for p in big_root.rglob("*.yaml")) > 5_000_000
         big = stack.push(big_root)
-        names = [unique("private"), unique("big")]
+        signed, keys = signed_package(tmp_path)
+        names = [unique("private"), unique("big"), unique("signed")]
         stack.apply_package("Provider", names[0], private,
                             packagePullSecrets=[{"name": secret}])
         stack.apply_package("Provider", names[1], big)
+        stack.apply_package("Provider", names[2], signed)
         started = time.monotonic()
         stack.wait_healthy("Provider", names[0])
         stack.wait_healthy("Provider", names[1], timeout=150)
-        return names, values, time.monotonic() - started
+        stack.wait_healthy("Provider", names[2])
+        return names, values + keys, time.monotonic() - started
+
+    def signed_package(tmp: Path) -> tuple[str, list[bytes]]:
+        """A package verified through an ImageConfig; its key's bytes, to look for."""
+        from tests.e2e.test_verification import Keys, image_config, key_authority, key_secret
+        from tests.e2e.test_verification import sign as sign_ref
+
+        keys, repo = Keys(tmp), unique("signed")
+        ref = stack.push(provider_dir(tmp / "signed", [
+            crd(f"signed-{uuid.uuid4().hex[:8]}.example.org", "Seal")]), repo=repo)
+        sign_ref(stack, keys, ref)
+        image_config(stack, [], f"{stack.registry_host}/{repo}",
+                     key_authority("release-key", key_secret(stack, keys)))
+        body = b"".join(keys.public.splitlines()[1:-1])
+        return ref, [body, base64.b64encode(keys.public), keys.private.read_bytes()]
 
     names, secrets, took = await asyncio.to_thread(install)
     revisions = [r["metadata"]["name"] for n in names for r in stack.revisions("Provider", n)]

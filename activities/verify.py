@@ -1,0 +1,145 @@
+"""Signature verification where a package's digest is first known (reference §7.5 step 8).
+
+The ImageConfig that verifies the rewritten reference names authorities; the first whose
+key verifies a cosign signature (or the attestations it requires) over the digest wins.
+It runs for every digest before anything of it is fetched, cached or written, on every
+pass: a verification stands (and the network is skipped) only while the cache records one
+under the same policy and keys. It fails closed: an authority lockwright cannot check, an
+unreadable key Secret or a missing signature is a reason, and with no authority passing
+the package is refused with every reason in order. With verification turned off (a
+worker setting) such a package installs, and says so in a Warning Event and its status.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from activities.base import PKG_V1, Base, kind_of, meta
+from lockwright import conditions, verification
+from lockwright.cosign import Attestation as Wanted
+from lockwright.cosign import KeyAuthority, SignatureError, verify_image
+from lockwright.imageconfig import Reason, Resolution
+from lockwright.k8s import WARNING, Obj
+from lockwright.oci.client import RegistryClient
+from lockwright.oci.reference import parse
+
+VERIFIED = "Verified"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a verification an ImageConfig asked for."""
+
+    image_config: str
+    authority: str = ""
+    evidence: str = ""
+    skipped: bool = False  # verification is turned off on this worker
+
+    @property
+    def applied(self) -> dict[str, str]:
+        """The ``appliedImageConfigRefs`` entry (only when it ran)."""
+        return {"name": self.image_config, "reason": Reason.VERIFY_IMAGE.value}
+
+
+class Verifier(Base):
+    """verify(): the gate every digest passes before it is fetched."""
+
+    def verify(self, resolution: Resolution, digest: str,
+               client: RegistryClient) -> Outcome | None:
+        """Verify ``digest`` as the ImageConfigs ask; None when none asks.
+
+        Raises:
+            VerificationFailed: no authority passed; the message gives each one's reason.
+        """
+        plan = verification.policy(self.image_configs(), resolution.resolved)
+        if plan is None:
+            return None
+        if not self.settings.signature_verification:
+            return Outcome(plan.image_config, skipped=True)
+        keys, reasons = self.keys(plan)
+        fingerprint = plan.fingerprint(keys)
+        if known := self.cache.verified(digest, fingerprint):
+            return Outcome(plan.image_config, known["authority"], known["evidence"])
+        repository = parse(resolution.resolved)
+        for auth in plan.authorities:
+            why = reasons.get(auth.name) or auth.problem
+            if why:
+                continue
+            try:
+                done = verify_image(client, repository, digest, [_key_authority(auth, keys)])
+            except SignatureError as err:
+                reasons[auth.name] = _reason(str(err), auth.name)
+                continue
+            self.cache.record_verified(digest, fingerprint, done.authority, done.evidence)
+            return Outcome(plan.image_config, done.authority, done.evidence)
+        raise verification.failed([(a.name, reasons.get(a.name) or a.problem)
+                                   for a in plan.authorities])
+
+    def keys(self, plan: verification.Policy) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Each key authority's public key from its Secret, or why it cannot be read."""
+        keys: dict[str, bytes] = {}
+        reasons: dict[str, str] = {}
+        for auth in plan.authorities:
+            if auth.problem:
+                continue
+            secret = self.kube.get("v1", "Secret", auth.secret, self.namespace)
+            raw = ((secret or {}).get("data") or {}).get(auth.key)
+            where = f"key {auth.key!r} of Secret {self.namespace}/{auth.secret}"
+            if secret is None:
+                reasons[auth.name] = f"cannot read {where}: the Secret does not exist"
+            elif not raw:
+                reasons[auth.name] = f"cannot read {where}: no such key, or it is empty"
+            else:
+                keys[auth.name] = _decoded(raw, reasons, auth.name, where)
+        return {k: v for k, v in keys.items() if v}, reasons
+
+    def say_verified(self, kind: str, pkg: Obj, outcome: Outcome | None, ref: str) -> None:
+        """The package's ``Verified`` condition, and a Warning Event when it was skipped."""
+        current = (pkg.get("status") or {}).get("conditions") or []
+        wanted = _condition(outcome, ref)
+        old = conditions.get_condition(current, VERIFIED)
+        if wanted is None and old is None:
+            return
+        if outcome is not None and outcome.skipped:
+            self.event(pkg, WARNING, "VerifyImage", str(wanted and wanted.get("message")))
+        after = ([c for c in current if c.get("type") != VERIFIED] if wanted is None
+                 else conditions.set_condition(current, wanted, datetime.now(UTC)))
+        if after != current:
+            self.kube.patch(PKG_V1, kind_of(kind), meta(pkg)["name"],
+                            {"status": {"conditions": after}}, subresource="status")
+
+
+def _condition(outcome: Outcome | None, ref: str) -> conditions.Condition | None:
+    if outcome is None:
+        return None
+    if outcome.skipped:
+        return conditions.condition(
+            VERIFIED, conditions.FALSE, "VerificationSkipped",
+            f"{ref} was not verified: ImageConfig \"{outcome.image_config}\" asks for "
+            "signature verification, but it is turned off on the worker "
+            "(LOCKWRIGHT_SIGNATURE_VERIFICATION=false)")
+    return conditions.condition(
+        VERIFIED, conditions.TRUE, "SignatureVerified",
+        f'verified by authority "{outcome.authority}" of ImageConfig '
+        f'"{outcome.image_config}": {outcome.evidence}')
+
+
+def _key_authority(auth: verification.Authority, keys: dict[str, bytes]) -> KeyAuthority:
+    return KeyAuthority(auth.name, keys[auth.name], auth.hash_algorithm,
+                        tuple(Wanted(name, predicate) for name, predicate in auth.attestations))
+
+
+def _decoded(raw: str, reasons: dict[str, str], name: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        reasons[name] = f"cannot read {where}: not base64"
+        return b""
+
+
+def _reason(message: str, name: str) -> str:
+    """One authority's reason without the ``authority "<name>": `` the core puts first."""
+    return message.removeprefix(f'authority "{name}": ')
