@@ -140,6 +140,11 @@ def test_signed_package_installs_with_the_matching_key(stack: Stack, tmp_path: P
     assert (verified["status"], verified["reason"]) == ("True", "SignatureVerified")
     assert 'authority "release-key"' in verified["message"]
     assert crd_exists(stack, crd) is not None
+    # The worker's cache records who verified the digest, under this policy and key.
+    records = [json.loads(p.read_text())
+               for p in (stack.state / "cache" / ".verified").iterdir()]
+    assert any(r["digest"] == digest_of(stack, ref) and r["authority"] == "release-key"
+               for r in records), records
 
 
 def copy_signature(stack: Stack, repo: str, signed: str, onto: str,
@@ -255,3 +260,60 @@ def test_a_signature_pushed_later_heals_the_package(stack: Stack, tmp_path: Path
     refused(stack, name, "no signatures found")
     sign(stack, keys, ref)
     stack.wait_healthy("Provider", name, timeout=90)  # the retry backoff finds it
+
+
+def attest(stack: Stack, keys: Keys, ref: str, predicate_type: str) -> None:
+    """Attach an in-toto attestation signed by ``keys``, as ``cosign attest --key`` does."""
+    from lockwright.cosign import attest_image, load_private_key
+    from lockwright.oci.client import RegistryClient
+    from lockwright.oci.reference import parse
+
+    registry = RegistryClient(insecure=[stack.registry_host])
+    attest_image(registry, parse(ref), digest_of(stack, ref),
+                 load_private_key(keys.private.read_bytes(), None), predicate_type,
+                 {"builder": {"id": "https://ci.example.org"}})
+
+
+@pytest.mark.parametrize(("attested", "installs"), [("slsaprovenance", True),
+                                                    ("spdxjson", False)])
+def test_an_authority_with_attestations_requires_them(
+        stack: Stack, tmp_path: Path, verifying: list[str], attested: str,
+        installs: bool) -> None:
+    keys, repo = Keys(tmp_path), unique("attested")
+    ref, crd = package(stack, tmp_path, repo)
+    attest(stack, keys, ref, attested)
+    authority = key_authority("provenance-key", key_secret(stack, keys))
+    authority["attestations"] = [{"name": "provenance", "predicateType": "slsaprovenance"}]
+    image_config(stack, verifying, f"{stack.registry_host}/{repo}", authority)
+    name = unique("attested")
+    stack.apply_package("Provider", name, ref)
+    if installs:
+        stack.wait_healthy("Provider", name)
+        assert "attestation https://slsa.dev/provenance" in stack.conditions(
+            "Provider", name)["Verified"]["message"]
+    else:
+        refused(stack, name, "no attestation of predicate type https://slsa.dev/provenance")
+        assert crd_exists(stack, crd) is None
+
+
+def test_verification_turned_off_installs_and_says_it_was_not_verified(
+        stack: Stack, tmp_path: Path, verifying: list[str]) -> None:
+    keys, repo = Keys(tmp_path), unique("unverified")
+    ref, _ = package(stack, tmp_path, repo)  # not signed at all
+    image_config(stack, verifying, f"{stack.registry_host}/{repo}",
+                 key_authority("release-key", key_secret(stack, keys)))
+    stack.restart_worker(LOCKWRIGHT_SIGNATURE_VERIFICATION="false")
+    try:
+        name = unique("unverified")
+        stack.apply_package("Provider", name, ref)
+        stack.wait_healthy("Provider", name)
+        verified = stack.conditions("Provider", name)["Verified"]
+        assert (verified["status"], verified["reason"]) == ("False", "VerificationSkipped")
+        assert "was not verified" in verified["message"]
+        assert "LOCKWRIGHT_SIGNATURE_VERIFICATION=false" in verified["message"]
+        events = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
+            field_selector=f"involvedObject.name={name}").items
+        assert any(e.type == "Warning" and e.reason == "VerifyImage"
+                   and "was not verified" in e.message for e in events)
+    finally:
+        stack.restart_worker(LOCKWRIGHT_SIGNATURE_VERIFICATION="true")
