@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 from activities.base import PKG_V1, Base, kind_of, meta
 from lockwright import conditions, verification
 from lockwright.cosign import Attestation as Wanted
-from lockwright.cosign import KeyAuthority, SignatureError, verify_image
+from lockwright.cosign import KeyAuthority, SignatureError, Verified, verify_image
 from lockwright.imageconfig import Reason, Resolution
 from lockwright.k8s import WARNING, Obj
 from lockwright.oci.client import RegistryClient
-from lockwright.oci.reference import parse
+from lockwright.oci.reference import Reference, parse
 
 VERIFIED = "Verified"
 
@@ -63,20 +63,12 @@ class Verifier(Base):
         fingerprint = plan.fingerprint(keys)
         if known := self.cache.verified(digest, fingerprint):
             return Outcome(plan.image_config, known["authority"], known["evidence"])
-        repository = parse(resolution.resolved)
-        for auth in plan.authorities:
-            why = reasons.get(auth.name) or auth.problem
-            if why:
-                continue
-            try:
-                done = verify_image(client, repository, digest, [_key_authority(auth, keys)])
-            except SignatureError as err:
-                reasons[auth.name] = _reason(str(err), auth.name)
-                continue
-            self.cache.record_verified(digest, fingerprint, done.authority, done.evidence)
-            return Outcome(plan.image_config, done.authority, done.evidence)
-        raise verification.failed([(a.name, reasons.get(a.name) or a.problem)
-                                   for a in plan.authorities])
+        done = _first_passing(plan, keys, reasons, client, parse(resolution.resolved), digest)
+        if done is None:
+            raise verification.failed([(a.name, reasons.get(a.name) or a.problem)
+                                       for a in plan.authorities])
+        self.cache.record_verified(digest, fingerprint, done.authority, done.evidence)
+        return Outcome(plan.image_config, done.authority, done.evidence)
 
     def keys(self, plan: verification.Policy) -> tuple[dict[str, bytes], dict[str, str]]:
         """Each key authority's public key from its Secret, or why it cannot be read."""
@@ -125,6 +117,20 @@ def _condition(outcome: Outcome | None, ref: str) -> conditions.Condition | None
         VERIFIED, conditions.TRUE, "SignatureVerified",
         f'verified by authority "{outcome.authority}" of ImageConfig '
         f'"{outcome.image_config}": {outcome.evidence}')
+
+
+def _first_passing(plan: verification.Policy, keys: dict[str, bytes], reasons: dict[str, str],
+                   client: RegistryClient, repository: Reference, digest: str
+                   ) -> Verified | None:
+    """The first authority, in order, whose key verifies; each other one's reason noted."""
+    for auth in plan.authorities:
+        if reasons.get(auth.name) or auth.problem:
+            continue
+        try:
+            return verify_image(client, repository, digest, [_key_authority(auth, keys)])
+        except SignatureError as err:
+            reasons[auth.name] = _reason(str(err), auth.name)
+    return None
 
 
 def _key_authority(auth: verification.Authority, keys: dict[str, bytes]) -> KeyAuthority:
