@@ -28,3 +28,13 @@ def test_product_code_is_strictly_typed(tmp_path: object) -> None:
          "activities", "worker", "devcluster"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_test_module_names_are_unique() -> None:
+    """pytest imports test modules by basename (the test folders are not packages): two
+    ``test_x.py`` in different folders stop a whole run at collection."""
+    from collections import Counter
+    from pathlib import Path
+
+    names = Counter(p.name for p in Path(ROOT, "tests").rglob("test_*.py"))
+    assert [n for n, count in names.items() if count > 1] == []
