@@ -21,7 +21,13 @@ Every package is distinct (its own CRD group), so every install is a cold fetch 
 packages want the same objects. ``LOCKWRIGHT_TUNING`` sets ``health_poll_s`` (printed).
 After the table, the Temporal history of one install of each size shows where time went.
 
-    python benchmarks/install.py [--quick] [--installs 20] [--big-crds 2000] [--keep DIR]
+    python benchmarks/install.py [--quick] [--installs 20] [--big-crds 2000] [--workers N]
+                                 [--keep DIR]
+
+With ``--workers N`` the concurrent installs run N times, on 1, 2, ... N worker processes
+on one task queue (a worker is added before each round; any worker runs any step, the
+caches being per worker and content-addressed); target: on N workers at most
+SCALE_OUT_MAX (1.5x) their floor and faster than on one.
 
 Targets: 10-CRD p50 < 2 s, and its fixed orchestration cost over the floor at most
 SMALL_OVERHEAD_S (0.20 s) at p50 (a small install is judged by that cost, not by a ratio
@@ -65,6 +71,8 @@ G, V = "pkg.crossplane.io", "v1"
 YAML_PER_JSON = 1.9
 # The decided target for small installs: fixed orchestration cost over the floor, p50.
 SMALL_OVERHEAD_S = 0.20
+# With --workers N: the concurrent installs on N workers at most this over their floor.
+SCALE_OUT_MAX = 1.5
 META = """apiVersion: meta.pkg.crossplane.io/v1
 kind: Provider
 metadata:
@@ -579,8 +587,11 @@ def measure_big(b: Bench, pkgs: list[tuple[str, str]], floor_pkgs: list[tuple[st
 
 
 def measure_concurrent(b: Bench, pkgs: list[tuple[str, str]],
-                       floor_pkgs: list[tuple[str, str]]) -> None:
+                       floor_pkgs: list[tuple[str, str]], workers: int = 1) -> float:
+    """``len(pkgs)`` Providers applied at once on ``workers`` workers; the time until all
+    are Healthy."""
     n = len(pkgs)
+    on = f" ({workers} worker{'s' if workers > 1 else ''})" if b.args.workers > 1 else ""
     t0 = time.perf_counter()
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda p: b.apply(*p), pkgs))
@@ -602,14 +613,30 @@ def measure_concurrent(b: Bench, pkgs: list[tuple[str, str]],
     for fname, _ in floor_pkgs:
         floor.lock_remove(f"{fname}-floor")
     ok = len(done) == n and lost == 0 and dupes == 0 and len(revisions) == n
-    b.row(f"{n} concurrent: time until all Healthy", fmt_s(total), fmt_s(ftotal),
+    b.row(f"{n} concurrent{on}: time until all Healthy", fmt_s(total), fmt_s(ftotal),
           f"{ratio(total, ftotal):.2f}x", "all Healthy", len(done) == n)
-    b.row(f"{n} concurrent: Lock entries (want {n})", f"{len(set(names))}, lost {lost}",
+    b.row(f"{n} concurrent{on}: Lock entries (want {n})", f"{len(set(names))}, lost {lost}",
           "", "", "no lost update", lost == 0 and dupes == 0)
-    b.row(f"{n} concurrent: per-install p50 / p95", f"{pct(list(done.values()), .5):.1f} / "
-          f"{pct(list(done.values()), .95):.1f} s",
+    b.row(f"{n} concurrent{on}: per-install p50 / p95",
+          f"{pct(list(done.values()), .5):.1f} / {pct(list(done.values()), .95):.1f} s",
           f"{pct(floors, .5):.1f} / {pct(floors, .95):.1f} s", "", "", True)
-    b.notes.append(f"{n} concurrent: creates took {created:.2f}s; ok={ok}")
+    b.notes.append(f"{n} concurrent{on}: creates took {created:.2f}s; ok={ok}")
+    return total / ftotal if ftotal else 0.0
+
+
+def measure_scale_out(b: Bench, rounds: list[tuple[list[tuple[str, str]],
+                                                   list[tuple[str, str]]]],
+                      add_worker: Callable[[int], None]) -> None:
+    """The concurrent installs again on 1, 2, ... workers (one more each round)."""
+    ratios = []
+    for workers, (pkgs, floor_pkgs) in enumerate(rounds, start=1):
+        if workers > 1:
+            add_worker(workers)
+        ratios.append(measure_concurrent(b, pkgs, floor_pkgs, workers))
+    if len(ratios) > 1:
+        b.row(f"{len(rounds[0][0])} concurrent: {len(ratios)} workers vs 1 (ratio to floor)",
+              f"{ratios[-1]:.2f}x", f"{ratios[0]:.2f}x", "", "<= 1.5x, below 1 worker's",
+              ratios[-1] <= SCALE_OUT_MAX and ratios[-1] < ratios[0])
 
 
 def report(b: Bench, header: str) -> None:
@@ -671,8 +698,9 @@ def build_all(work: Path, registry: str, jobs: list[tuple[str, list[int]]],
 
 @contextlib.asynccontextmanager
 async def bench_stack(work: Path, tuning: dict[str, float]
-                      ) -> AsyncIterator[tuple[Any, Any, Any]]:
-    """The product on its own loopback stack: (settings, client, worker), always stopped."""
+                      ) -> AsyncIterator[tuple[Any, Any, Any, Stack]]:
+    """The product on its own loopback stack: (settings, client, worker, stack), always
+    stopped."""
     tport, rport = free_port(pair=True), free_port()
     opts = devstack.UpOptions(state_dir=work / "state", example=False, temporal_port=tport,
                               registry_port=rport, timeout=120, task_queue="bench")
@@ -685,10 +713,21 @@ async def bench_stack(work: Path, tuning: dict[str, float]
         print(f"stack up in {time.perf_counter() - t:.1f}s (Temporal {settings.temporal_address},"
               f" registry {settings.insecure_registries[0]}, logs {opts.state_dir / 'logs'})",
               flush=True)
-        yield settings, client, worker
+        yield settings, client, worker, stack
     finally:
         await stack.stop_all()
         lock.close()
+
+
+def worker_adder(stack: Stack, settings: Any, client: Any,
+                 loop: asyncio.AbstractEventLoop) -> Callable[[int], None]:
+    """A function that starts worker number ``n`` on the stack's task queue (from a thread)."""
+    def add(n: int) -> None:
+        t = time.perf_counter()
+        asyncio.run_coroutine_threadsafe(devstack.start_worker(
+            stack, settings, client, 120, name=f"worker-{n}"), loop).result()
+        print(f"worker {n} polling in {time.perf_counter() - t:.1f}s", flush=True)
+    return add
 
 
 async def measured(bench: Bench, body: Callable[[], None], header: str) -> int:
@@ -706,7 +745,8 @@ async def on_stack(args: argparse.Namespace, work: Path,
     stack cannot start."""
     tuning = {"health_poll_s": args.health_poll}
     try:
-        async with bench_stack(work, tuning) as (settings, client, worker):
+        async with bench_stack(work, tuning) as (settings, client, worker, stack):
+            args.add_worker = worker_adder(stack, settings, client, asyncio.get_running_loop())
             return await measure(args, work, tuning, settings, client, worker)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -723,14 +763,16 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
     registry = settings.insecure_registries[0]
     small = [(f"s{i:03d}", small_sizes()) for i in range(args.installs)]
     fsmall = [(f"fs{i:03d}", small_sizes()) for i in range(args.installs)]
-    conc = [(f"c{i:03d}", small_sizes()) for i in range(args.concurrent)]
-    fconc = [(f"fc{i:03d}", small_sizes()) for i in range(args.concurrent)]
+    conc = [[(f"c{w}-{i:03d}", small_sizes()) for i in range(args.concurrent)]
+            for w in range(1, args.workers + 1)]
+    fconc = [[(f"fc{w}-{i:03d}", small_sizes()) for i in range(args.concurrent)]
+             for w in range(1, args.workers + 1)]
     sizes = big_sizes(args.big_crds, args.big_mb)
     big = [(f"b{i}", sizes) for i in range(args.big_runs)]
     fbig = [(f"fb{i}", sizes) for i in range(args.big_runs)]
     t = time.perf_counter()
     built = await asyncio.to_thread(build_all, work, registry,
-                                    [*small, *fsmall, *conc, *fconc], 2)
+                                    [*small, *fsmall, *sum(conc, []), *sum(fconc, [])], 2)
     print(f"built and pushed {len(built)} 10-CRD packages in "
           f"{time.perf_counter() - t:.1f}s", flush=True)
     t = time.perf_counter()
@@ -750,7 +792,8 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
     def body() -> None:
         measure_small(bench, refs(small), refs(fsmall))
         measure_big(bench, refs(big), refs(fbig), f"{args.big_crds}-CRD")
-        measure_concurrent(bench, refs(conc), refs(fconc))
+        measure_scale_out(bench, [(refs(c), refs(f)) for c, f in zip(conc, fconc)],
+                          args.add_worker)
 
     return await measured(bench, body, (
         f"lockwright install benchmark ({'quick' if args.quick else 'full'} run; "
@@ -770,6 +813,9 @@ def main() -> int:
                         help="package.yaml size of the big package, MB (about)")
     parser.add_argument("--big-runs", type=int, default=3)
     parser.add_argument("--concurrent", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="measure the concurrent installs on 1, 2, ... N worker "
+                             "processes on one task queue (a worker added per round)")
     parser.add_argument("--health-poll", type=float, default=0.2,
                         help="Tuning.health_poll_s given to the workflows (and the floor)")
     parser.add_argument("--poll", type=float, default=0.05,

@@ -150,9 +150,14 @@ async def start_devcluster(stack: Stack, opts: UpOptions) -> str:
     return str(kubeconfig)
 
 
-async def start_worker(stack: Stack, settings: Settings, client: Any, timeout: float) -> None:
-    """Start ``lockwright worker`` and wait until it polls the task queue."""
-    child = await stack.spawn("worker", [sys.executable, "-m", "lockwright", "worker"],
+async def start_worker(stack: Stack, settings: Settings, client: Any, timeout: float,
+                       name: str = "worker") -> None:
+    """Start ``lockwright worker`` and wait until it polls the task queue.
+
+    Several may run at once on one task queue (give each its own ``name``): any of them
+    runs any step, which is how lockwright scales out.
+    """
+    child = await stack.spawn(name, [sys.executable, "-m", "lockwright", "worker"],
                               env={**python_env(), **settings.env()})
 
     async def polling() -> bool:
