@@ -21,10 +21,13 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   heals when the Secret appears. Secrets have no ``generation``: one counts
   as changed when added, deleted, or its ``resourceVersion`` moved. Only metadata is ever
   kept (see :func:`metadata_only`); unreferenced Secrets (lockwright's own TLS) target no one.
-- The dependency resolver (``resolve:lock``) is targeted as well whenever a package is,
-  for a package's own change, whenever the Lock changes (its ``generation``: the
-  resolver's own status and annotation writes do not move it), and when an ImageConfig
-  with a pull secret changes (it decides which tags the resolver may list).
+- The dependency resolver (``resolve:lock``) is targeted when the Lock changes (its
+  ``generation``: the resolver's own status and annotation writes do not move it) while it
+  holds or held dependencies, becomes empty or stops being empty, or is first seen; and,
+  while the Lock holds dependencies, with every package's own change and every change of
+  an ImageConfig with a pull secret (it decides which tags the resolver may list). Without
+  dependencies there is nothing to resolve: a cluster that has none pays no resolution
+  per install.
 - A list (start, periodic resync) targets every package and revision when ``signal_all``
   (lists of DRCs, ImageConfigs and Secrets then target nothing: the package lists cover
   everyone); a relist after ``410 Gone`` targets only what changed, appeared or vanished
@@ -168,6 +171,8 @@ class Summary:
     pull_secrets: tuple[str, ...] = ()
     version: str = ""  # Secrets: resourceVersion (they have no generation)
     paused: bool = False  # packages: the crossplane.io/paused annotation is "true"
+    entries: int = 0  # the Lock: how many packages it holds
+    dependencies: bool = False  # the Lock: some entry has dependencies
 
 
 def _owner_package(res: Resource, obj: Obj) -> str:
@@ -187,6 +192,10 @@ def summarize(res: Resource, obj: Obj) -> Summary:
         return replace(base, version=str(meta.get("resourceVersion") or ""))
     if res.role == "revision":
         return replace(base, package=_owner_package(res, obj))
+    if res.role == "lock":
+        entries = obj.get("packages") or []
+        return replace(base, entries=len(entries),
+                       dependencies=any(e.get("dependencies") for e in entries))
     if res.role == "package":
         paused = (meta.get("annotations") or {}).get(PAUSED_ANNOTATION) == "true"
         base = replace(base, paused=paused)
@@ -277,17 +286,26 @@ class Index:
                 out += self._route(res, name, old, old, f"{res.describe(name)} gone at {why}")
         return dedupe(out)
 
-    def resolver(self, reason: str) -> Target:
-        """The dependency resolver as a target."""
-        return Target(RESOLVER, self.task_queue, reason)
+    def resolver(self, reason: str) -> list[Target]:
+        """The dependency resolver as a target, while the Lock holds any dependency."""
+        lock = self.of("Lock").get("lock")
+        return [Target(RESOLVER, self.task_queue, reason)] if lock and lock.dependencies else []
+
+    def _lock_changed(self, new: Summary, old: Summary | None, reason: str) -> list[Target]:
+        """First sight, dependencies held before or after, or the Lock (no longer) empty:
+        only then can resolution decide anything new (Crossplane requeues on every change;
+        a cluster without dependencies would pay a resolution per install for nothing)."""
+        matters = (old is None or new.dependencies or old.dependencies
+                   or bool(new.entries) != bool(old.entries))
+        return [Target(RESOLVER, self.task_queue, reason)] if matters else []
 
     def _route(self, res: Resource, name: str, new: Summary, old: Summary | None,
                reason: str) -> list[Target]:
         if res.role == "package":
             return [Target(res.package_kind, name, reason, new.generation, new.source),
-                    self.resolver(reason)]
+                    *self.resolver(reason)]
         if res.role == "lock":
-            return [self.resolver(reason)]
+            return self._lock_changed(new, old, reason)
         if res.role == "revision":
             pkg = new.package or (old.package if old else "")
             return [self._package_target(res.package_kind, pkg, reason)] if pkg else []
@@ -298,8 +316,7 @@ class Index:
         prefixes = new.prefixes + (old.prefixes if old else ())
         # A pull secret also changes which tags the resolver may list (reference §14).
         secret = new.pull_secrets or (old.pull_secrets if old else ())
-        return self._matching_images(prefixes, reason) + (
-            [self.resolver(reason)] if secret else [])
+        return self._matching_images(prefixes, reason) + (self.resolver(reason) if secret else [])
 
     def _package_target(self, kind: str, name: str, reason: str) -> Target:
         res = next(r for r in RESOURCES if r.role == "package" and r.package_kind == kind)

@@ -155,8 +155,7 @@ def test_revisions_listed_dedupe_to_one_signal_per_package() -> None:
 
 def test_target_carries_inputs_for_signal_with_start() -> None:
     index = Index()
-    [target, resolver] = index.on_event(RES["Provider"], "ADDED", provider("p", generation=4))
-    assert resolver.resolver
+    [target] = index.on_event(RES["Provider"], "ADDED", provider("p", generation=4))
     assert target.package_input().kind == "provider" and target.package_input().name == "p"
     assert target.signal_input().generation == 4
     assert target.source == "xpkg.example.org/acme/p:v1"
@@ -325,31 +324,70 @@ def resolver_signalled(targets: list[Target]) -> bool:
     return any(t.resolver and t.workflow_id == "resolve:lock" for t in targets)
 
 
-@pytest.mark.parametrize(("kind", "event", "before", "after", "expected"), [
-    ("Provider", "ADDED", None, provider("p"), True),
-    ("Configuration", "MODIFIED", obj("c"), obj("c", generation=2), True),  # spec changed
-    ("Configuration", "MODIFIED", obj("c"), obj("c"), False),  # a status write
-    ("Function", "DELETED", obj("f"), obj("f"), True),
-    ("Lock", "ADDED", None, obj("lock"), True),
-    ("Lock", "MODIFIED", obj("lock"), obj("lock", generation=2), True),  # packages changed
-    ("Lock", "MODIFIED", obj("lock"), obj("lock"), False),  # the resolver's own status write
-    ("ProviderRevision", "ADDED", None,
-     obj("p-abc", labels={"pkg.crossplane.io/package": "p"}), False),
-    ("ImageConfig", "ADDED", None, obj("ic"), False),
-    ("ImageConfig", "ADDED", None, obj("ic", spec={"registry": {"authentication": {
-        "pullSecretRef": {"name": "creds"}}}}), True),
+def lock(entries: int = 1, dependencies: bool = False, generation: int = 1) -> dict[str, Any]:
+    deps = [{"package": "x.io/p", "constraints": ">=v1"}] if dependencies else []
+    return {"metadata": {"name": "lock", "generation": generation},
+            "packages": [{"name": f"r{i}", "dependencies": deps if i == 0 else []}
+                         for i in range(entries)]}
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    (None, lock(), True),  # first sight: its status and finalizer get written
+    (lock(), lock(2, generation=2), False),  # a package without dependencies joined
+    (lock(0), lock(1, generation=2), True),  # no longer empty: Resolved, the finalizer
+    (lock(1), lock(0, generation=2), True),  # empty: conditions and finalizer cleared
+    (lock(1), lock(2, dependencies=True, generation=2), True),  # a dependency to resolve
+    (lock(2, dependencies=True), lock(2, generation=2), True),  # the last one went
+    (lock(2, dependencies=True), lock(3, dependencies=True, generation=2), True),
+    (lock(2, dependencies=True), lock(2, dependencies=True), False),  # a status write
 ])
-def test_resolver_is_signalled_when_the_lock_or_a_package_changes(
-        kind: str, event: str, before: dict[str, Any] | None, after: dict[str, Any],
-        expected: bool) -> None:
+def test_resolver_is_signalled_when_a_lock_change_can_matter(
+        before: dict[str, Any] | None, after: dict[str, Any], expected: bool) -> None:
     index = Index()
     if before is not None:
+        index.on_sync(RES["Lock"], [before], signal_all=False)
+    event = "ADDED" if before is None else "MODIFIED"
+    assert resolver_signalled(index.on_event(RES["Lock"], event, after)) is expected
+
+
+@pytest.mark.parametrize(("kind", "event", "before", "after"), [
+    ("Provider", "ADDED", None, provider("p")),
+    ("Configuration", "MODIFIED", obj("c"), obj("c", generation=2)),  # spec changed
+    ("Function", "DELETED", obj("f"), obj("f")),
+    ("ImageConfig", "ADDED", None, obj("ic", spec={"registry": {"authentication": {
+        "pullSecretRef": {"name": "creds"}}}})),
+])
+def test_package_and_pull_secret_changes_signal_the_resolver_only_with_dependencies(
+        kind: str, event: str, before: dict[str, Any] | None,
+        after: dict[str, Any]) -> None:
+    for dependencies in (False, True):
+        index = Index()
+        index.on_sync(RES["Lock"], [lock(1, dependencies)], signal_all=False)
+        if before is not None:
+            index.on_sync(RES[kind], [before], signal_all=False)
+        found = resolver_signalled(index.on_event(RES[kind], event, after))
+        assert found is dependencies, (kind, dependencies)
+
+
+@pytest.mark.parametrize(("kind", "event", "before", "after"), [
+    ("Configuration", "MODIFIED", obj("c"), obj("c")),  # a status write
+    ("ProviderRevision", "ADDED", None,
+     obj("p-abc", labels={"pkg.crossplane.io/package": "p"})),
+    ("ImageConfig", "ADDED", None, obj("ic")),  # no pull secret
+])
+def test_what_never_signals_the_resolver(kind: str, event: str,
+                                         before: dict[str, Any] | None,
+                                         after: dict[str, Any]) -> None:
+    index = Index()
+    index.on_sync(RES["Lock"], [lock(1, dependencies=True)], signal_all=False)
+    if before is not None:
         index.on_sync(RES[kind], [before], signal_all=False)
-    assert resolver_signalled(index.on_event(RES[kind], event, after)) is expected
+    assert not resolver_signalled(index.on_event(RES[kind], event, after))
 
 
 def test_resolver_once_per_list_and_named_by_task_queue() -> None:
     index = Index(task_queue="e2e-1234")
+    index.on_sync(RES["Lock"], [lock(1, dependencies=True)], signal_all=False)
     targets = index.on_sync(RES["Provider"], [provider("a"), provider("b")], signal_all=True)
     resolvers = [t for t in targets if t.resolver]
     assert [t.workflow_id for t in resolvers] == ["resolve:lock:e2e-1234"]
