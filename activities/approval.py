@@ -22,6 +22,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 from activities.base import Base, meta
+from activities.connection import TemporalConnection
 from activities.errors import edge
 from lockwright.k8s import NORMAL, Obj
 from workflows import contracts as c
@@ -52,8 +53,9 @@ class ApprovalActivities(Base):
 
     async def temporal_identity(self, inp: c.RecordApprovalInput) -> Found:
         """The identity and time of the last update or signal approving ``inp.revision``."""
-        client = await Client.connect(self.settings.temporal_address,
-                                      namespace=self.settings.temporal_namespace)
+        temporal = self.settings.temporal or TemporalConnection(
+            self.settings.temporal_address, self.settings.temporal_namespace)
+        client: Client = await temporal.connect()
         handle = client.get_workflow_handle(inp.workflow_id, run_id=inp.run_id or None)
         history = await handle.fetch_history()
         found: Found = ("", "")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from temporalio import activity
 
+from activities.connection import TemporalConnection, from_settings
 from lockwright import imageconfig
 from lockwright.errors import KubeNotFound, ObjectGone, Unauthorized
 from lockwright.k8s import Kube, Obj
@@ -88,6 +89,8 @@ class Settings:
     establish_workers: int = 8
     temporal_address: str = "127.0.0.1:7233"
     temporal_namespace: str = "default"
+    # How record_approval reaches Temporal (TLS, API key) as the worker does; None: plainly.
+    temporal: TemporalConnection | None = None
     # May the resolver move installed dependencies up, or down (implies up)?
     dependency_upgrades: bool = False
     dependency_downgrades: bool = False
@@ -104,6 +107,7 @@ class Settings:
                    kubeconfig=process.kubeconfig or None,
                    temporal_address=process.temporal_address,
                    temporal_namespace=process.temporal_namespace,
+                   temporal=from_settings(process),
                    dependency_upgrades=process.dependency_upgrades,
                    dependency_downgrades=process.dependency_downgrades,
                    signature_verification=process.signature_verification)

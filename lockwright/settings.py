@@ -70,6 +70,20 @@ SPECS: tuple[Spec, ...] = (
          "worker: activities run at once (threads for the Kubernetes client)"),
     Spec("tuning", "--tuning", "LOCKWRIGHT_TUNING", "",
          'watcher: JSON object overriding workflow timings, e.g. {"backoff_max_s": 2}'),
+    Spec("temporal_tls", "--temporal-tls", "LOCKWRIGHT_TEMPORAL_TLS", "false",
+         "connect to Temporal over TLS (implied by a client certificate or an API key)"),
+    Spec("temporal_tls_cert", "--temporal-tls-cert", "LOCKWRIGHT_TEMPORAL_TLS_CERT", "",
+         "PEM client certificate for Temporal mTLS (with --temporal-tls-key)"),
+    Spec("temporal_tls_key", "--temporal-tls-key", "LOCKWRIGHT_TEMPORAL_TLS_KEY", "",
+         "PEM private key of that certificate"),
+    Spec("temporal_tls_ca", "--temporal-tls-ca", "LOCKWRIGHT_TEMPORAL_TLS_CA", "",
+         "PEM CA bundle to trust for Temporal's server certificate (default: system roots)"),
+    Spec("temporal_tls_server_name", "--temporal-tls-server-name",
+         "LOCKWRIGHT_TEMPORAL_TLS_SERVER_NAME", "", "server name to check Temporal's "
+         "certificate against (default: the address's host)"),
+    Spec("temporal_api_key_file", "--temporal-api-key-file",
+         "LOCKWRIGHT_TEMPORAL_API_KEY_FILE", "",
+         "file holding a Temporal Cloud API key (read at connect; never logged or passed on)"),
     Spec("signature_verification", "--signature-verification",
          "LOCKWRIGHT_SIGNATURE_VERIFICATION", "true",
          "worker: verify the signatures ImageConfigs ask for; false installs such packages "
@@ -104,6 +118,12 @@ class Settings:
     dependency_upgrades: bool = False
     dependency_downgrades: bool = False
     signature_verification: bool = True
+    temporal_tls: bool = False
+    temporal_tls_cert: str = ""
+    temporal_tls_key: str = ""
+    temporal_tls_ca: str = ""
+    temporal_tls_server_name: str = ""
+    temporal_api_key_file: str = ""
 
     def __post_init__(self) -> None:
         if not self.cache_dir:
@@ -173,6 +193,9 @@ def _check_values(s: Settings) -> None:
         raise _fail("max_concurrent_activities", "below 1", "give a positive number")
     if s.tuning:
         _check_tuning(s.tuning)
+    if bool(s.temporal_tls_cert) != bool(s.temporal_tls_key):
+        raise _fail("temporal_tls_cert", "a client certificate needs its key and a key its "
+                    "certificate", "give both --temporal-tls-cert and --temporal-tls-key")
 
 
 def _check_tuning(raw: str) -> None:

@@ -52,11 +52,13 @@ async def connect(settings: Settings, timeout: float = 60.0) -> Client:
     """
     from temporalio.client import Client
 
+    from activities.connection import from_settings
+
     deadline, backoff = time.monotonic() + timeout, Backoff()
     while True:
         try:
-            return await Client.connect(settings.temporal_address,
-                                        namespace=settings.temporal_namespace)
+            client: Client = await from_settings(settings).connect()
+            return client
         except RuntimeError as exc:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Temporal at {settings.temporal_address} did not answer "
