@@ -1,30 +1,30 @@
 """The ``lockwright`` command: one entry point, each area registers its own subcommands.
 
-Registration functions only build argparse parsers; heavy imports (Temporal, the
-Kubernetes client) happen inside the handlers so ``lockwright --help`` stays fast.
+Registration only builds argparse parsers; heavy imports (Temporal, the Kubernetes client,
+``rich``) happen inside the handlers so ``lockwright --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
-# Modules exposing ``register(subparsers)``; each adds one top-level subcommand.
-_AREAS: tuple[str, ...] = (
-    "devcluster.cli",
-    "lockwright.xpkg.cli",
-    "worker.cli",
-)
+from commands import activate, history, install, trace
+from devcluster import cli as devcluster_cli
+from lockwright.xpkg import cli as xpkg_cli
+from worker import cli as worker_cli
+
+# Each exposes ``register(subparsers)``, adding its top-level subcommands in this order.
+AREAS = (install, activate, trace, history, xpkg_cli, worker_cli, devcluster_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every area's subcommands registered."""
     parser = argparse.ArgumentParser(prog="lockwright", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _AREAS:
-        importlib.import_module(name).register(sub)
+    for area in AREAS:
+        area.register(sub)
     return parser
 
 

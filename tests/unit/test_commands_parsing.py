@@ -1,0 +1,176 @@
+"""The operator CLI's command lines, parsed without any server (commands.main, commands.common).
+
+Matrix: each of ``install``, ``activate``, ``trace`` and ``history`` with its flags and
+defaults; what ``install`` creates from them (name defaulting as ``crossplane xpkg
+install``, every spec field); KIND/NAME and duration spellings, good and bad; arguments
+refused before anything is created; and the areas registered beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from commands import common
+from commands.install import package_object, problem
+from commands.main import build_parser
+from commands.progress import FOLLOW_RUNS
+
+REF = "xpkg.example.org/acme/provider-x:v1.0.0"
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+# --- install ------------------------------------------------------------------------------
+def test_install_defaults() -> None:
+    """Without flags: no name (derived later), Automatic, no wait, a 5 minute timeout."""
+    args = parse("install", "provider", REF)
+    assert (args.kind, args.reference, args.name, args.manual_activation) == (
+        "provider", REF, None, False)
+    assert (args.runtime_config, args.package_pull_secrets, args.revision_history_limit) == (
+        None, [], None)
+    assert (args.wait, args.timeout) == (False, 300.0)
+
+
+def test_install_every_flag() -> None:
+    args = parse("install", "function", REF, "--name", "fn", "-m", "--runtime-config", "rc",
+                 "--package-pull-secrets", "a, b,", "-r", "3", "--wait", "--timeout", "1m30s",
+                 "--kubeconfig", "/k", "--temporal-address", "t:7233")
+    assert (args.kind, args.name, args.manual_activation, args.runtime_config) == (
+        "function", "fn", True, "rc")
+    assert (args.package_pull_secrets, args.revision_history_limit) == (["a", "b"], 3)
+    assert (args.wait, args.timeout, args.kubeconfig, args.temporal_address) == (
+        True, 90.0, "/k", "t:7233")
+
+
+@pytest.mark.parametrize("argv", [
+    ("install", "providers", REF),  # the kind argument takes the three kinds only
+    ("install", "provider"),
+    ("install", "provider", REF, "--timeout", "soon"),
+    ("install", "provider", REF, "-r", "many"),
+])
+def test_install_refuses(argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse(*argv)
+    assert exc.value.code == 2
+    assert "usage: lockwright install" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind, argv, spec", [
+    ("provider", {}, {"package": REF, "revisionActivationPolicy": "Automatic"}),
+    ("function", {"manual": True, "runtime_config": "rc", "pull_secrets": ["s1", "s2"],
+                  "history_limit": 0},
+     {"package": REF, "revisionActivationPolicy": "Manual", "runtimeConfigRef": {"name": "rc"},
+      "packagePullSecrets": [{"name": "s1"}, {"name": "s2"}], "revisionHistoryLimit": 0}),
+])
+def test_package_object(kind: str, argv: dict[str, object], spec: dict[str, object]) -> None:
+    """What install creates: only the fields asked for, as a manifest would have them."""
+    obj = package_object(kind, REF, "x", **argv)  # type: ignore[arg-type]
+    assert obj == {"apiVersion": "pkg.crossplane.io/v1", "kind": common.KINDS[kind],
+                   "metadata": {"name": "x"}, "spec": spec}
+
+
+@pytest.mark.parametrize("argv, found", [
+    (("provider", REF), ""),
+    (("provider", "127.0.0.1:5000/p:v1"), ""),
+    (("provider", "acme/provider-x:v1"), "must be a fully qualified image name"),
+    (("provider", "xpkg.example.org/acme/provider-x"), "must be a fully qualified image name"),
+    (("configuration", REF, "--runtime-config", "rc"), "no --runtime-config"),
+    (("provider", REF, "--name", "Not_A_Name"), "is not a valid object name"),
+])
+def test_install_problems(argv: tuple[str, ...], found: str) -> None:
+    """Arguments that cannot make a package are refused before anything is created."""
+    text = problem(parse("install", *argv))
+    assert (found in text) if found else text == ""
+
+
+# --- activate, trace, history -------------------------------------------------------------
+def test_activate() -> None:
+    args = parse("activate", "provider/p")
+    assert (args.package, args.revision, args.timeout) == (
+        common.PackageRef("provider", "p"), None, 300.0)
+    args = parse("activate", "Provider/p", "p-0123456789ab", "--timeout", "30s")
+    assert (args.package.name, args.revision, args.timeout) == ("p", "p-0123456789ab", 30.0)
+
+
+@pytest.mark.parametrize("command", ["trace", "history"])
+@pytest.mark.parametrize("flags, output", [((), None), (("-o", "wide"), "wide"),
+                                           (("-o", "json"), "json")])
+def test_trace_and_history_outputs(command: str, flags: tuple[str, ...],
+                                   output: str | None) -> None:
+    args = parse(command, "configuration/platform", *flags)
+    assert (args.package, args.output) == (common.PackageRef("configuration", "platform"),
+                                           output)
+
+
+def test_history_runs() -> None:
+    assert parse("history", "provider/p").runs == 20
+    assert parse("history", "provider/p", "--runs", "3").runs == 3
+    assert FOLLOW_RUNS < 20  # install --wait reads fewer: a new package has few runs
+
+
+@pytest.mark.parametrize("argv", [
+    ("trace", "provider/p", "-o", "yaml"),
+    ("trace", "deployment/p"),
+    ("history", "provider/p", "--runs", "0"),
+    ("activate", "provider"),
+])
+def test_refused(argv: tuple[str, ...]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse(*argv)
+    assert exc.value.code == 2
+
+
+def test_every_area_is_registered() -> None:
+    """The operator commands first, then the areas that were there before, in that order."""
+    listed = [line.split()[0] for line in build_parser().format_help().splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == ["install", "activate", "trace", "history", "xpkg", "crds", "worker",
+                      "watcher", "dev", "devcluster"]
+
+
+def test_connection_settings_only() -> None:
+    """The operator commands take where Kubernetes and Temporal are, not worker tuning."""
+    args = parse("trace", "provider/p", "--system-namespace", "ops", "--temporal-namespace",
+                 "prod", "--temporal-tls", "true", "--temporal-api-key-file", "/key")
+    assert (args.system_namespace, args.temporal_namespace, args.temporal_tls,
+            args.temporal_api_key_file) == ("ops", "prod", "true", "/key")
+    with pytest.raises(SystemExit):
+        parse("trace", "provider/p", "--resync-seconds", "5")
+
+
+# --- spellings ----------------------------------------------------------------------------
+@pytest.mark.parametrize("text, kind, name", [
+    ("provider/p", "provider", "p"),
+    ("Provider/p", "provider", "p"),
+    ("providers/p", "provider", "p"),
+    ("configurations.pkg.crossplane.io/c", "configuration", "c"),
+    ("function/f", "function", "f"),
+])
+def test_package_ref(text: str, kind: str, name: str) -> None:
+    ref = common.package_ref(text)
+    assert (ref.kind, ref.name, ref.title, str(ref)) == (
+        kind, name, common.KINDS[kind], f"{kind}/{name}")
+
+
+@pytest.mark.parametrize("text", ["provider", "provider/", "pod/p", "provider/a/b", "/p"])
+def test_package_ref_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="KIND/NAME"):
+        common.package_ref(text)
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("90", 90.0), ("2.5", 2.5), ("90s", 90.0), ("5m", 300.0), ("1h", 3600.0),
+    ("1m30s", 90.0), ("1h2m3s", 3723.0), ("0.5s", 0.5),
+])
+def test_duration(text: str, seconds: float) -> None:
+    assert common.duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "s", "5x", "m5", "-1s", "0", "0s", "1.2.3"])
+def test_duration_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        common.duration(text)
