@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -102,20 +103,40 @@ def settings(args: argparse.Namespace) -> Settings:
         raise SystemExit(2) from None
 
 
+class TemporalUnavailable(Exception):
+    """No Temporal server answered at the configured address."""
+
+
 def kube(s: Settings) -> Kube:
-    """A Kubernetes connection from the kubeconfig setting (else in-cluster or ~/.kube)."""
+    """A Kubernetes connection from the kubeconfig setting (else in-cluster or ~/.kube).
+
+    Raises:
+        LockwrightError: no kubeconfig could be loaded; the message says which.
+    """
+    from lockwright.errors import LockwrightError
     from lockwright.k8s import Kube
 
-    return Kube.connect(s.kubeconfig or None, timeout=15.0)
+    try:
+        return Kube.connect(s.kubeconfig or None, timeout=15.0)
+    except Exception as exc:  # noqa: BLE001 - the client's ConfigException, a bad file
+        where = s.kubeconfig or "in-cluster or ~/.kube/config"
+        raise LockwrightError(f"cannot load a kubeconfig ({where}): {exc}") from None
 
 
 async def temporal(s: Settings) -> Client:
-    """A Temporal client as the worker connects (the same settings, a short patience)."""
+    """A Temporal client as the worker connects (the same settings, a short patience).
+
+    Raises:
+        TemporalUnavailable: no server answered within the patience.
+    """
     from lockwright.log import configure
     from worker.common import connect
 
     configure(level="warning")  # the connection's retries go to stderr, not into output
-    return await connect(s, timeout=10.0)
+    try:
+        return await connect(s, timeout=10.0)
+    except RuntimeError as exc:
+        raise TemporalUnavailable(str(exc)) from None
 
 
 Handler = Callable[[argparse.Namespace], int]
@@ -135,8 +156,14 @@ def guarded(handler: Handler) -> Handler:
             return fail(exc.message)
         except RPCError as exc:
             return fail(f"Temporal: {exc.message}")
-        except RuntimeError as exc:  # no Temporal server answered (worker.common.connect)
-            return fail(str(exc))
+        except TemporalUnavailable as exc:
+            fail(str(exc))
+            # temporalio 1.35's core runtime may still be tearing the failed connections
+            # down while the interpreter finalizes, which aborts the process (exit 134)
+            # instead of exiting 1. Nothing is left to flush but the standard streams.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
     return run
 
 

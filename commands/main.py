@@ -15,13 +15,15 @@ from devcluster import cli as devcluster_cli
 from lockwright.xpkg import cli as xpkg_cli
 from worker import cli as worker_cli
 
+DESCRIPTION = ("A package manager for Kubernetes control planes: Crossplane-format packages "
+               "installed by durable Temporal workflows.")
 # Each exposes ``register(subparsers)``, adding its top-level subcommands in this order.
 AREAS = (install, activate, trace, history, xpkg_cli, worker_cli, devcluster_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every area's subcommands registered."""
-    parser = argparse.ArgumentParser(prog="lockwright", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="lockwright", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for area in AREAS:
         area.register(sub)

@@ -174,3 +174,20 @@ def test_duration(text: str, seconds: float) -> None:
 def test_duration_refused(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         common.duration(text)
+
+
+# --- failures at the edge -----------------------------------------------------------------
+def test_a_missing_kubeconfig_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """No traceback: the command says which kubeconfig it could not load, and exits 1."""
+    args = parse("trace", "provider/p", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert args.func(args) == 1
+    assert capsys.readouterr().err.startswith(
+        "error: cannot load a kubeconfig (/nonexistent/kubeconfig): ")
+
+
+def test_a_bad_setting_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    args = parse("history", "provider/p", "--temporal-address", "nowhere")
+    with pytest.raises(SystemExit) as exc:
+        args.func(args)
+    assert exc.value.code == 2
+    assert "--temporal-address / LOCKWRIGHT_TEMPORAL_ADDRESS" in capsys.readouterr().err
