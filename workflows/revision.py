@@ -120,8 +120,7 @@ class InstallRevision:
                 digest=inp.digest), c.EnsureRuntimeResult, f"runtime for {inp.package}")
             health = await self._wait_healthy(inp)
         await self._write(inp, status.revision_ok(runtime, health.healthy, health.message),
-                          objects=established.objects, dependencies=dependencies,
-                          capabilities=parsed.capabilities)
+                          objects=established.objects, capabilities=parsed.capabilities)
         workflow.set_current_details(f"**installed** `{inp.revision}` healthy={health.healthy}")
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=established.objects, dependencies=dependencies,
@@ -135,7 +134,7 @@ class InstallRevision:
             control=True, dry_run=True), c.EstablishObjectsResult,
             f"dry-run {parsed.objects} objects (control)")
         await self._write(inp, status.revision_ok(False, True, ""), objects=checked.objects,
-                          dependencies=dependencies, capabilities=parsed.capabilities)
+                          capabilities=parsed.capabilities)
         workflow.set_current_details(f"**prepared** `{inp.revision}`")
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=checked.objects, dependencies=dependencies,
@@ -224,12 +223,12 @@ class InstallRevision:
         return await call(name, arg, result_type, summary, inp.tuning, self._small)
 
     async def _write(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
-                     objects: int = 0, dependencies: int = 0,
+                     objects: int = 0,
                      capabilities: list[str] | None = None) -> None:
         locked = self._locked
         await call(c.WRITE_REVISION_STATUS, c.WriteRevisionStatusInput(
             kind=inp.kind, revision=inp.revision, conditions=conditions, objects=objects,
-            found_dependencies=locked.found_dependencies or locked.dependencies or dependencies,
+            found_dependencies=locked.found_dependencies or locked.dependencies,
             resolved_image=inp.source,
             capabilities=capabilities or [],
             installed_dependencies=locked.installed_dependencies,
