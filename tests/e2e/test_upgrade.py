@@ -203,8 +203,12 @@ def test_rollback_to_the_old_tag_reactivates_its_revision(stack: Stack,
         runtimes.stop()
     assert runtimes.least >= 1, runtimes.events
     assert back[0]["spec"]["revision"] == 3  # renumbered above v2, as Crossplane does
+    # "v1 active again" can hold while v2's runtime is the one available (v1 is Active from
+    # the switch's first step) and the package still says Healthy from v2: wait for the
+    # switch to take the CRD back rather than read it at that instant.
+    wait_for(lambda: controller_uid(stack, f"gadgets.{group}") == v1["metadata"]["uid"],
+             timeout=90, interval=0.2, what="v1 controlling its CRD again")
     stack.wait_healthy("Provider", name)
-    assert controller_uid(stack, f"gadgets.{group}") == v1["metadata"]["uid"]
 
 
 CRASH_ROUNDS = 10
