@@ -7,7 +7,10 @@ same run, and the peak memory (ru_maxrss) of a streaming install pass in a fresh
 
     python benchmarks/xpkg.py [--crds 2000] [--total-mb 100] [--keep DIR]
 
-Targets: fetch+parse within 1.3x the floor; streaming pass peak memory under 300 MB.
+Targets: fetch+parse within 1.3x the floor; streaming pass peak memory under 300 MB; the
+whole ``lockwright xpkg inspect`` process at most 0.40x a bare ``yaml.load_all``
+(CSafeLoader) process on the same package.yaml, wall time, measured in turns in the same
+run (exit status 1 when that one is missed).
 """
 
 from __future__ import annotations
@@ -175,6 +178,25 @@ def build_floor(root: Path, work: Path) -> Sample:
     return plus(timed(run)[0], yaml_floor(stream))
 
 
+#: The bare process the inspect target is measured against: libyaml through PyYAML.
+FLOOR_PROCESS = ("import sys, yaml\n"
+                 "with open(sys.argv[1], 'rb') as f:\n"
+                 "    for _ in yaml.load_all(f, Loader=yaml.CSafeLoader):\n"
+                 "        pass\n")
+INSPECT_TARGET = 0.40
+
+
+def process(command: list[str]) -> Sample:
+    """Wall and CPU seconds of ``command`` run to completion from this checkout."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout, whatever is installed
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, cwd=ROOT, env=env)
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return Sample(wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+
+
 def peak_rss(*args: str) -> float:
     """Peak RSS in MB of ``python benchmarks/xpkg.py --rss-child ARGS`` run fresh."""
     out = subprocess.run([sys.executable, __file__, "--rss-child", *args], check=True,
@@ -251,6 +273,24 @@ class Bench:
         finally:
             fetch_mod.validate_package = real
 
+    def inspect_process(self) -> Row:
+        """``lockwright xpkg inspect`` of the pushed package, against a bare load_all of
+        its package.yaml, in turns (so load on the machine hits both), best of each."""
+        from lockwright.oci.cache import PackageCache
+        from lockwright.oci.fetch import fetch_package
+
+        package_yaml = fetch_package(self.ref, self.client,
+                                     PackageCache(self.work / "cache-floor")).path
+        inspect = [sys.executable, "-m", "lockwright", "xpkg", "inspect", "--insecure-registry",
+                   self.host, "--cache-dir", str(self.work / "cache-inspect"), self.ref]
+        floor = [sys.executable, "-c", FLOOR_PROCESS, str(package_yaml)]
+        samples: tuple[list[Sample], list[Sample]] = ([], [])
+        for _ in range(max(self.repeat, 3)):
+            samples[0].append(process(inspect))
+            samples[1].append(process(floor))
+        return ("inspect process", best(samples[0]), best(samples[1]),
+                "load_all CSafeLoader process")
+
     def fetch_and_parse(self, base_digest: str) -> list[Row]:
         from lockwright.xpkg.parse import scan_package
 
@@ -273,7 +313,8 @@ class Bench:
 
 
 def report(rows: list[Row], rss: float, rss_floor: float, sizes: tuple[float, float],
-           crds: int, repeat: int) -> None:
+           crds: int, repeat: int) -> bool:
+    """Print the rows and the targets; whether the inspect target was met."""
     print(f"package: {crds} CRDs, package.yaml {sizes[0]:.1f} MB, base layer "
           f"{sizes[1]:.1f} MB gzip; fetch/parse rows: best of {repeat}")
     print(f"{'step':<22}{'wall':>8}{'floor':>8}{'ratio':>7}{'cpu':>9}{'floor':>8}{'ratio':>7}"
@@ -289,9 +330,15 @@ def report(rows: list[Row], rss: float, rss_floor: float, sizes: tuple[float, fl
     print(f"targets: fetch+parse <= 1.3x floor: {'met' if ok_time else 'MISSED'} "
           f"({fetch_parse[1].wall / fetch_parse[2].wall:.2f}x); peak memory < 300 MB: "
           f"{'met' if rss < 300 else 'MISSED'} ({rss:.0f} MB)")
+    _, inspect, floor, _ = next(r for r in rows if r[0] == "inspect process")
+    ratio = inspect.wall / floor.wall
+    print(f"inspect process <= {INSPECT_TARGET:.2f}x load_all process: "
+          f"{'PASS' if ratio <= INSPECT_TARGET else 'FAIL'} ({inspect.wall:.2f}s / "
+          f"{floor.wall:.2f}s = {ratio:.2f}x)")
+    return ratio <= INSPECT_TARGET
 
 
-def run(args: argparse.Namespace, work: Path) -> None:
+def run(args: argparse.Namespace, work: Path) -> bool:
     from tests.fixtures.registry import start_registry, stop
 
     yaml_bytes = generate(work / "pkg", args.crds, int(args.total_mb * 1024 * 1024))
@@ -301,11 +348,11 @@ def run(args: argparse.Namespace, work: Path) -> None:
         bench = Bench(work / "pkg", work, server.host, args.repeat)
         rows = [bench.build()]
         push_row, base_digest = bench.push()
-        rows += [push_row, *bench.fetch_and_parse(base_digest)]
+        rows += [push_row, *bench.fetch_and_parse(base_digest), bench.inspect_process()]
         rss = peak_rss("install", server.host, bench.ref, str(work / "cache-rss"))
         rss_floor = peak_rss("floor", str(work / "floor-package.yaml"))
         sizes = (yaml_bytes / 2**20, (work / "base.tar.gz").stat().st_size / 2**20)
-        report(rows, rss, rss_floor, sizes, args.crds, args.repeat)
+        return report(rows, rss, rss_floor, sizes, args.crds, args.repeat)
     finally:
         stop(proc)
 
@@ -327,10 +374,12 @@ def main() -> None:
     work = Path(args.keep or tempfile.mkdtemp(prefix="lockwright-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        run(args, work)
+        met = run(args, work)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    if not met:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import IO, Any
 import yaml
 
 from lockwright.errors import InvalidPackage
+from lockwright.xpkg import fastyaml
 from lockwright.xpkg.lint import ObjectSummary, lint, summarize
 from lockwright.xpkg.meta import PackageMeta, is_meta, parse_meta
 
@@ -158,7 +159,7 @@ def iter_objects(
             not a mapping.
     """
     index = 0
-    docs = yaml.load_all(_LimitedReader(stream, limit), Loader=_Loader)  # type: ignore[arg-type]
+    docs = fastyaml.load_all(_LimitedReader(stream, limit), _Loader)
     while True:
         try:
             doc = next(docs)
