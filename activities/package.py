@@ -270,23 +270,18 @@ class PackageActivities(Verifier):
                              ) -> c.WritePackageStatusResult:
         """Store the conditions and fields the workflow decided; Events on transitions."""
         pkg = self.package(inp.kind, inp.name)
-        status = pkg.get("status") or {}
-        before = status.get("conditions")
-        after = st.merged_conditions(before, inp.conditions, inp.observed_generation)
-        after = [x for x in after if x.get("type") not in inp.drop]
-        fields: Obj = {"conditions": after, "currentRevision": inp.current_revision,
+        fields: Obj = {"currentRevision": inp.current_revision,
                        "currentIdentifier": inp.current_identifier}
         if inp.resolved_package:
             fields["resolvedPackage"] = inp.resolved_package
-        changed = st.changed_fields(status, fields)
-        if not changed:
+        written = st.write_status(self.kube, kind_of(inp.kind), pkg, st.StatusChange(
+            inp.conditions, inp.observed_generation, fields, inp.drop))
+        if written is None:
             return c.WritePackageStatusResult(changed=False)
-        self.kube.patch(PKG_V1, kind_of(inp.kind), inp.name, {"status": changed},
-                        subresource="status")
-        if st.turned(before, after, conditions.HEALTHY, conditions.TRUE):
+        if st.turned(written.before, written.after, conditions.HEALTHY, conditions.TRUE):
             self.event(pkg, NORMAL, "InstallPackageRevision",
                        "Successfully installed package revision")
-        if st.turned(before, after, "Synced", conditions.FALSE):
+        if st.turned(written.before, written.after, "Synced", conditions.FALSE):
             self.event(pkg, NORMAL, "ReconciliationPaused",
                        "Reconciliation is paused via the pause annotation")
         return c.WritePackageStatusResult(changed=True)

@@ -110,23 +110,18 @@ class RevisionActivities(Base):
                               ) -> c.WriteRevisionStatusResult:
         """Store conditions and counts; Events when health turns."""
         rev = self.revision(inp.kind, inp.revision)
-        status = rev.get("status") or {}
-        before = status.get("conditions")
-        after = st.merged_conditions(before, inp.conditions,
-                                     int(meta(rev).get("generation") or 0))
-        fields: Obj = {"conditions": after, "foundDependencies": inp.found_dependencies,
+        fields: Obj = {"foundDependencies": inp.found_dependencies,
                        "installedDependencies": inp.installed_dependencies,
                        "invalidDependencies": inp.invalid_dependencies}
         if inp.resolved_image:
             fields["resolvedImage"] = inp.resolved_image
         if inp.capabilities:
             fields["capabilities"] = list(inp.capabilities)
-        changed = st.changed_fields(status, fields)
-        if not changed:
+        written = st.write_status(self.kube, revision_kind(inp.kind), rev, st.StatusChange(
+            inp.conditions, int(meta(rev).get("generation") or 0), fields))
+        if written is None:
             return c.WriteRevisionStatusResult(changed=False)
-        self.kube.patch(PKG_V1, revision_kind(inp.kind), inp.revision, {"status": changed},
-                        subresource="status")
-        self.status_events(rev, before, after)
+        self.status_events(rev, written.before, written.after)
         return c.WriteRevisionStatusResult(changed=True)
 
     def status_events(self, rev: Obj, before: list[Obj] | None, after: list[Obj]) -> None:

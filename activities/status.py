@@ -1,12 +1,62 @@
-"""Writing conditions the workflows decided, stamped the Kubernetes way, only on change."""
+"""Writing conditions the workflows decided, stamped the Kubernetes way, only on change.
+
+:func:`write_status` is the one writer of a package's and a revision's status: the
+activities ``write_package_status`` and ``write_revision_status`` say which fields, and
+which Events follow a transition.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from activities.base import PKG_V1, meta
 from lockwright import conditions as cond
-from lockwright.k8s import Obj
+from lockwright.k8s import Kube, Obj
 from workflows import contracts as c
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """What a workflow decided for one object's status.
+
+    Attributes:
+        conditions: set by type (``lastTransitionTime`` moves only on a flip).
+        generation: the ``observedGeneration`` the conditions are stamped with.
+        fields: other status fields, each written only where it differs.
+        drop: condition types to remove.
+    """
+
+    conditions: list[c.Condition]
+    generation: int
+    fields: Obj
+    drop: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The conditions before and after a write, for the Events a writer records."""
+
+    before: list[Obj] | None
+    after: list[Obj]
+
+
+def write_status(kube: Kube, kind: str, obj: Obj, change: StatusChange) -> Transition | None:
+    """Patch ``obj``'s status subresource with what ``change`` alters; None if nothing.
+
+    Args:
+        kind: ``obj``'s kind in ``pkg.crossplane.io/v1`` (a package or revision kind).
+    """
+    status = obj.get("status") or {}
+    before = status.get("conditions")
+    after = merged_conditions(before, change.conditions, change.generation)
+    after = [x for x in after if x.get("type") not in change.drop]
+    changed = changed_fields(status, {"conditions": after, **change.fields})
+    if not changed:
+        return None
+    kube.patch(PKG_V1, kind, meta(obj)["name"], {"status": changed}, subresource="status")
+    return Transition(before, after)
 
 
 def merged_conditions(current: list[Obj] | None, new: list[c.Condition],
