@@ -329,6 +329,41 @@ def test_second_package_sharing_a_crd_names_the_first_and_writes_nothing(
         "status", {}).get("objectRefs")
 
 
+def test_first_install_finding_a_name_taken_undoes_its_creates_and_names_the_holder(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loser's first object is free, so it creates straight away until a CRD it ships
+    turns out taken: what it created is deleted, and the checking pass names the holder."""
+    group = f"{unique('g')}.example.org"
+    first = push(registry, provider_root(tmp_path, group, ("widgets",)), tmp_path, group)
+    second = push(registry, provider_root(tmp_path, group), tmp_path, group)
+    winner, loser = unique("first"), unique("second")
+    apply_package(kube, "Provider", winner, first.ref)
+    apply_package(kube, "Provider", loser, second.ref)
+    install(acts, c.PROVIDER, winner, until="ensure_rbac")
+    held = kube.get(CRD_API, "CustomResourceDefinition", f"widgets.{group}")
+    created: list[str] = []
+    real_create = kube.create
+
+    def counting_create(obj: dict[str, Any], **kw: Any) -> Any:
+        created.append(obj["metadata"]["name"])
+        return real_create(obj, **kw)
+
+    with pytest.raises(ApplicationError):  # the Lock refuses it first
+        install(acts, c.PROVIDER, loser, until="ensure_rbac")
+    monkeypatch.setattr(kube, "create", counting_create)
+    establish = c.EstablishObjectsInput(c.PROVIDER, loser, f"{loser}-{second.digest[7:19]}",
+                                        second.digest)
+    with pytest.raises(ApplicationError) as lost:
+        run(acts.establish_objects, establish)
+    assert lost.value.type == "ConflictError" and winner in lost.value.message
+    assert f"providerconfigs.{group}" in created  # the fast path ran, then was undone
+    wait_for(lambda: kube.get(CRD_API, "CustomResourceDefinition",
+                              f"providerconfigs.{group}") is None,
+             timeout=30, what="the loser's own CRD to be deleted")
+    assert kube.get(CRD_API, "CustomResourceDefinition", f"widgets.{group}") == held
+
+
 def test_disallowed_permission_request_is_rejected_naming_the_rule(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
     """A request no allowed ClusterRole covers fails permanently; no role is written."""
@@ -469,8 +504,9 @@ def test_after_fetch_no_activity_decodes_yaml_and_establish_reads_each_object_on
         acts: Activities, kube: Kube, provider: Pushed, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The fetch's one YAML parse wrote documents.jsonl; a worker that did not fetch (no
-    summary in memory) validates, establishes and renders from it, and the check pass's
-    GET is the only read of each object."""
+    summary in memory) validates, establishes and renders from it. A first install reads
+    one object (to find nothing there yet) and creates the rest without reading; run
+    again, it reads that one and then each object once (the check pass's GET)."""
     name = unique("once")
     apply_package(kube, "Provider", name, provider.ref)
     rev, digest, _ = install(acts, c.PROVIDER, name, until="parse_package")
@@ -489,10 +525,16 @@ def test_after_fetch_no_activity_decodes_yaml_and_establish_reads_each_object_on
         return real_get(api_version, kind, name_, *rest)
 
     monkeypatch.setattr(kube, "get", counting_get)
-    for fn, arg in install_steps(fresh, c.PROVIDER, name, digest, provider.ref)[2:]:
+    steps = install_steps(fresh, c.PROVIDER, name, digest, provider.ref)[2:]
+    for fn, arg in steps:
         run(fn, arg)
-    assert sorted(reads) == [f"providerconfigs.{provider.group}", f"widgets.{provider.group}"]
+    crds = [f"providerconfigs.{provider.group}", f"widgets.{provider.group}"]
+    assert len(reads) == 1 and reads[0] in crds
     assert (kube.get(PKG, "ProviderRevision", rev) or {})["status"]["objectRefs"]
+    reads.clear()
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    assert run(fresh.establish_objects, establish).created == 0
+    assert sorted(set(reads)) == crds and len(reads) == len(crds) + 1
 
 
 def test_cache_entry_without_its_documents_is_fetched_again(
@@ -660,8 +702,9 @@ def test_kube_dry_runs_check_like_writes_and_store_nothing(kube: Kube) -> None:
 
 def test_api_rejecting_the_second_crd_writes_nothing(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
-    """Every write is dry-run before the first real one: the API refusing one CRD (422)
-    fails the attempt permanently, with a Warning Event, and no CRD is written."""
+    """A first install creates straight away; the API refusing one CRD (422) fails the
+    attempt permanently, with a Warning Event, and the CRDs it had created are deleted
+    (the API removes a deleted CRD after its clean-up finalizer: waited for)."""
     group = f"{unique('g')}.example.org"
     root = provider_root(tmp_path, group)
     edit_crd(root, "widgets", "type: integer\n          jsonPath: .spec.forProvider.size",
@@ -676,8 +719,9 @@ def test_api_rejecting_the_second_crd_writes_nothing(
     assert (rejected.value.type, rejected.value.non_retryable) == ("KubeInvalid", True)
     assert f"widgets.{group}" in rejected.value.message
     assert "additionalPrinterColumns[2].type" in rejected.value.message
-    for plural in ("providerconfigs", "widgets"):
-        assert kube.get(CRD_API, "CustomResourceDefinition", f"{plural}.{group}") is None
+    wait_for(lambda: all(kube.get(CRD_API, "CustomResourceDefinition", f"{p}.{group}") is None
+                         for p in ("providerconfigs", "widgets")),
+             timeout=30, what="the refused install's CRDs to be gone")
     assert any(f"widgets.{group}" in m for m in sync_warnings(kube, rev))
 
 
