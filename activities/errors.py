@@ -1,9 +1,11 @@
 """The one edge where lockwright errors become Temporal ``ApplicationError`` s (invariant 6).
 
-Every activity is wrapped by :func:`edge`. It binds the activity's Temporal ids into every
-structlog line of the call, and turns whatever escapes into an ``ApplicationError`` whose
-``type`` is the lockwright error class name and whose ``non_retryable`` comes from
-``lockwright.errors.error_type`` — the single table deciding permanent versus transient.
+Every activity is wrapped by :func:`edge`. It binds the activity's Temporal ids (workflow
+id, run id, activity, attempt) and the package kind, package and revision its input names
+into every structlog line of the call, and turns whatever escapes into an
+``ApplicationError`` whose ``type`` is the lockwright error class name and whose
+``non_retryable`` comes from ``lockwright.errors.error_type`` — the single table deciding
+permanent versus transient.
 Messages are already truncated by the error tree; unknown exceptions are truncated here.
 """
 
@@ -31,6 +33,18 @@ def to_application_error(exc: BaseException) -> ApplicationError:
     return ApplicationError(message, type=type_, non_retryable=not retryable)
 
 
+def input_fields(arg: object) -> dict[str, str]:
+    """Package kind, package and revision, where an activity's input names them.
+
+    Inputs with a ``kind`` name their package ``package`` or, for the package's own
+    steps, ``name``.
+    """
+    kind = getattr(arg, "kind", "")
+    package = getattr(arg, "package", "") or (getattr(arg, "name", "") if kind else "")
+    fields = {"kind": kind, "package": package, "revision": getattr(arg, "revision", "")}
+    return {k: v for k, v in fields.items() if v and isinstance(v, str)}
+
+
 def edge(fn: F) -> F:
     """Wrap an activity: bind its ids into logs, classify what it raises.
 
@@ -42,7 +56,8 @@ def edge(fn: F) -> F:
         info = activity.info()
         with structlog.contextvars.bound_contextvars(
                 activity=info.activity_type, activity_id=info.activity_id,
-                workflow_id=info.workflow_id, attempt=info.attempt):
+                workflow_id=info.workflow_id, run_id=info.workflow_run_id,
+                attempt=info.attempt, **input_fields(args[-1] if args else None)):
             try:
                 return fn(*args, **kwargs)
             except (ApplicationError, CancelledError):

@@ -99,7 +99,8 @@ class PackageWorkflow(Upgrades):
         while not self._gone:
             if self._updates_waiting == 0 and workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.logger.info("continue as new passes=%d", self._s.passes)
+                workflow.logger.info("continue as new passes=%d", self._s.passes,
+                                     extra=self._log_fields())
                 workflow.continue_as_new(replace(inp, state=self._s))
             await self._wait_for_work()
             await self._reconcile()
@@ -293,7 +294,8 @@ class PackageWorkflow(Upgrades):
         """Forget what was installed for an earlier object of the same name."""
         s = self._s
         if s.uid and s.uid != pkg.uid:
-            workflow.logger.info("new package object uid=%s (was %s)", pkg.uid, s.uid)
+            workflow.logger.info("new package object uid=%s (was %s)", pkg.uid, s.uid,
+                                 extra=self._log_fields())
             s = c.PackageState(dirty=s.dirty, signals_seen=s.signals_seen, passes=s.passes,
                                installs=s.installs)
         self._s = replace(s, uid=pkg.uid)
@@ -330,7 +332,8 @@ class PackageWorkflow(Upgrades):
 
     def _wait_for_gone(self, message: str) -> None:
         """A step found its package or revision gone: look again on the next signal."""
-        workflow.logger.info("object gone, waiting for the next signal: %s", message)
+        workflow.logger.info("object gone, waiting for the next signal: %s", message,
+                             extra=self._log_fields())
         self._s = replace(self._s, wake_after_s=self._inp.tuning.gone_recheck_s)
         workflow.set_current_details(f"**waiting**: {message[:160]}")
 
@@ -347,7 +350,9 @@ class PackageWorkflow(Upgrades):
                 active=it.active, ignore_crossplane_constraints=pkg.ignore_crossplane_constraints,
                 skip_dependency_resolution=pkg.skip_dependency_resolution, tuning=inp.tuning,
                 generation=pkg.generation, identifier=pkg.source, prepare=it.prepare,
-                health_deadline_s=it.deadline_s),
+                health_deadline_s=it.deadline_s,
+                against=pkg.active_revision if it.prepare else "",
+                against_digest=pkg.active_digest if it.prepare else ""),
             id=c.revision_workflow_id(inp.kind, it.revision),
             static_summary=f"{it.summary} ({inp.kind})",
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
@@ -403,7 +408,8 @@ class PackageWorkflow(Upgrades):
             self._activation_errors[self._s.approved_revision] = failure.message
         step = failure.step or self._step
         workflow.logger.warning("pass failed step=%s type=%s permanent=%s attempt=%d",
-                                step, failure.type, failure.permanent, attempt)
+                                step, failure.type, failure.permanent, attempt,
+                                extra=self._log_fields())
         retry = f" (attempt {attempt}, next retry at {next_at})" if wake else ""
         workflow.set_current_details(f"**{phase}** at {step}{retry}: {failure.message[:120]}")
         written = conditions.package_failed(step, failure.message, wake, attempt)
@@ -411,7 +417,8 @@ class PackageWorkflow(Upgrades):
             await self._write_status(written, "")
         except ActivityError:
             # Writing status needs the API that may be down; the next pass tries again.
-            workflow.logger.warning("could not write failure status step=%s", step)
+            workflow.logger.warning("could not write failure status step=%s", step,
+                                    extra=self._log_fields())
 
     async def _write_status(self, conds: list[c.Condition], resolved: str,
                             drop: list[str] | None = None) -> None:
@@ -434,6 +441,11 @@ class PackageWorkflow(Upgrades):
         self._activation_errors.pop(inp.revision, None)
         self._s = replace(self._s, approved_revision=inp.revision, dirty=True, approved_via=via,
                           approved_by=inp.by, approved_at=workflow.now().isoformat())
+
+    def _log_fields(self) -> dict[str, str]:
+        """``extra`` of this workflow's log lines: which package, which revision."""
+        return {"kind": self._inp.kind, "package": self._inp.name,
+                "revision": self._s.current_revision}
 
     def _identify(self) -> None:
         # The watcher sets kind and name at start; set them here too for hand-started runs.
