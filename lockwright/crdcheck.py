@@ -11,7 +11,9 @@ versions"). Three changes are refused, each with the fix in its message:
   Kubernetes allows it, but every client, Composition and controller still using that
   version breaks at once.
 
-Plain data in, findings out; no I/O.
+The checks themselves are ``lockwright.crdcompat``'s CRD-wide ones (which go on to the
+schema changes a plan shows); this module keeps the preflight's shape. Plain data in,
+findings out; no I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lockwright import crdcompat
 from lockwright.lock import ObjectKey
 
 Obj = dict[str, Any]
@@ -54,37 +57,6 @@ def is_crd(obj: Obj) -> bool:
     return obj.get("kind") == CRD_KIND and ObjectKey.of(obj).group == CRD_GROUP
 
 
-def _versions(crd: Obj) -> dict[str, Obj]:
-    versions = (crd.get("spec") or {}).get("versions") or []
-    return {str(v.get("name")): v for v in versions if v.get("name")}
-
-
-def _stored(name: str, desired: dict[str, Obj], live: Obj) -> list[Finding]:
-    stored = (live.get("status") or {}).get("storedVersions") or []
-    return [Finding(name, v, f"version {v} is still in status.storedVersions but the new "
-                    "package drops it",
-                    f"run a storage migration to the new storage version and remove {v} "
-                    f"from status.storedVersions, or keep {v} in spec.versions")
-            for v in map(str, stored) if v not in desired]
-
-
-def _served(name: str, desired: dict[str, Obj], live: Obj) -> list[Finding]:
-    served = [v for v, body in _versions(live).items() if body.get("served")]
-    return [Finding(name, v, f"version {v} is served but the new package "
-                    + ("drops it" if v not in desired else "sets served: false"),
-                    f"keep {v} served")
-            for v in served if not (desired.get(v) or {}).get("served")]
-
-
-def _scope(name: str, desired: Obj, live: Obj) -> list[Finding]:
-    new = (desired.get("spec") or {}).get("scope")
-    old = (live.get("spec") or {}).get("scope")
-    if not new or not old or new == old:
-        return []
-    return [Finding(name, "", f"scope cannot change from {old} to {new}",
-                    "delete the CRD (and its resources) first or keep the scope")]
-
-
 def check_crd(desired: Obj, live: Obj) -> list[Finding]:
     """What is wrong with replacing the ``live`` CRD by ``desired``.
 
@@ -96,10 +68,8 @@ def check_crd(desired: Obj, live: Obj) -> list[Finding]:
         The findings: the scope's, then the stored versions', then the served ones';
         empty when the update is safe.
     """
-    name = str((desired.get("metadata") or {}).get("name", ""))
-    versions = _versions(desired)
-    return (_scope(name, desired, live) + _stored(name, versions, live)
-            + _served(name, versions, live))
+    return [Finding(c.crd, c.version, c.detail, c.fix)
+            for c in crdcompat.crd_changes(live, desired)]
 
 
 def preflight(objects: Iterable[Obj], live: Mapping[ObjectKey, Obj]) -> list[Finding]:
