@@ -79,7 +79,7 @@ def test_local_verdict_is_the_servers(gauges: tuple[client.CustomObjectsApi, str
 
 
 def test_cel_is_never_called_valid(gauges: tuple[client.CustomObjectsApi, str]) -> None:
-    api, group = gauges
+    _, group = gauges
     obj = gauge(group, {**OK, "guarded": "forbidden"})
     # the rule rejects this object on kube-apiserver; locally it cannot be evaluated
     assert validate(obj, SCHEMA).verdict == CANNOT_CHECK
