@@ -31,6 +31,7 @@ from lockwright.k8s import WARNING, Obj
 from lockwright.webhooks import inject_webhooks
 from lockwright.xpkg.meta import Dependency
 from workflows import contracts as c
+from workflows import metrics
 
 if TYPE_CHECKING:
     from lockwright.xpkg.parse import PackageSummary
@@ -153,6 +154,7 @@ class LockActivities(Base):
             try:
                 written = self.kube.update(wanted)
             except KubeConflict:
+                metrics.lock_cas_conflict(metrics.activity_meter())
                 # Jitter spreads out a herd of writers that all lost the same round.
                 time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
                 continue

@@ -95,6 +95,9 @@ SPECS: tuple[Spec, ...] = (
          "LOCKWRIGHT_DEPENDENCY_DOWNGRADES", "false",
          "worker: also move one down to the highest accepted version below it (implies "
          "upgrades; Crossplane's --enable-dependency-version-downgrades)"),
+    Spec("metrics_address", "--metrics-address", "LOCKWRIGHT_METRICS_ADDRESS", "",
+         "worker: serve Prometheus metrics (Temporal SDK's and lockwright's) on HOST:PORT "
+         "at /metrics (empty: off)"),
 )
 _BY_FIELD = {s.field: s for s in SPECS}
 
@@ -124,6 +127,7 @@ class Settings:
     temporal_tls_ca: str = ""
     temporal_tls_server_name: str = ""
     temporal_api_key_file: str = ""
+    metrics_address: str = ""
 
     def __post_init__(self) -> None:
         if not self.cache_dir:
@@ -164,6 +168,12 @@ def _check_address(s: Settings) -> None:
     if not _HOST_PORT.match(s.temporal_address):
         raise _fail("temporal_address", f"{s.temporal_address!r} is not HOST:PORT",
                     "give e.g. 127.0.0.1:7233")
+
+
+def _check_metrics_address(s: Settings) -> None:
+    if s.metrics_address and not _HOST_PORT.match(s.metrics_address):
+        raise _fail("metrics_address", f"{s.metrics_address!r} is not HOST:PORT",
+                    "give e.g. 0.0.0.0:9090, or nothing to serve no metrics")
 
 
 def _check_names(s: Settings) -> None:
@@ -209,7 +219,8 @@ def _check_tuning(raw: str) -> None:
                     'give e.g. {"backoff_initial_s": 0.5, "backoff_max_s": 2}')
 
 
-_CHECKS: tuple[Callable[[Settings], None], ...] = (_check_address, _check_names, _check_values)
+_CHECKS: tuple[Callable[[Settings], None], ...] = (_check_address, _check_names, _check_values,
+                                                   _check_metrics_address)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,13 +4,16 @@ One process polls one task queue for both workflow and activity tasks. Activitie
 use the (synchronous) Kubernetes client run on a thread pool sized to the activity slots,
 so the event loop never blocks. SIGTERM or SIGINT drains: no new tasks are polled and
 running activities get ``GRACEFUL_SHUTDOWN`` to finish before they are cancelled (their
-retries then run on another worker, or on this one after a restart).
+retries then run on another worker, or on this one after a restart). With
+``--metrics-address`` its Temporal runtime serves Prometheus metrics
+(:mod:`worker.observability`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -104,7 +107,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event, *, bootstrap: bool
         async with worker:
             log.info("worker polling", task_queue=settings.task_queue,
                      namespace=settings.temporal_namespace, workflows=len(ALL_WORKFLOWS),
-                     activities=len(acts), max_concurrent_activities=slots)
+                     activities=len(acts), max_concurrent_activities=slots,
+                     metrics_address=settings.metrics_address or None)
             await resolve_again(client, settings)
             await stop.wait()
             log.info("worker draining", graceful_shutdown_s=GRACEFUL_SHUTDOWN.total_seconds())
@@ -148,11 +152,28 @@ def worker_command(args: argparse.Namespace) -> int:
     """Handler of ``lockwright worker``."""
     from lockwright.log import configure
     from worker.common import settings_or_exit
+    from worker.observability import quiet_sdk_messages
 
     configure()
+    quiet_sdk_messages()
     settings = settings_or_exit(args)
+    if not _serving_metrics(settings):
+        return 1
     asyncio.run(_main(settings, bootstrap=not args.no_bootstrap))
     return 0
+
+
+def _serving_metrics(settings: Settings) -> bool:
+    """Serve metrics if asked; False (and the reason on stderr) when that cannot be."""
+    from worker.observability import use_runtime
+
+    try:
+        use_runtime(settings.metrics_address)
+    except ValueError as exc:
+        print(f"error: --metrics-address / LOCKWRIGHT_METRICS_ADDRESS: cannot serve "
+              f"metrics on {settings.metrics_address}: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 async def _main(settings: Settings, bootstrap: bool) -> None:

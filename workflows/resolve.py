@@ -29,6 +29,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import contracts as c
+    from workflows import metrics
     from workflows.calls import call, classify
     from workflows.retry import loop_backoff
 
@@ -110,6 +111,8 @@ class ResolveDependencies:
         attempt = s.retry_attempt + 1 if decided.retry else 0
         wake = loop_backoff(self._inp.tuning, attempt).total_seconds() if decided.retry else 0.0
         message = "; ".join(u.message for u in decided.unresolved)
+        if decided.unresolved:
+            metrics.resolution_failed(workflow.metric_meter(), "unresolved")
         self._s = replace(s, resolved=not decided.unresolved, retry_attempt=attempt,
                           wake_after_s=wake, created=s.created + len(applied.created),
                           moved=s.moved + len(applied.moved), last_message=message[:500])
@@ -121,6 +124,7 @@ class ResolveDependencies:
         self._s = replace(self._s, retry_attempt=attempt, wake_after_s=wake.total_seconds(),
                           last_message=message[:500])
         workflow.logger.warning("resolution failed attempt=%d: %s", attempt, message[:200])
+        metrics.resolution_failed(workflow.metric_meter(), "error")
         workflow.set_current_details(f"**retrying** in {wake.total_seconds():g}s "
                                      f"(attempt {attempt}): {message[:160]}")
 

@@ -32,7 +32,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import contracts as c
-    from workflows import status
+    from workflows import metrics, status
     from workflows.calls import (
         PATCH_LOCAL_STEPS,
         Failure,
@@ -56,14 +56,17 @@ class InstallRevision:
 
     def __init__(self) -> None:
         self._step = ""
+        self._began = 0.0  # workflow time the install began, for its duration metric
         self._small = False  # package.yaml fetched and within Tuning.local_max_bytes
         self._locked = c.TakeLockResult()  # dependencies as the Lock saw them
 
     @workflow.run
     async def run(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
         """Run the install steps; see the module docstring."""
+        self._began = workflow.time()
+        metrics.install_started(workflow.metric_meter(), inp.kind, _mode(inp))
         try:
-            return await self._install(inp)
+            result = await self._install(inp)
         except ActivityError as err:
             if is_cancellation(err):
                 raise
@@ -75,8 +78,16 @@ class InstallRevision:
                 return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                                gone=True, message=failure.message)
             await self._write_failure(inp, failure)
+            self._finished(inp, failure.type)
             raise ApplicationError(status.prefixed(self._step, failure.message), self._step,
                                    type=failure.type, non_retryable=failure.permanent) from err
+        if not result.dependencies_unmet:  # waiting for its dependencies: not over yet
+            self._finished(inp, "" if result.healthy else metrics.UNHEALTHY)
+        return result
+
+    def _finished(self, inp: c.InstallRevisionInput, error_type: str) -> None:
+        metrics.install_finished(workflow.metric_meter(), inp.kind, _mode(inp),
+                                 workflow.time() - self._began, error_type)
 
     async def _install(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
         fetched = await self._run(inp, c.FETCH_PACKAGE, c.FetchPackageInput(
@@ -88,7 +99,8 @@ class InstallRevision:
             c.ParsePackageResult, f"parse and lint {inp.revision}")
         if parsed.warnings:
             workflow.logger.info("lint warnings revision=%s count=%d first=%s",
-                                 inp.revision, parsed.warnings, parsed.first_warnings[:1])
+                                 inp.revision, parsed.warnings, parsed.first_warnings[:1],
+                                 extra=_log_fields(inp))
         if parsed.crossplane_constraint and not inp.ignore_crossplane_constraints:
             await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
                 revision=inp.revision, constraint=parsed.crossplane_constraint),
@@ -246,9 +258,23 @@ class InstallRevision:
     async def _write_failure(self, inp: c.InstallRevisionInput, failure: Failure) -> None:
         workflow.set_current_details(f"**failed** at {self._step}: {failure.message[:120]}")
         workflow.logger.warning("install failed revision=%s step=%s type=%s permanent=%s",
-                                inp.revision, self._step, failure.type, failure.permanent)
+                                inp.revision, self._step, failure.type, failure.permanent,
+                                extra=_log_fields(inp))
         try:
             await self._write(inp, status.revision_failed(self._step, failure.message))
         except ActivityError:
             # The API is likely down too; the parent's status and retry still report it.
-            workflow.logger.warning("could not write failure status revision=%s", inp.revision)
+            workflow.logger.warning("could not write failure status revision=%s", inp.revision,
+                                    extra=_log_fields(inp))
+
+
+def _mode(inp: c.InstallRevisionInput) -> str:
+    """The install's ``mode`` label: an upgrade's preparation, its switch, or neither."""
+    if inp.prepare:
+        return metrics.PREPARE
+    return metrics.SWITCH if inp.health_deadline_s else metrics.INSTALL
+
+
+def _log_fields(inp: c.InstallRevisionInput) -> dict[str, str]:
+    """``extra`` of this workflow's log lines: which package, which revision."""
+    return {"kind": inp.kind, "package": inp.package, "revision": inp.revision}

@@ -33,6 +33,7 @@ from temporalio.exceptions import ActivityError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from lockwright.activation import Situation, Step, next_step
     from workflows import contracts as c
+    from workflows import metrics
     from workflows import status as conditions
     from workflows.calls import R, classify
 
@@ -144,7 +145,7 @@ class Upgrades:
         workflow.set_current_details(f"**approved** `{rev}` by {done.by} at {done.at}")
 
     async def _switch(self: _Host, pkg: c.ReadPackageResult, new: Install) -> None:
-        old = pkg.active_revision
+        old, began = pkg.active_revision, workflow.time()
         await Upgrades._activate(self, new.revision, keep_runtime=True,
                                  why=f"switch {old} → {new.revision}")
         deadline = pkg.switch_deadline_s or self._inp.tuning.switch_deadline_s
@@ -154,12 +155,14 @@ class Upgrades:
             # Back to the old revision; a failure that can heal is tried again later.
             failure = classify(err)
             await Upgrades._revert(self, pkg, new, failure.message, hold=failure.permanent)
+            _switched(self._inp.kind, began, "failed")
             raise
         if result.gone:
             self._wait_for_gone(f"{new.revision} or its package went away while switching")
             return
         if not result.healthy:
             await Upgrades._revert(self, pkg, new, result.message)
+            _switched(self._inp.kind, began, "reverted")
             return
         await Upgrades._activate(self, new.revision, keep_runtime=False,
                                  why=f"finish the switch to {new.revision}", finish=True)
@@ -169,6 +172,7 @@ class Upgrades:
         await self._collect(pkg, new.revision)
         await self._write_status(conditions.package_ok(True, True, ""), new.source)
         self._settle(True, new.revision)
+        _switched(self._inp.kind, began, "finished")
 
     async def _revert(self: _Host, pkg: c.ReadPackageResult, new: Install,
                       message: str, hold: bool = True) -> None:
@@ -206,3 +210,8 @@ class Upgrades:
         await self._call(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
             kind=inp.kind, package=inp.name, revision=rev, keep_runtime=keep_runtime,
             drop_unshipped=finish), c.SetActiveRevisionResult, why)
+
+
+def _switched(kind: str, began: float, outcome: str) -> None:
+    """The switch-over's duration, from taking control to ``outcome``."""
+    metrics.switch_finished(workflow.metric_meter(), kind, workflow.time() - began, outcome)
