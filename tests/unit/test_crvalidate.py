@@ -4,7 +4,7 @@
 sends every case to devcluster as a server-side dry run and asserts the same verdict. Here:
 each case's verdict and first violation path; CEL and what this port cannot vouch for give
 ``cannot-check``; the input is never modified; the violation limit; the string formats as
-kube-openapi checks them (its own test vectors where it has them).
+kube-openapi checks them, with its own test vectors where it has them.
 """
 
 from __future__ import annotations
@@ -203,7 +203,6 @@ def test_server_corners(schema: Obj, value: Any, verdict: str) -> None:
 
 
 @pytest.mark.parametrize(("fmt", "value", "valid"), [
-    # kube-openapi's strfmt: time_test.go, duration_test.go, default_test.go
     ("date-time", "2014-12-15T08:00:00Z", True),
     ("date-time", "2011-08-18T19:03:37.123000000+01:00", True),
     ("date-time", "2014-12-15T08:00", False),  # no seconds
@@ -277,6 +276,44 @@ def test_server_corners(schema: Obj, value: Any, verdict: str) -> None:
     ("int32", "not even a number", True),  # not recognised: dropped by the server
 ])
 def test_formats(fmt: str, value: str, valid: bool | None) -> None:
+    assert check_format(fmt, value) is valid
+
+
+# kubernetes/kube-openapi d427ff9, pkg/validation/strfmt: default_test.go's hostnames,
+# duration_test.go's durations, time_test.go's date-times (IsDateTime of the marshalled form)
+KUBE_OPENAPI_VECTORS: dict[str, tuple[list[str], list[str]]] = {
+    "hostname": (
+        ["somewhere.com", "888.com", "a.com", "a.b.com", "a.b.c.com", "a.b.c.d.com",
+         "a.b.c.d.e.com", "1.com", "1.2.com", "1.2.3.com", "1.2.3.4.com", "99.domain.com",
+         "99.99.domain.com", "1wwworg.example.com", "1000wwworg.example.com",
+         "xn--bcher-kva.example.com", "xn-80ak6aa92e.co", "xn-80ak6aa92e.com", "xn--ls8h.la",
+         "☁→❄→☃→☀→☺→☂→☹→✝.ws", "www.example.onion", "www.example.ôlà", "ôlà.ôlà",
+         "ôlà.ôlà.ôlà", "ex$ample", "localhost", "example", "x", "x-y", "a.b.c.dot",
+         "www.example.org", "a.b.c.d.e.f.g.dot", "ex=ample.com", "<foo>",
+         "www.example-hyphenated.org", "www.詹姆斯.org", "www.élégigôö.org",
+         "www.詹姆斯.london"],
+        ["somewhere.com!", "user@email.domain", "1.1.1.1", "a" * 256, "x.y." + "a" * 64,
+         "www.example-.org", "www.--example.org", "-www.example.org", "www-.example.org",
+         "www.d-.org", "www.-d.org", "www-", "-www", "www.ex ample.org", "_www.example.org",
+         "www.ex;ample.org", "www.example_underscored.org", "www.詹姆斯.x", "a.b.c.d", "-xyz",
+         "xyz-", "x.", "a.b.c.dot-", "a.b.c.é;ö"]),
+    "duration": (
+        ["0ms", "2ms", "1ns", "1us", "1µs", "1ms", "1s", "1m", "1h", "1hr", "1d", "1w", "1wk",
+         "1nanoseconds", "1nanos", "1microseconds", "1micros", "1millis", "1milliseconds",
+         "1second", "1sec", "1min", "1minute", "1hour", "1day", "1week", "1  ns", "1  µs",
+         "1  hr", "1  d"],
+        ["yada", "three week", "9999999999999999999999999999999999999999999999999999999 weeks",
+         "12 parsecs", "12 y", "45 wekk", "45 weeekks"]),
+    "date-time": (
+        ["2014-12-15T08:00:00.000Z", "2011-08-18T19:03:37.000+01:00",
+         "2014-12-15T19:30:20.000Z", "0001-01-01T00:00:00.000Z"], ["yada"]),
+}
+
+
+@pytest.mark.parametrize(("fmt", "value", "valid"), [
+    (fmt, v, ok) for fmt, (good, bad) in KUBE_OPENAPI_VECTORS.items()
+    for ok, values in ((True, good), (False, bad)) for v in values])
+def test_kube_openapi_vectors(fmt: str, value: str, valid: bool) -> None:
     assert check_format(fmt, value) is valid
 
 
