@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import pytest
 import yaml
 from kubernetes import client
 
-from tests.helpers import unique
+from tests.helpers import unique, wait_for
 
 pytestmark = pytest.mark.kubectl
 
@@ -221,39 +219,44 @@ def test_delete_wait_then_not_found(kubectl: Kubectl, ns: str) -> None:
 
 
 def test_get_watch_streams_new_objects(kubectl: Kubectl, ns: str) -> None:
-    name = unique("cm")
+    marker, name = unique("cm-listed"), unique("cm")
+    kubectl.apply(configmap(marker, ns))
     watch = kubectl.popen("get", "configmaps", "-n", ns, "-w")
     try:
-        time.sleep(0.5)
+        assert watch.stdout is not None
+        out = Lines(watch.stdout)
+        # Ready once the list is printed: kubectl watches from the list's resourceVersion,
+        # so an object created after it can only arrive through the watch.
+        out.until(marker, timeout=20)
         kubectl.apply(configmap(name, ns, a="1"))
-        line = _read_until(watch, name, timeout=20)
+        line = out.until(name, timeout=20)
         assert line.split()[:2] == [name, "1"]
     finally:
         watch.kill()
         watch.wait()
 
 
-def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
-    """Read stdout lines (in a thread: a pipe gives no deadline) until one has ``needle``."""
-    assert proc.stdout is not None
-    lines: queue.Queue[str] = queue.Queue()
-    stdout = proc.stdout
+class Lines:
+    """The lines of a child's output, read by a thread (a pipe read has no deadline)."""
 
-    def pump() -> None:
-        for line in stdout:
-            lines.put(line)
-    threading.Thread(target=pump, daemon=True).start()
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
+    def __init__(self, stream: IO[str]) -> None:
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.seen.append(line)
+
+    def until(self, needle: str, timeout: float) -> str:
+        """The first line with ``needle``, waiting for it at most ``timeout`` seconds."""
+        def found() -> str | None:
+            return next((line for line in list(self.seen) if needle in line), None)
         try:
-            line = lines.get(timeout=0.2)
-        except queue.Empty:
-            continue
-        seen.append(line)
-        if needle in line:
-            return line
-    raise AssertionError(f"{needle!r} not seen; got {seen!r}")
+            line = wait_for(found, timeout=timeout, interval=0.05, what=repr(needle))
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; got {self.seen!r}") from exc
+        assert line is not None
+        return line
 
 
 # --- Deployment --------------------------------------------------------------------
@@ -414,16 +417,19 @@ def test_wait_for_custom_condition_set_through_status(kubectl: Kubectl, ns: str,
                                                       kube_client: client.ApiClient) -> None:
     name = unique("g")
     kubectl.apply(gadget_obj(gadget, name, ns))
+    # -v=6 logs each request once its response begins: the watch's line says kubectl
+    # waits on the watch, so the condition set next arrives through it.
     waiter = kubectl.popen("wait", "--for=condition=Ready", f"{gadget.plural}/{name}",
-                           "-n", ns, "--timeout=30s")
-    time.sleep(0.5)
+                           "-n", ns, "--timeout=30s", "-v=6")
+    assert waiter.stdout is not None and waiter.stderr is not None
+    log = Lines(waiter.stderr)
+    log.until("watch=true", timeout=20)
     client.CustomObjectsApi(kube_client).patch_namespaced_custom_object_status(
         gadget.group, "v1", ns, gadget.plural, name,
         {"status": {"conditions": [{"type": "Ready", "status": "True",
                                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
-    out, err = waiter.communicate(timeout=40)
-    assert waiter.returncode == 0, err
-    assert out.strip() == f"{gadget.printed}/{name} condition met"
+    assert waiter.wait(timeout=40) == 0, "".join(log.seen)
+    assert waiter.stdout.read().strip() == f"{gadget.printed}/{name} condition met"
     assert row(kubectl.out("get", gadget.plural, "-n", ns), name)[1] == "True"
 
 
