@@ -102,12 +102,12 @@ def _number_risk(shape: bytes) -> str | None:
 
 def _opens(text: bytes, char: bytes, *, named: bool) -> bool:
     """Whether ``char`` may open a node: after ``: ``, ``- `` or ``? ``, or at a line's
-    start, where a key may open whatever the line before; with ``named``, only if a name
+    start, where a key may open whatever the line before; with ``named``, unless a blank
     follows (both parsers refuse ``* item`` where a node opens, and read it as text
-    anywhere else)."""
+    anywhere else; a lone ``*`` or ``&`` at a line's end is refused by libyaml alone)."""
     for at in _positions(text, char):
-        if named and text[at + 1:at + 2] in _BLANK_OR_END:
-            continue
+        if named and text[at + 1:at + 2] in (b" ", b"\t"):
+            continue  # refused by both; before a line's end only libyaml refuses
         before = _spaces_before(text, at)
         if before == 0 or text[before - 1] == 0x0A or (
                 before < at and text[before - 1] in b":-?"):
