@@ -16,6 +16,7 @@ from activities.base import Settings
 from activities.dependencies import DependencyActivities
 from activities.lifecycle import LifecycleActivities
 from activities.package import PackageActivities
+from activities.plan import PlanActivities
 from activities.rbac import RbacActivities
 from activities.revision import RevisionActivities
 from activities.runtime import RuntimeActivities
@@ -27,7 +28,7 @@ __all__ = ["Activities", "Settings", "build"]
 
 
 class Activities(PackageActivities, LifecycleActivities, RevisionActivities, RbacActivities,
-                 RuntimeActivities, ApprovalActivities, DependencyActivities):
+                 RuntimeActivities, ApprovalActivities, DependencyActivities, PlanActivities):
     """Every activity, sharing settings, one ``Kube`` and one package cache."""
 
     def all(self) -> list[Callable[..., Any]]:
@@ -38,7 +39,8 @@ class Activities(PackageActivities, LifecycleActivities, RevisionActivities, Rba
                 self.check_crossplane_version, self.take_lock, self.ensure_tls,
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
                 self.check_health, self.write_revision_status, self.record_event,
-                self.record_approval, self.resolve_dependencies, self.apply_resolution]
+                self.record_approval, self.resolve_dependencies, self.apply_resolution,
+                self.plan_revision]
 
 
 def build(settings: Settings | ProcessSettings, kube: Kube | None = None,

@@ -25,6 +25,7 @@ from activities.base import Base, meta
 from activities.connection import TemporalConnection
 from activities.errors import edge
 from lockwright.k8s import NORMAL, Obj
+from lockwright.plan import ACCEPT_PLAN_ANNOTATION as ACCEPT_PLAN
 from workflows import contracts as c
 
 Found = tuple[str, str]  # who, when (ISO 8601)
@@ -41,12 +42,16 @@ class ApprovalActivities(Base):
         by, at = inp.by, inp.at
         if inp.via == "kubectl":
             by, at = desired_state_writer(rev)
+        elif inp.via == "annotation":
+            by, at = annotation_writer(self.package(inp.kind, inp.package), ACCEPT_PLAN)
         elif not by:
             by, when = asyncio.run(self.temporal_identity(inp))
             at = when or at
         by = by or "an unknown client"
-        self.event(rev, NORMAL, "ApproveRevision",
-                   f"Activation of {inp.revision} approved by {by} at {at} ({inp.via})")
+        what = (("AcceptPlan", "The breaking upgrade plan of") if inp.plan
+                else ("ApproveRevision", "Activation of"))
+        self.event(rev, NORMAL, what[0],
+                   f"{what[1]} {inp.revision} approved by {by} at {at} ({inp.via})")
         self.log(package=inp.package, revision=inp.revision).info(
             "revision.approved", by=by, at=at, via=inp.via)
         return c.RecordApprovalResult(by=by, at=at)
@@ -88,6 +93,15 @@ def names(payloads: Payloads, revision: str) -> bool:
     except ValueError:
         return False
     return value == revision or (isinstance(value, dict) and value.get("revision") == revision)
+
+
+def annotation_writer(obj: Obj, key: str) -> Found:
+    """The field manager that last wrote annotation ``key``, and when."""
+    writers = [m for m in meta(obj).get("managedFields") or []
+               if f"f:{key}" in (((m.get("fieldsV1") or {}).get("f:metadata") or {})
+                                 .get("f:annotations") or {})]
+    last: Obj = max(writers, key=lambda m: str(m.get("time", "")), default={})
+    return str(last.get("manager", "")), str(last.get("time", ""))
 
 
 def desired_state_writer(rev: Obj) -> Found:

@@ -38,6 +38,7 @@ from lockwright.errors import (
 from lockwright.imageconfig import Resolution
 from lockwright.k8s import NORMAL, WARNING, Obj
 from lockwright.oci.reference import Reference, parse
+from lockwright.plan import ACCEPT_PLAN_ANNOTATION
 from workflows import contracts as c
 
 COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",
@@ -101,7 +102,9 @@ class PackageActivities(Verifier):
                 c.DIGEST_ANNOTATION, "")),
             paused=(meta(pkg).get("annotations") or {}).get(c.PAUSED_ANNOTATION) == "true",
             synced_paused=says_paused(pkg),
-            pull_policy=str(s.get("packagePullPolicy") or "IfNotPresent"))
+            pull_policy=str(s.get("packagePullPolicy") or "IfNotPresent"),
+            accept_plan=str((meta(pkg).get("annotations") or {}).get(
+                ACCEPT_PLAN_ANNOTATION, "")))
 
     @activity.defn(name=c.RECORD_EVENT)
     @edge

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from temporalio.common import SearchAttributeKey
 
+from lockwright.plan import Plan
+
 TASK_QUEUE = "lockwright"
 
 # Package kinds, as they appear in workflow ids (lower case) and in Kubernetes (title case).
@@ -76,13 +78,14 @@ RECORD_EVENT = "record_event"
 RECORD_APPROVAL = "record_approval"
 RESOLVE_DEPENDENCIES = "resolve_dependencies"
 APPLY_RESOLUTION = "apply_resolution"
+PLAN_REVISION = "plan_revision"
 
 ALL_ACTIVITY_NAMES = (
     READ_PACKAGE, RESOLVE_DIGEST, ENSURE_REVISION, SET_ACTIVE_REVISION, COLLECT_REVISIONS,
     WRITE_PACKAGE_STATUS, CLEANUP_PACKAGE, FETCH_PACKAGE, PARSE_PACKAGE,
     CHECK_CROSSPLANE_VERSION, TAKE_LOCK, ENSURE_TLS, ESTABLISH_OBJECTS, ENSURE_RBAC,
     ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS, RECORD_EVENT, RECORD_APPROVAL,
-    RESOLVE_DEPENDENCIES, APPLY_RESOLUTION,
+    RESOLVE_DEPENDENCIES, APPLY_RESOLUTION, PLAN_REVISION,
 )
 
 # --- signal, update and query names ----------------------------------------------------
@@ -90,6 +93,8 @@ SIGNAL_LOOK_AGAIN = "look_again"
 SIGNAL_REQUEST_ACTIVATION = "request_activation"
 UPDATE_ACTIVATE_REVISION = "activate_revision"
 QUERY_STATUS = "status"
+# The plan of the last prepared upgrade (``Plan``), or None.
+QUERY_PLAN = "plan"
 
 # --- search attributes (register them on the server before use) -----------------------
 SA_PACKAGE_KIND = SearchAttributeKey.for_keyword("LockwrightPackageKind")
@@ -203,6 +208,10 @@ class PackageState:
     approved_by: str = ""
     approved_at: str = ""
     recorded_approval: str = ""
+    # The last prepared upgrade's plan, and the revision whose breaking plan an operator
+    # accepted through the activation update (the annotation is read each pass).
+    plan: Plan | None = None
+    accepted_plan: str = ""
 
 
 @dataclass(frozen=True)
@@ -248,6 +257,8 @@ class ActivateRevisionInput:
     revision: str = ""
     # Who approves, when the caller says; otherwise the Temporal identity of the call.
     by: str = ""
+    # Also accept this revision's breaking plan (and only this revision's).
+    accept_plan: bool = False
 
 
 def approval(inp: ActivateRevisionInput | str) -> ActivateRevisionInput:
@@ -322,6 +333,8 @@ class ReadPackageResult:
     paused: bool = False
     synced_paused: bool = False
     pull_policy: str = ""
+    # The revision named by the lockwright.io/accept-plan annotation.
+    accept_plan: str = ""
 
 
 @dataclass(frozen=True)
@@ -490,6 +503,9 @@ class InstallRevisionInput:
     prepare: bool = False
     # A switch's health gate: wait at most this long for the runtime (0: Tuning's polls).
     health_deadline_s: float = 0.0
+    # Preparing: the active revision (and its digest) the plan compares against.
+    against: str = ""
+    against_digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -508,6 +524,21 @@ class InstallRevisionResult:
     # Dependencies missing or at an invalid version: the install stopped after the Lock,
     # ``message`` says which (the revision's health, not the runtime's).
     dependencies_unmet: bool = False
+    # Preparing: what the switch would change (None before plans, or with nothing active).
+    plan: Plan | None = None
+
+
+@dataclass(frozen=True)
+class PlanRevisionInput:
+    """Activity ``plan_revision``: what switching ``package`` from ``against`` to
+    ``revision`` would change; it also writes the revision's PlanCompatible condition."""
+
+    kind: str = ""
+    package: str = ""
+    revision: str = ""
+    digest: str = ""
+    against: str = ""
+    against_digest: str = ""
 
 
 # --- revision-level activities -------------------------------------------------------
@@ -766,6 +797,9 @@ class RecordApprovalInput:
     at: str = ""
     workflow_id: str = ""
     run_id: str = ""
+    # The approval accepts the revision's breaking plan (Event AcceptPlan); via
+    # "annotation": who set lockwright.io/accept-plan on the package, from its managedFields.
+    plan: bool = False
 
 
 @dataclass(frozen=True)

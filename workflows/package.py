@@ -62,6 +62,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from lockwright.plan import Plan
     from workflows import contracts as c
     from workflows import status as conditions
     from workflows.calls import R, Failure, call, classify
@@ -152,6 +153,11 @@ class PackageWorkflow(Upgrades):
         if inp.revision != self._s.current_revision:
             raise ValueError(f"revision {inp.revision!r} is not the current revision "
                              f"{self._s.current_revision!r}")
+
+    @workflow.query(name=c.QUERY_PLAN)
+    def plan(self) -> Plan | None:
+        """The plan of the last prepared upgrade (None before any)."""
+        return self._s.plan
 
     @workflow.query(name=c.QUERY_STATUS)
     def status(self) -> c.PackageStatusResult:
@@ -350,7 +356,9 @@ class PackageWorkflow(Upgrades):
                 active=it.active, ignore_crossplane_constraints=pkg.ignore_crossplane_constraints,
                 skip_dependency_resolution=pkg.skip_dependency_resolution, tuning=inp.tuning,
                 generation=pkg.generation, identifier=pkg.source, prepare=it.prepare,
-                health_deadline_s=it.deadline_s),
+                health_deadline_s=it.deadline_s,
+                against=pkg.active_revision if it.prepare else "",
+                against_digest=pkg.active_digest if it.prepare else ""),
             id=c.revision_workflow_id(inp.kind, it.revision),
             static_summary=f"{it.summary} ({inp.kind})",
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
@@ -438,7 +446,9 @@ class PackageWorkflow(Upgrades):
     def _approve(self, inp: c.ActivateRevisionInput, via: str) -> None:
         self._activation_errors.pop(inp.revision, None)
         self._s = replace(self._s, approved_revision=inp.revision, dirty=True, approved_via=via,
-                          approved_by=inp.by, approved_at=workflow.now().isoformat())
+                          approved_by=inp.by, approved_at=workflow.now().isoformat(),
+                          accepted_plan=inp.revision if inp.accept_plan
+                          else self._s.accepted_plan)
 
     def _log_fields(self) -> dict[str, str]:
         """``extra`` of this workflow's log lines: which package, which revision."""

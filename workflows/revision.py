@@ -31,6 +31,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from lockwright.plan import Plan
     from workflows import contracts as c
     from workflows import metrics, status
     from workflows.calls import (
@@ -48,6 +49,8 @@ with workflow.unsafe.imports_passed_through():
 # takes the Lock, without dependencies, so its claim on objects counts (before: no Lock).
 PATCH_DEPENDENCY_GATE = "dependency-gate"
 PATCH_SKIP_KEEPS_CLAIM = "skip-dependencies-keeps-claim"
+# A prepared upgrade is planned (plan_revision) before its status is written.
+PATCH_UPGRADE_PLAN = "upgrade-plan"
 
 
 @workflow.defn
@@ -145,12 +148,24 @@ class InstallRevision:
             kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
             control=True, dry_run=True), c.EstablishObjectsResult,
             f"dry-run {parsed.objects} objects (control)")
-        await self._write(inp, status.revision_ok(False, True, ""), objects=checked.objects,
-                          capabilities=parsed.capabilities)
-        workflow.set_current_details(f"**prepared** `{inp.revision}`")
+        plan = await self._plan(inp)
+        await self._write(inp, status.revision_ok(False, True, "") + status.planned(plan),
+                          objects=checked.objects, capabilities=parsed.capabilities)
+        workflow.set_current_details(f"**prepared** `{inp.revision}`"
+                                     + (f": {plan.summary()}" if plan else ""))
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=checked.objects, dependencies=dependencies,
-                                       healthy=True)
+                                       healthy=True, plan=plan)
+
+    async def _plan(self, inp: c.InstallRevisionInput) -> Plan | None:
+        """What the switch would change against the active revision (none when nothing
+        is active, or for runs started before plans)."""
+        if not inp.against or not workflow.patched(PATCH_UPGRADE_PLAN):
+            return None
+        return await self._run(inp, c.PLAN_REVISION, c.PlanRevisionInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+            against=inp.against, against_digest=inp.against_digest), Plan,
+            f"plan {inp.against} → {inp.revision}")
 
     async def _take_lock(self, inp: c.InstallRevisionInput) -> None:
         # skipDependencyResolution used to skip the Lock, and with it the claim on objects.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from lockwright.plan import PLAN_CONDITION, Plan
 from workflows import contracts as c
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
@@ -74,6 +75,14 @@ def package_reverted(active_revision: str, message: str) -> list[c.Condition]:
                  f"; reverted to {active_revision}")]
 
 
+def package_plan_refused(active_revision: str, plan: Plan) -> list[c.Condition]:
+    """Conditions of a package whose upgrade waits: its plan breaks and nobody accepted it."""
+    return [cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION,
+                 f"Package is inactive: the upgrade plan breaks, {active_revision} stays "
+                 f"active: {plan.summary()}"[:4000]),
+            cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
+
+
 def package_installing(active: bool) -> list[c.Condition]:
     """Conditions while a revision installs: health not known yet (Crossplane says the same)."""
     installed = (cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION) if active
@@ -125,3 +134,12 @@ def runtime_failed(message: str) -> str:
 def prefixed(step: str, message: str) -> str:
     """Return ``message`` with Crossplane's prefix for ``step``."""
     return STEP_PREFIX.get(step, "") + message
+
+
+def planned(plan: Plan | None) -> list[c.Condition]:
+    """The revision's ``PlanCompatible`` condition: the plan's verdict and summary."""
+    if plan is None:
+        return []
+    if plan.compatible:
+        return [cond(PLAN_CONDITION, TRUE, "Compatible", plan.summary()[:2000])]
+    return [cond(PLAN_CONDITION, FALSE, "BreakingChanges", plan.summary()[:4000])]

@@ -32,6 +32,7 @@ from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from lockwright.activation import Situation, Step, next_step
+    from lockwright.plan import Plan, blocks, refusal
     from workflows import contracts as c
     from workflows import metrics
     from workflows import status as conditions
@@ -113,12 +114,53 @@ class Upgrades:
         if prepared.gone:
             self._wait_for_gone(f"{new.revision} or its package went away while preparing")
             return
+        self._s = replace(self._s, plan=prepared.plan)
         if step is Step.PREPARE_AND_WAIT:
             self._s = replace(self._s, installed_key=key, healthy=True)
             await self._write_status(conditions.package_ok(False, True, ""), new.source)
             self._settle(False, new.revision)
             return
+        if prepared.plan is not None and not prepared.plan.compatible:
+            if blocks(prepared.plan, Upgrades._accepted(self, pkg)):
+                await Upgrades._refuse_plan(self, pkg, new, prepared.plan)
+                return
+            await Upgrades._record_acceptance(self, pkg, new.revision)
         await Upgrades._switch(self, pkg, new)
+
+    def _accepted(self: _Host, pkg: c.ReadPackageResult) -> str:
+        """The revision whose breaking plan an operator accepted (annotation or update)."""
+        return pkg.accept_plan or self._s.accepted_plan
+
+    async def _refuse_plan(self: _Host, pkg: c.ReadPackageResult, new: Install,
+                           plan: Plan) -> None:
+        """The plan breaks: the new revision stays Inactive, the old one keeps running,
+        and an Event (once per revision and generation) says how to go on."""
+        key = f"{new.revision}/{pkg.generation}/refused"
+        if self._s.installed_key != key:
+            inp = self._inp
+            await self._call(c.RECORD_EVENT, c.RecordEventInput(
+                kind=inp.kind, name=inp.name, type="Warning", reason="BreakingUpgrade",
+                message=refusal(inp.kind, inp.name, plan)), c.RecordEventResult,
+                f"event: plan of {new.revision} breaks", step=False)
+        self._s = replace(self._s, installed_key=key, healthy=True)
+        self._activation_errors[new.revision] = (
+            f"the upgrade plan of {new.revision} breaks ({plan.breaking_count} change(s)); "
+            "approve it again accepting the plan, or fix the package")
+        await self._write_status(conditions.package_plan_refused(pkg.active_revision, plan),
+                                 new.source)
+        self._settle(False, new.revision)
+
+    async def _record_acceptance(self: _Host, pkg: c.ReadPackageResult, rev: str) -> None:
+        """Put the acceptance of a breaking plan on record: who, when, how."""
+        info, s = workflow.info(), self._s
+        by_annotation = pkg.accept_plan == rev
+        await self._call(c.RECORD_APPROVAL, c.RecordApprovalInput(
+            kind=self._inp.kind, package=self._inp.name, revision=rev,
+            via="annotation" if by_annotation else s.approved_via,
+            by="" if by_annotation else s.approved_by,
+            at="" if by_annotation else s.approved_at, workflow_id=info.workflow_id,
+            run_id=info.run_id, plan=True), c.RecordApprovalResult,
+            f"record the acceptance of {rev}'s plan", step=False)
 
     async def _audit(self: _Host, pkg: c.ReadPackageResult, rev: str, step: Step,
                      by_hand: bool) -> None:

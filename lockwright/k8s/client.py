@@ -9,6 +9,7 @@ used: they cannot address CRDs, and their models would be converted back to dict
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -36,6 +37,10 @@ PATCH_TYPES = {
 APPLY_TYPE = "application/apply-patch+yaml"
 PAGE = 500
 DRY_RUN = ("dryRun", "All")
+
+
+#: One page of a list (a module-level name: ``Kube.list`` shadows ``list`` in the class).
+Page = list[Obj]
 
 
 def _meta(obj: Obj) -> Obj:
@@ -142,19 +147,24 @@ class Kube:
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              label_selector: str | None = None) -> list[Obj]:
         """Every object of ``kind`` (in ``namespace``, or all), following pagination."""
+        return [item for page in self.pages(api_version, kind, namespace, label_selector)
+                for item in page]
+
+    def pages(self, api_version: str, kind: str, namespace: str | None = None,
+              label_selector: str | None = None, limit: int = PAGE) -> Iterator[Page]:
+        """The objects of ``kind`` a page of at most ``limit`` at a time (bounded memory)."""
         path = self.resource(api_version, kind).path(namespace)
-        items: list[Obj] = []
         token = ""
         while True:
-            query = [("limit", str(PAGE))]
+            query = [("limit", str(limit))]
             query += [("labelSelector", label_selector)] if label_selector else []
             query += [("continue", token)] if token else []
             page = self._call("GET", path, query)
-            for item in page.get("items") or []:
-                items.append({"apiVersion": api_version, "kind": kind, **item})
+            yield [{"apiVersion": api_version, "kind": kind, **item}
+                   for item in page.get("items") or []]
             token = str((page.get("metadata") or {}).get("continue") or "")
             if not token:
-                return items
+                return
 
     # --- writes -------------------------------------------------------------------------
     def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from lockwright.plan import Plan
 from workflows import contracts as c
 
 PULL_SECRET_VALUE = "s3cr3t-pull-token-never-in-history"
@@ -51,6 +52,7 @@ class FakePackage:
     pull_policy: str = "IfNotPresent"
     paused: bool = False
     skip_dependency_resolution: bool = False
+    accept_plan: str = ""  # the lockwright.io/accept-plan annotation
 
 
 @dataclass
@@ -90,6 +92,10 @@ class FakeCluster:
     decisions: list[c.ResolveDependenciesResult] = field(default_factory=list)
     applied: list[c.ApplyResolutionInput] = field(default_factory=list)
     locks_taken: list[c.TakeLockInput] = field(default_factory=list)
+    # plan_revision's plan by package name (default: compatible), given the revisions'
+    # names; the calls, in order.
+    plans: dict[str, Plan] = field(default_factory=dict)
+    planned: list[c.PlanRevisionInput] = field(default_factory=list)
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -115,7 +121,8 @@ class FakeCluster:
                 self.check_crossplane_version, self.take_lock, self.ensure_tls,
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
                 self.check_health, self.write_revision_status, self.record_event,
-                self.record_approval, self.resolve_dependencies, self.apply_resolution]
+                self.record_approval, self.resolve_dependencies, self.apply_resolution,
+                self.plan_revision]
 
     def _enter(self, name: str) -> None:
         self.calls[name] += 1
@@ -142,7 +149,8 @@ class FakeCluster:
             skip_dependency_resolution=pkg.skip_dependency_resolution,
             synced_paused=self.says_paused.get(pkg.name, False),
             active_source=active_rev.source if active_rev else "",
-            active_digest=active_rev.digest if active_rev else "")
+            active_digest=active_rev.digest if active_rev else "",
+            accept_plan=pkg.accept_plan)
 
     @activity.defn(name=c.RESOLVE_DIGEST)
     async def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
@@ -293,6 +301,13 @@ class FakeCluster:
         self._enter(c.RECORD_APPROVAL)
         self.approvals.append(inp)
         return c.RecordApprovalResult(by=inp.by or f"identity of the {inp.via}", at=inp.at)
+
+    @activity.defn(name=c.PLAN_REVISION)
+    async def plan_revision(self, inp: c.PlanRevisionInput) -> Plan:
+        self._enter(c.PLAN_REVISION)
+        self.planned.append(inp)
+        return replace(self.plans.get(inp.package, Plan()), revision=inp.revision,
+                       against=inp.against)
 
     # --- dependency resolution ----------------------------------------------------------
     @activity.defn(name=c.RESOLVE_DEPENDENCIES)

@@ -43,6 +43,9 @@ SHAPES |= {"package_upgrade", "package_upgrade_reverted", "package_upgrade_prepa
 # the Lock until its dependencies are met (PATCH_DEPENDENCY_GATE), and the resolver.
 SHAPES |= {"revision_dependencies_unmet", "revision_switch_awaits_dependencies",
            "resolve_create_and_nudge", "resolve_unresolved_retry"}
+# Upgrade plans (tests/integration/test_plan_workflows.py): a prepared revision planned
+# (PATCH_UPGRADE_PLAN), a breaking plan refused, then accepted by annotation.
+SHAPES |= {"package_upgrade_plan_accepted", "revision_planned"}
 
 
 def load(shape: str) -> WorkflowHistory:

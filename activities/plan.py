@@ -1,0 +1,145 @@
+"""``plan_revision``: what switching a package to a prepared revision would change.
+
+Runs in the prepare step, after the dry run of every write. It streams both packages'
+cached documents once into fingerprints (memory: a digest per object), reads the live CRD
+of each CRD that changed (what the active revision established, with its stored
+versions), classifies the change (:mod:`lockwright.crdcompat`) and checks the custom
+resources that CRD already holds against the new schema, a page at a time
+(:mod:`lockwright.crvalidate`). :func:`lockwright.plan.assemble` builds the plan, the
+activity's result (in the workflow's history and its ``plan`` query); the workflow
+writes its verdict as the revision's ``PlanCompatible`` condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from temporalio import activity
+
+from activities.base import PKG_V1, PKG_V1BETA1, Base, meta, revision_kind
+from activities.errors import edge
+from lockwright import crdcompat, crvalidate
+from lockwright import plan as pl
+from lockwright.establish import ESTABLISHABLE
+from lockwright.k8s import Obj
+from lockwright.lock import LOCK_NAME, ObjectKey
+from lockwright.xpkg.meta import is_meta
+from workflows import contracts as c
+
+#: Custom resources read per page when checking them.
+PAGE = 500
+CRD_API = "apiextensions.k8s.io/v1"
+
+
+class PlanActivities(Base):
+    """Plan an upgrade."""
+
+    @activity.defn(name=c.PLAN_REVISION)
+    @edge
+    def plan_revision(self, inp: c.PlanRevisionInput) -> pl.Plan:
+        """The plan of switching ``inp.package`` to ``inp.revision``; see the module."""
+        new_rev = self.revision(inp.kind, inp.revision)
+        old_rev = self.kube.get(PKG_V1, revision_kind(inp.kind), inp.against)
+        new = self.cached(inp.kind, new_rev, inp.digest).documents
+        old = self.cached(inp.kind, old_rev, inp.against_digest).documents if (
+            old_rev is not None and inp.against_digest) else None
+        sides = (_side(inp.kind, old), _side(inp.kind, new))
+        _, changed, _ = pl.object_changes(sides[0].prints, sides[1].prints)
+        verdicts, rejected = self._crds(new, {k for k in changed if pl.is_crd(k)})
+        result = pl.assemble(inp.revision, inp.against, sides, (_image(old_rev), _image(new_rev)),
+                             verdicts, rejected, self._locked())
+        self.log(package=inp.package, revision=inp.revision).info(
+            "plan.ready", against=inp.against, breaking=result.breaking_count,
+            added=result.added, changed=result.changed, removed=result.removed)
+        return result
+
+    def _crds(self, documents: Path, changed: set[ObjectKey]
+              ) -> tuple[list[crdcompat.Verdict], list[pl.Rejected]]:
+        """A verdict per changed CRD, and the resources its new schema would reject."""
+        verdicts: list[crdcompat.Verdict] = []
+        rejected: list[pl.Rejected] = []
+        for crd in _objects(documents, changed):
+            live = self.kube.get(CRD_API, "CustomResourceDefinition", crdcompat.name_of(crd))
+            if live is None:
+                continue
+            verdict = crdcompat.compare(live, crd)
+            if verdict.changes or verdict.fields:
+                verdicts.append(verdict)
+                rejected += self._existing(live, crd, verdict)
+            activity.heartbeat()
+        return verdicts, rejected
+
+    def _existing(self, live: Obj, crd: Obj, verdict: crdcompat.Verdict
+                  ) -> list[pl.Rejected]:
+        """Per version both CRDs serve: the stored resources the new schema rejects."""
+        news = crdcompat.versions_of(crd)
+        out = []
+        for version, body in crdcompat.versions_of(live).items():
+            if body.get("served") and version in news:
+                found = self._check_version(live, version, crdcompat.schema_of(news[version]),
+                                            pl.removed_paths(verdict, version))
+                out += [found] if found is not None else []
+        return out
+
+    def _check_version(self, live: Obj, version: str, schema: Obj,
+                       removed: list[str]) -> pl.Rejected | None:
+        """The resources stored under ``live`` as ``version`` that ``schema`` rejects or
+        that hold a value at a ``removed`` field."""
+        kind = str(live["spec"]["names"]["kind"])
+        tally = pl.Tally()
+        for page in self.kube.pages(f"{live['spec']['group']}/{version}", kind, limit=PAGE):
+            for obj in page:
+                lost = [path for path in removed if pl.has_path(obj, path)]
+                tally.add(_name(obj), crvalidate.validate(obj, schema), lost)
+            activity.heartbeat()
+        return tally.rejected(crdcompat.name_of(live), version)
+
+    def _locked(self) -> dict[str, str]:
+        """The version of each package source in the Lock."""
+        lock = self.kube.get(PKG_V1BETA1, "Lock", LOCK_NAME) or {}
+        return {str(e.get("source")): str(e.get("version") or "")
+                for e in lock.get("packages") or []}
+
+
+def _side(kind: str, documents: Path | None) -> pl.Side:
+    """Fingerprints of a package's establishable objects, and its meta document."""
+    prints: dict[ObjectKey, bytes] = {}
+    meta_doc: Obj = {}
+    allowed = ESTABLISHABLE.get(kind.title(), frozenset())
+    for doc in _documents(documents):
+        if is_meta(doc):
+            meta_doc = doc
+            continue
+        key = ObjectKey.of(doc)
+        if (key.group, key.kind) in allowed:
+            prints[key] = pl.fingerprint(doc)
+    return pl.Side(prints, meta_doc)
+
+
+def _documents(documents: Path | None) -> Iterator[Obj]:
+    if documents is None:
+        return
+    with documents.open("rb") as f:
+        for line in f:
+            yield orjson.loads(line)[1]
+
+
+def _objects(documents: Path, keys: set[ObjectKey]) -> Iterator[Obj]:
+    """The documents named by ``keys``, one at a time."""
+    if not keys:
+        return
+    for doc in _documents(documents):
+        if not is_meta(doc) and ObjectKey.of(doc) in keys:
+            yield doc
+
+
+def _image(rev: Obj | None) -> str:
+    return str(((rev or {}).get("spec") or {}).get("image") or "")
+
+
+def _name(obj: Obj) -> str:
+    m = meta(obj)
+    return f"{m['namespace']}/{m['name']}" if m.get("namespace") else str(m.get("name"))

@@ -1,0 +1,198 @@
+"""Upgrade plans end to end (issue 15): packages applied and read back through the cluster.
+
+Every upgrade is planned while it is prepared; the plan is on the new revision
+(``PlanCompatible``) and, in full, in the package workflow (query ``plan``). A breaking
+plan stops the upgrade with the old revision running until it is accepted. The module
+runs on a stack of its own: one test installs dependencies, which the Lock holds.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.e2e.test_dependencies import dep
+from tests.e2e.test_failures import crd_exists
+from tests.e2e.test_upgrade import GOOD_IMAGE, temporal_cli, upgrade_to, wait_active
+from tests.fixtures.stack import PKG_GROUP, Stack, running_stack
+from tests.helpers import unique, wait_for
+from workflows import contracts as c
+
+Obj = dict[str, Any]
+META_API = "meta.pkg.crossplane.io/v1"
+
+
+@pytest.fixture(scope="module")
+def plans(registry: Any, auth_registry: Any, temporal_env: Any) -> Iterator[Stack]:
+    """A stack of its own (this module installs dependencies)."""
+    with running_stack(registry, auth_registry, temporal_env) as s:
+        yield s
+
+
+def widget_crd(group: str, props: dict[str, Obj], plural: str = "widgets",
+               kind: str = "Widget") -> Obj:
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": props}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Cluster",
+                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                               "singular": kind.lower()},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}
+
+
+def push(stack: Stack, tmp: Path, repo: str, tag: str, crds: list[Obj],
+         depends_on: list[Obj] | None = None) -> str:
+    root = tmp / unique(tag)
+    root.mkdir(parents=True)
+    spec: Obj = {"controller": {"image": GOOD_IMAGE.format(tag=tag)}}
+    spec |= {"dependsOn": depends_on} if depends_on else {}
+    meta = {"apiVersion": META_API, "kind": "Provider",
+            "metadata": {"name": "provider-widgets"}, "spec": spec}
+    (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    (root / "crds.yaml").write_text(yaml.safe_dump_all(crds))
+    return stack.push(root, repo=repo, tag=tag)
+
+
+def group() -> str:
+    return f"{uuid.uuid4().hex[:8]}.plans.example.org"
+
+
+def current(stack: Stack, name: str, other_than: str) -> str:
+    """The package's current revision once it is another than ``other_than``."""
+    def moved() -> str | None:
+        pkg = stack.get_package("Provider", name) or {}
+        rev = str((pkg.get("status") or {}).get("currentRevision") or "")
+        return rev if rev and rev != other_than else None
+    found: str = wait_for(moved, timeout=60, interval=0.2, what="the new current revision")
+    return found
+
+
+def revision_condition(stack: Stack, revision: str, type_: str) -> Obj:
+    rev = stack.custom.get_cluster_custom_object(PKG_GROUP, "v1", "providerrevisions",
+                                                 revision)
+    return next((x for x in (rev.get("status") or {}).get("conditions") or []
+                 if x["type"] == type_), {})
+
+
+def plan_of(stack: Stack, name: str) -> Obj:
+    """The package workflow's ``plan`` query, as the temporal CLI prints it."""
+    out = temporal_cli(stack, "workflow", "query", "--workflow-id",
+                       c.package_workflow_id(c.PROVIDER, name), "--name", c.QUERY_PLAN,
+                       "--output", "json")
+    result = json.loads(out)["queryResult"][0]
+    assert isinstance(result, dict), out
+    return result
+
+
+def events(stack: Stack, name: str, reason: str) -> list[str]:
+    found = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
+        field_selector=f"involvedObject.name={name}").items
+    return [e.message for e in found if e.reason == reason]
+
+
+def active_revision(stack: Stack, name: str) -> str:
+    return next(r["metadata"]["name"] for r in stack.revisions("Provider", name)
+                if r["spec"]["desiredState"] == "Active")
+
+
+def test_removing_a_field_a_resource_uses_waits_for_the_plan_to_be_accepted(
+        plans: Stack, tmp_path: Path) -> None:
+    g, repo, name = group(), unique("prov"), unique("plan")
+    both = {"size": {"type": "integer"}, "color": {"type": "string"}}
+    plans.apply_package("Provider", name, push(plans, tmp_path, repo, "v1.0.0",
+                                               [widget_crd(g, both)]))
+    plans.wait_healthy("Provider", name)
+    v1 = active_revision(plans, name)
+    plans.custom.create_cluster_custom_object(g, "v1", "widgets", {
+        "apiVersion": f"{g}/v1", "kind": "Widget", "metadata": {"name": "painted"},
+        "spec": {"color": "red"}})
+    before = crd_exists(plans, f"widgets.{g}") or {}
+
+    upgrade_to(plans, name, push(plans, tmp_path, repo, "v2.0.0",
+                                 [widget_crd(g, {"size": {"type": "integer"}})]))
+    v2 = current(plans, name, v1)
+    refused = wait_for(lambda: events(plans, name, "BreakingUpgrade"), timeout=60,
+                       interval=0.2, what="the BreakingUpgrade Event")
+    assert f"lockwright.io/accept-plan={v2}" in refused[0], refused
+    verdict = revision_condition(plans, v2, "PlanCompatible")
+    assert verdict["status"] == "False" and verdict["reason"] == "BreakingChanges"
+    assert "painted" in verdict["message"] and ".spec.color" in verdict["message"], verdict
+    installed = plans.conditions("Provider", name)["Installed"]
+    assert installed["status"] == "False" and "painted" in installed["message"], installed
+    after = crd_exists(plans, f"widgets.{g}") or {}  # nothing written
+    assert after["metadata"]["resource_version"] == before["metadata"]["resource_version"]
+    assert active_revision(plans, name) == v1
+
+    plans.kubectl("annotate", f"providers.{PKG_GROUP}", name,
+                  f"lockwright.io/accept-plan={v2}")
+    wait_active(plans, name, v2)
+
+    def v2_schema() -> bool:
+        found = (crd_exists(plans, f"widgets.{g}") or {})["spec"]["versions"][0]["schema"]
+        return "color" not in found["open_apiv3_schema"]["properties"]["spec"]["properties"]
+
+    wait_for(v2_schema, timeout=60, interval=0.2, what="v2's CRD, without color")
+    wait_for(lambda: plans.conditions("Provider", name)["Installed"]["status"] == "True",
+             timeout=60, interval=0.2, what="the package Installed again")
+    accepted = wait_for(lambda: events(plans, v2, "AcceptPlan"), timeout=30, interval=0.2,
+                        what="the acceptance on record")
+    assert "(annotation)" in accepted[0] and " by kubectl" in accepted[0], accepted
+
+
+def test_manual_upgrade_plan_before_approval_lists_field_object_and_dependency(
+        plans: Stack, tmp_path: Path) -> None:
+    g, repo, name = group(), unique("prov"), unique("manual")
+    dep_repo = f"{plans.registry_host}/{unique('dep')}/provider-dep"
+    for tag in ("v1.0.0", "v2.0.0"):
+        push(plans, tmp_path, dep_repo.split("/", 1)[1], tag, [widget_crd(group(), {})])
+    crds = [widget_crd(g, {"size": {"type": "integer"}}),
+            widget_crd(g, {}, plural="gadgets", kind="Gadget")]
+    v1_ref = push(plans, tmp_path, repo, "v1.0.0", crds,
+                  [dep("Provider", dep_repo, ">=v1.0.0 <v2.0.0")])
+    plans.apply_package("Provider", name, v1_ref, revisionActivationPolicy="Manual")
+    v1 = current(plans, name, "")
+    plans.kubectl("patch", f"providerrevisions.{PKG_GROUP}", v1, "--type", "merge",
+                  "-p", '{"spec":{"desiredState":"Active"}}')
+    wait_active(plans, name, v1)
+    wait_for(lambda: crd_exists(plans, f"gadgets.{g}"), timeout=60, interval=0.2,
+             what="v1's objects established")
+
+    grown = widget_crd(g, {"size": {"type": "integer"}, "color": {"type": "string"}})
+    upgrade_to(plans, name, push(plans, tmp_path, repo, "v2.0.0", [grown],
+                                 [dep("Provider", dep_repo, ">=v2.0.0")]))
+    v2 = current(plans, name, v1)
+    wait_for(lambda: revision_condition(plans, v2, "PlanCompatible").get("status") == "True",
+             timeout=60, interval=0.2, what="the plan on the prepared revision")
+    plan = plan_of(plans, name)
+    assert (plan["revision"], plan["against"]) == (v2, v1)
+    assert plan["first_removed"] == [f"CustomResourceDefinition gadgets.{g}"], plan
+    [widgets] = [v for v in plan["crds"] if v["crd"] == f"widgets.{g}"]
+    assert widgets["fields"][0]["first_added"] == [".spec.color"], widgets
+    assert plan["dependencies"] == [f"move {dep_repo} >=v1.0.0 <v2.0.0 → >=v2.0.0"], plan
+    assert active_revision(plans, name) == v1  # nothing switched before the approval
+
+
+def test_compatible_automatic_upgrade_proceeds_without_a_stop(
+        plans: Stack, tmp_path: Path) -> None:
+    g, repo, name = group(), unique("prov"), unique("auto")
+    plans.apply_package("Provider", name, push(plans, tmp_path, repo, "v1.0.0", [
+        widget_crd(g, {"size": {"type": "integer"}})]))
+    plans.wait_healthy("Provider", name)
+    v1 = active_revision(plans, name)
+    upgrade_to(plans, name, push(plans, tmp_path, repo, "v2.0.0", [widget_crd(g, {
+        "size": {"type": "integer"}, "color": {"type": "string"}})]))
+    v2 = current(plans, name, v1)
+    wait_active(plans, name, v2)
+    verdict = revision_condition(plans, v2, "PlanCompatible")
+    assert verdict["status"] == "True" and verdict["message"].startswith(
+        f"Compatible with {v1}: 0 added, 1 changed, 0 removed"), verdict
+    assert not events(plans, name, "BreakingUpgrade")

@@ -1,0 +1,110 @@
+"""Upgrade plans in the workflows (issue 15), with fake activities and the real workflows.
+
+A prepared upgrade is planned (``plan_revision``) against the active revision; a breaking
+plan never activates on its own: the new revision stays Inactive, the old one keeps
+control, an Event says how to go on; the package annotation or the activation update's
+accept flag accepts that one revision's plan, on record (who, when), and no later one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+from lockwright.plan import Plan
+from tests.integration.fake_cluster import FakeCluster, FakePackage
+from tests.integration.test_workflows import (  # noqa: F401 - the fixture
+    Handle,
+    activate,
+    cluster,
+    provider,
+    record,
+    settled,
+    start,
+)
+from workflows import contracts as c
+from workflows.package import PackageWorkflow
+
+BREAKING = Plan(breaking=["CustomResourceDefinition widgets.example.org version v1 field "
+                          ".spec.size: property removed; keep it"], breaking_count=1)
+
+
+async def upgrade(handle: Handle, cluster: FakeCluster, pkg: FakePackage, version: str,
+                  generation: int, phase: str) -> c.PackageStatusResult:
+    """Point the package at ``version`` and wait until the workflow settles in ``phase``."""
+    cluster.add(replace(pkg, source=pkg.source.replace("v0.1.0", version),
+                        generation=generation))
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(generation))
+    return await settled(handle, phase, signals=generation)
+
+
+async def test_breaking_plan_holds_until_accepted_by_annotation_for_that_revision_only(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.plans[pkg.name] = BREAKING
+
+    v2 = (await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Inactive")).current_revision
+    assert cluster.planned[-1].against == v1 and cluster.planned[-1].revision == v2
+    assert cluster.revisions[v1].desired_state == c.ACTIVE
+    assert cluster.established[f"{v2}/control"] == 0  # nothing written as active
+    [event] = [e for e in cluster.events if e.reason == "BreakingUpgrade"]
+    assert f"lockwright.io/accept-plan={v2}" in event.message and "property removed" in (
+        event.message)
+    installed = cluster.last_status(pkg.name)["Installed"]
+    assert installed.status == "False" and "upgrade plan breaks" in installed.message
+    shown = await handle.query(PackageWorkflow.plan)
+    assert shown is not None and (shown.revision, shown.breaking_count) == (v2, 1)
+
+    cluster.add(replace(pkg, source=pkg.source.replace("v0.1.0", "v0.2.0"), generation=2,
+                        accept_plan=v2))
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2))
+    st = await settled(handle, "Healthy", signals=3)
+    assert st.active_revision == v2 and cluster.revisions[v2].desired_state == c.ACTIVE
+    [accepted] = [a for a in cluster.approvals if a.plan]
+    assert (accepted.revision, accepted.via) == (v2, "annotation")
+
+    # Accepting v2's plan does not accept v3's.
+    v3 = (await upgrade(handle, cluster, replace(pkg, accept_plan=v2), "v0.3.0", 3,
+                        "Inactive")).current_revision
+    assert v3 != v2 and cluster.revisions[v2].desired_state == c.ACTIVE
+    await record(temporal_client, handle.id, "package_upgrade_plan_accepted")
+    await record(temporal_client, c.revision_workflow_id(pkg.kind, v2), "revision_planned")
+
+
+async def test_manual_approval_of_a_breaking_plan_fails_until_it_accepts_the_plan(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    pkg = cluster.add(provider(policy=c.MANUAL))
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Inactive", signals=1)).current_revision
+    await activate(handle, v1)
+    cluster.plans[pkg.name] = BREAKING
+    v2 = (await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Inactive")).current_revision
+    shown = await handle.query(PackageWorkflow.plan)  # the plan is there before approval
+    assert shown is not None and shown.revision == v2 and not shown.compatible
+
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await activate(handle, v2)
+    assert "plan" in str(refused.value.cause) and "accept" in str(refused.value.cause)
+    assert cluster.revisions[v1].desired_state == c.ACTIVE
+
+    result: c.ActivateRevisionResult = await handle.execute_update(
+        c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(v2, by="ops", accept_plan=True),
+        result_type=c.ActivateRevisionResult)
+    assert result.active and cluster.revisions[v2].desired_state == c.ACTIVE
+    assert [(a.via, a.by) for a in cluster.approvals if a.plan] == [("update", "ops")]
+
+
+async def test_compatible_plan_switches_without_a_stop(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    await settled(handle, "Healthy", signals=1)
+    st = await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Healthy")
+    assert st.active_revision == st.current_revision and len(cluster.planned) == 1
+    assert not [e for e in cluster.events if e.reason == "BreakingUpgrade"]
+    conditions = {x.type: x for x in cluster.revision_status[st.current_revision][0].conditions}
+    assert conditions["PlanCompatible"].status == "True"
