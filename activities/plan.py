@@ -19,13 +19,16 @@ from typing import Any
 import orjson
 from temporalio import activity
 
-from activities.base import PKG_V1, PKG_V1BETA1, Base, meta, revision_kind
+from activities.base import PKG_V1, PKG_V1BETA1, meta, revision_kind, spec
 from activities.errors import edge
+from activities.package import pull_secrets
+from activities.verify import Verifier
 from lockwright import crdcompat, crvalidate
 from lockwright import plan as pl
 from lockwright.establish import ESTABLISHABLE
 from lockwright.k8s import Obj
 from lockwright.lock import LOCK_NAME, ObjectKey
+from lockwright.oci.reference import parse
 from lockwright.xpkg.meta import is_meta
 from workflows import contracts as c
 
@@ -34,16 +37,16 @@ PAGE = 500
 CRD_API = "apiextensions.k8s.io/v1"
 
 
-class PlanActivities(Base):
+class PlanActivities(Verifier):
     """Plan an upgrade."""
 
     @activity.defn(name=c.PLAN_REVISION)
     @edge
     def plan_revision(self, inp: c.PlanRevisionInput) -> pl.Plan:
         """The plan of switching ``inp.package`` to ``inp.revision``; see the module."""
-        new_rev = self.revision(inp.kind, inp.revision)
+        new_rev, digest = self._new(inp)
         old_rev = self.kube.get(PKG_V1, revision_kind(inp.kind), inp.against)
-        new = self.cached(inp.kind, new_rev, inp.digest).documents
+        new = self.cached(inp.kind, new_rev, digest).documents
         old = self.cached(inp.kind, old_rev, inp.against_digest).documents if (
             old_rev is not None and inp.against_digest) else None
         sides = (_side(inp.kind, old), _side(inp.kind, new))
@@ -55,6 +58,20 @@ class PlanActivities(Base):
             "plan.ready", against=inp.against, breaking=result.breaking_count,
             added=result.added, changed=result.changed, removed=result.removed)
         return result
+
+    def _new(self, inp: c.PlanRevisionInput) -> tuple[Obj, str]:
+        """The planned revision and its digest; for a candidate, a revision as it would
+        be made (nothing is written), its digest resolved and verified as an install's."""
+        if not inp.candidate:
+            return self.revision(inp.kind, inp.revision), inp.digest
+        pkg = self.package(inp.kind, inp.package)
+        resolution = self.resolution(inp.candidate)
+        client = self.registry(pull_secrets(pkg, resolution))
+        digest = client.resolve(parse(resolution.resolved))
+        self.verify(resolution, digest, client)
+        rev = {"spec": {"image": resolution.resolved,
+                        "packagePullSecrets": spec(pkg).get("packagePullSecrets") or []}}
+        return rev, digest
 
     def _crds(self, documents: Path, changed: set[ObjectKey]
               ) -> tuple[list[crdcompat.Verdict], list[pl.Rejected]]:

@@ -30,6 +30,9 @@ def register(subparsers: Any) -> None:
                         help="e.g. provider/provider-nop")
     parser.add_argument("revision", nargs="?", metavar="REVISION",
                         help="the revision to activate (default: the package's current one)")
+    parser.add_argument("--accept-plan", action="store_true",
+                        help="also accept this revision's breaking upgrade plan (see "
+                        "lockwright plan); it accepts no other revision's")
     parser.add_argument("--timeout", type=common.duration, default=300.0, metavar="DURATION",
                         help="how long to wait for the activation to be carried out "
                         "(default 5m)")
@@ -47,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
                                                               ref.name))
         if not revision:
             return common.fail(f"{ref} not found, or it has no current revision yet")
-        message, identity = asyncio.run(_activate(s, ref, revision, args.timeout))
+        message, identity = asyncio.run(_activate(s, ref, revision, args.timeout,
+                                                  args.accept_plan))
         events = kube.list("v1", "Event", _events_namespace())
     except ActivationError as exc:
         return common.fail(f"cannot activate {revision} of {ref}: {exc}")
@@ -79,7 +83,7 @@ def _events_namespace() -> str:
 
 
 async def _activate(s: Any, ref: common.PackageRef, revision: str,
-                    timeout: float) -> tuple[str, str]:
+                    timeout: float, accept_plan: bool = False) -> tuple[str, str]:
     """The update's message and this client's identity; :class:`ActivationError` if refused."""
     from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
@@ -90,7 +94,8 @@ async def _activate(s: Any, ref: common.PackageRef, revision: str,
     handle = client.get_workflow_handle(c.package_workflow_id(ref.kind, ref.name))
     try:
         result = await asyncio.wait_for(handle.execute_update(
-            c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(revision=revision),
+            c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(revision=revision,
+                                                                accept_plan=accept_plan),
             result_type=c.ActivateRevisionResult), timeout)
     except WorkflowUpdateFailedError as exc:
         raise ActivationError(str(exc.cause or exc)) from None

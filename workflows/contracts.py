@@ -116,6 +116,11 @@ def revision_workflow_id(kind: str, revision: str) -> str:
     return f"revision:{kind}:{revision}"
 
 
+def plan_workflow_id(kind: str, name: str, nonce: str) -> str:
+    """Return the id of one ``PlanCandidate`` run (``nonce`` makes each run its own)."""
+    return f"plan:{kind}:{name}:{nonce}"
+
+
 def resolve_workflow_id(task_queue: str = TASK_QUEUE) -> str:
     """Return the id of the cluster's one dependency resolution workflow.
 
@@ -539,6 +544,19 @@ class PlanRevisionInput:
     digest: str = ""
     against: str = ""
     against_digest: str = ""
+    # A candidate (``lockwright plan --package``): this package reference is planned
+    # instead of a revision; nothing is written, no condition either.
+    candidate: str = ""
+
+
+@dataclass(frozen=True)
+class PlanCandidateInput:
+    """Workflow ``PlanCandidate``: the plan of pointing package ``name`` at ``source``,
+    without changing the package object or writing anything."""
+
+    kind: str = PROVIDER
+    name: str = ""
+    source: str = ""
 
 
 # --- revision-level activities -------------------------------------------------------

@@ -196,3 +196,52 @@ def test_compatible_automatic_upgrade_proceeds_without_a_stop(
     assert verdict["status"] == "True" and verdict["message"].startswith(
         f"Compatible with {v1}: 0 added, 1 changed, 0 removed"), verdict
     assert not events(plans, name, "BreakingUpgrade")
+
+
+def snapshot(stack: Stack, g: str) -> dict[str, str]:
+    """Every object an install or a plan could touch, by kind and name: resourceVersion."""
+    custom, out = stack.custom, {}
+    for group_, version, plural in ((PKG_GROUP, "v1", "providers"),
+                                    (PKG_GROUP, "v1", "providerrevisions"),
+                                    (PKG_GROUP, "v1beta1", "locks"),
+                                    ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+                                    (g, "v1", "widgets")):
+        for item in custom.list_cluster_custom_object(group_, version, plural)["items"]:
+            out[f"{plural}/{item['metadata']['name']}"] = item["metadata"]["resourceVersion"]
+    core, apps = client.CoreV1Api(stack.api), client.AppsV1Api(stack.api)
+    for kind, items in (("secrets", core.list_secret_for_all_namespaces().items),
+                        ("deployments", apps.list_deployment_for_all_namespaces().items),
+                        ("events", core.list_event_for_all_namespaces().items)):
+        out |= {f"{kind}/{i.metadata.name}": i.metadata.resource_version for i in items}
+    return out
+
+
+def test_lockwright_plan_of_a_candidate_changes_nothing_and_gates_on_its_verdict(
+        plans: Stack, tmp_path: Path) -> None:
+    from tests.e2e.test_commands import lockwright, output
+
+    g, repo, name = group(), unique("prov"), unique("cli")
+    both = {"size": {"type": "integer"}, "color": {"type": "string"}}
+    plans.apply_package("Provider", name, push(plans, tmp_path, repo, "v1.0.0",
+                                               [widget_crd(g, both)]))
+    plans.wait_healthy("Provider", name)
+    plans.custom.create_cluster_custom_object(g, "v1", "widgets", {
+        "apiVersion": f"{g}/v1", "kind": "Widget", "metadata": {"name": "painted"},
+        "spec": {"color": "red"}})
+    breaking = push(plans, tmp_path, repo, "v2.0.0",
+                    [widget_crd(g, {"size": {"type": "integer"}})])
+    grown = push(plans, tmp_path, repo, "v2.1.0", [widget_crd(g, {
+        **both, "shape": {"type": "string"}})])
+    before = snapshot(plans, g)
+
+    refused = lockwright(plans, "plan", f"provider/{name}", "--package", breaking, "-o", "json")
+    assert refused.returncode == 2, output(refused)
+    plan = json.loads(refused.stdout)
+    assert plan["breaking_count"] == 2, plan  # the field removed, and the resource using it
+    assert plan["rejected"][0]["first"] == ["painted"], plan
+    fine = lockwright(plans, "plan", f"provider/{name}", "--package", grown)
+    assert fine.returncode == 0, output(fine)
+    assert "verdict: compatible" in fine.stdout and ".spec.shape" in fine.stdout, fine.stdout
+    none = lockwright(plans, "plan", f"provider/{name}")
+    assert none.returncode == 1 and "no prepared upgrade" in none.stderr, output(none)
+    assert snapshot(plans, g) == before

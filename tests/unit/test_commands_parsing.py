@@ -128,7 +128,8 @@ def test_every_area_is_registered() -> None:
     """The operator commands first, then the areas that were there before, in that order."""
     listed = [line.split()[0] for line in build_parser().format_help().splitlines()
               if line.startswith("    ") and not line.startswith("     ")]
-    assert listed == ["install", "activate", "trace", "history", "xpkg", "crds", "worker",
+    assert listed == ["install", "activate", "plan", "trace", "history", "xpkg", "crds",
+                      "worker",
                       "watcher", "dev", "devcluster"]
 
 
@@ -191,3 +192,15 @@ def test_a_bad_setting_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> 
         args.func(args)
     assert exc.value.code == 2
     assert "--temporal-address / LOCKWRIGHT_TEMPORAL_ADDRESS" in capsys.readouterr().err
+
+
+def test_plan_takes_a_candidate_and_an_output() -> None:
+    args = parse("plan", "provider/p", "--package", "xpkg.example.org/p:v2", "-o", "json")
+    assert (args.package.name, args.candidate, args.output) == ("p", "xpkg.example.org/p:v2",
+                                                                "json")
+    assert parse("plan", "configuration/c").candidate is None
+
+
+def test_activate_can_accept_the_plan() -> None:
+    assert parse("activate", "provider/p", "p-1", "--accept-plan").accept_plan
+    assert not parse("activate", "provider/p").accept_plan
