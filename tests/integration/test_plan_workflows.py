@@ -26,6 +26,7 @@ from tests.integration.test_workflows import (  # noqa: F401 - the fixture
 )
 from workflows import contracts as c
 from workflows.package import PackageWorkflow
+from workflows.plan import PlanCandidate
 
 BREAKING = Plan(breaking=["CustomResourceDefinition widgets.example.org version v1 field "
                           ".spec.size: property removed; keep it"], breaking_count=1)
@@ -108,3 +109,23 @@ async def test_compatible_plan_switches_without_a_stop(
     assert not [e for e in cluster.events if e.reason == "BreakingUpgrade"]
     conditions = {x.type: x for x in cluster.revision_status[st.current_revision][0].conditions}
     assert conditions["PlanCompatible"].status == "True"
+
+
+async def test_a_candidate_is_planned_against_the_active_revision_and_nothing_else_runs(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.plans[pkg.name] = BREAKING
+    before = dict(cluster.calls)
+    candidate = pkg.source.replace("v0.1.0", "v9.0.0")
+    plan_id = c.plan_workflow_id(pkg.kind, pkg.name, "test")
+    found = await temporal_client.execute_workflow(
+        PlanCandidate.run, c.PlanCandidateInput(kind=pkg.kind, name=pkg.name,
+                                                source=candidate),
+        id=plan_id, task_queue=task_queue)
+    assert (found.against, found.breaking_count) == (v1, 1)
+    assert cluster.planned[-1].candidate == candidate
+    ran = {k: n - before.get(k, 0) for k, n in cluster.calls.items() if n != before.get(k, 0)}
+    assert ran == {c.READ_PACKAGE: 1, c.PLAN_REVISION: 1}
+    await record(temporal_client, plan_id, "plan_candidate")

@@ -45,7 +45,7 @@ SHAPES |= {"revision_dependencies_unmet", "revision_switch_awaits_dependencies",
            "resolve_create_and_nudge", "resolve_unresolved_retry"}
 # Upgrade plans (tests/integration/test_plan_workflows.py): a prepared revision planned
 # (PATCH_UPGRADE_PLAN), a breaking plan refused, then accepted by annotation.
-SHAPES |= {"package_upgrade_plan_accepted", "revision_planned"}
+SHAPES |= {"package_upgrade_plan_accepted", "revision_planned", "plan_candidate"}
 
 
 def load(shape: str) -> WorkflowHistory:
