@@ -216,7 +216,11 @@ def rss_child(mode: str, *args: str) -> None:
         fetch_package(ref, RegistryClient([host], DockerAuths()), PackageCache(cache))
     elif mode == "floor":
         yaml_floor(Path(args[0]))
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    # VmHWM, not ru_maxrss: Linux carries the parent's resident size, copied at fork, into
+    # a child's ru_maxrss across exec, so a fresh child would report the benchmark's own.
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines()
+               if line.startswith("VmHWM:"))
+    print(int(hwm.split()[1]) / 1024)
 
 
 Row = tuple[str, Sample, Sample, str]
