@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import signal
 import sys
@@ -29,15 +30,30 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--unavailable-images", action="append", default=[], metavar="PATTERN",
                        help="keep Deployments with a container or init-container image "
                             "matching this fnmatch pattern unavailable (repeatable)")
+    serve.add_argument("--authorization-mode", choices=("AlwaysAllow", "RBAC"),
+                       default="AlwaysAllow",
+                       help="RBAC: authenticate bearer tokens (the kubeconfig written gets "
+                            "the admin's; ServiceAccounts get theirs from TokenRequest, as "
+                            "`kubectl create token` asks) and authorize every request by the "
+                            "stored Roles, ClusterRoles and bindings; GET /debug/rbac shows "
+                            "which rule allowed what")
     serve.set_defaults(func=serve_command)
 
 
-def kubeconfig(url: str) -> str:
-    """A kubeconfig for ``url`` with one context, ``devcluster``, namespace ``default``."""
+def kubeconfig(url: str, token: str | None = None, ca_pem: bytes | None = None) -> str:
+    """A kubeconfig for ``url`` with one context, ``devcluster``, namespace ``default``.
+
+    Args:
+        token: a bearer token for the user (RBAC mode); none when every request is allowed.
+        ca_pem: the CA of an HTTPS server (RBAC mode).
+    """
+    user = f"\n    token: {token}" if token else " {}"
+    ca = (f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n"
+          if ca_pem else "")
     return (
         "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: devcluster\n  cluster:\n    server: {url}\n"
-        "users:\n- name: devcluster\n  user: {}\n"
+        f"clusters:\n- name: devcluster\n  cluster:\n    server: {url}\n{ca}"
+        f"users:\n- name: devcluster\n  user:{user}\n"
         "contexts:\n- name: devcluster\n  context:\n    cluster: devcluster\n"
         "    user: devcluster\n    namespace: default\n"
         "current-context: devcluster\n"
@@ -52,10 +68,14 @@ def serve_command(args: argparse.Namespace) -> int:
     app = start(host or "127.0.0.1", int(port or 0), args.data_dir,
                 history=args.watch_history, bookmark_interval=args.bookmark_interval,
                 deployment_delay=args.deployment_delay,
-                unavailable_images=args.unavailable_images)
+                unavailable_images=args.unavailable_images,
+                authorization=args.authorization_mode)
     tmp = f"{args.kubeconfig}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(kubeconfig(app.url))
+    token = app.admin_token
+    mode = 0o600 if token else 0o644  # a kubeconfig holding a credential is the owner's
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "w",
+              encoding="utf-8") as fh:
+        fh.write(kubeconfig(app.url, token, app.ca_pem))
     os.replace(tmp, args.kubeconfig)
     print(f"devcluster serving {app.url} (kubeconfig {args.kubeconfig})", file=sys.stderr,
           flush=True)

@@ -45,6 +45,9 @@ class Cluster:
         self._crd_keys: dict[str, list[tuple[str, str, str]]] = {}
         self.types_generation = 0
         self.listeners: list[Callable[[str, Key, Obj], None]] = []
+        # Called with (type, new object, old object) before any write is committed (dry
+        # runs too); raising refuses it. The RBAC guard's escalation check is one.
+        self.write_checks: list[Callable[[ResourceType, Obj, Obj | None], None]] = []
         for rt in BUILTINS:
             self._types[(rt.group, rt.version, rt.plural)] = rt
         for _, obj in self.store.items(CRD_GROUP, CRD_PLURAL):
@@ -336,6 +339,8 @@ class Cluster:
 
     def _commit(self, rt: ResourceType, key: Key, obj: Obj, old: Obj | None,
                 opts: WriteOptions) -> Obj:
+        for check in self.write_checks:
+            check(rt, obj, old)
         if opts.dry_run:
             if old is None:
                 obj["metadata"].pop("resourceVersion", None)

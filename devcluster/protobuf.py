@@ -91,6 +91,12 @@ KINDS: dict[tuple[str, str], Spec] = {
                                                       2: ("rules", ("list", _RULE))},
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): _BINDING,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _BINDING,
+    # kubectl create token: the TokenRequest subresource's body (devcluster.guard).
+    ("authentication.k8s.io/v1", "TokenRequest"): {
+        1: ("metadata", _META),
+        2: ("spec", {1: ("audiences", ("list", "string")), 4: ("expirationSeconds", "int"),
+                     3: ("boundObjectRef", {1: ("kind", "string"), 2: ("apiVersion", "string"),
+                                            3: ("name", "string"), 4: ("uid", "string")})})},
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import select
 import socket
+import ssl
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +24,7 @@ from devcluster import discovery, openapi, scale, table
 from devcluster.admission import WriteOptions
 from devcluster.cluster import Cluster
 from devcluster.errors import ApiError, bad_request, method_not_allowed, not_found_path, too_large
+from devcluster.guard import Guard
 from devcluster.selectors import field_selector, label_selector
 from devcluster.types import ResourceType, dump_json
 from devcluster.watch import WatchRequest, stream
@@ -62,6 +64,11 @@ class Handler(BaseHTTPRequestHandler):
         # Headers and body go out in separate writes; without NODELAY, Nagle's algorithm
         # and the client's delayed ACK add ~40 ms to every response.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.handshake_failed = not _handshake(self.connection)
+
+    def handle(self) -> None:
+        if not self.handshake_failed:
+            super().handle()
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -93,7 +100,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         try:
-            self._route(method)
+            if self.server.guard is None or not self._guarded(method, self.server.guard):
+                self._route(method)
         except ApiError as exc:
             self._error(exc)
         except (BrokenPipeError, ConnectionResetError):
@@ -103,6 +111,27 @@ class Handler(BaseHTTPRequestHandler):
 
             traceback.print_exc()
             self._error(ApiError(500, "InternalError", f"Internal error occurred: {exc!r}"))
+
+    def _guarded(self, method: str, guard: Guard) -> bool:
+        """Authenticate and authorize (RBAC mode); True when the guard answered itself."""
+        path = urlsplit(self.path).path
+        try:
+            attrs = guard.admit(method, path, self._query(), self.headers)
+        except ApiError:
+            self._drain()
+            raise
+        answer = guard.answer(attrs, method, lambda: _load_json(self._body()))
+        if answer is not None:
+            self._send(*answer)
+        return answer is not None
+
+    def _drain(self) -> None:
+        """Read a refused request's body, so the next request on the connection parses."""
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self.close_connection = True
+        elif length:
+            self.rfile.read(length)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._dispatch("GET")
@@ -306,7 +335,8 @@ class Handler(BaseHTTPRequestHandler):
         sock: socket.socket = self.connection
         try:
             readable, _, _ = select.select([sock], [], [], 0)
-            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+            # Peek below TLS (an SSLSocket refuses flags): b"" is the client's FIN.
+            return bool(readable) and socket.socket.recv(sock, 1, socket.MSG_PEEK) == b""
         except OSError:
             return True
 
@@ -395,6 +425,19 @@ class Handler(BaseHTTPRequestHandler):
                             force=q.get("force") in ("true", "1", "True"))
 
 
+def _handshake(sock: socket.socket) -> bool:
+    """Complete a TLS connection's handshake (HTTPS mode) in the handler's thread."""
+    if not isinstance(sock, ssl.SSLSocket):
+        return True
+    try:
+        sock.settimeout(10)
+        sock.do_handshake()
+        sock.settimeout(None)
+        return True
+    except (OSError, ssl.SSLError):  # a plain-HTTP client, a scanner, a reset: drop it
+        return False
+
+
 def _chain(first: Any, rest: Any) -> Any:
     if first is not None:
         yield first
@@ -455,15 +498,22 @@ class DevServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], cluster: Cluster) -> None:
+    def __init__(self, address: tuple[str, int], cluster: Cluster,
+                 guard: Guard | None = None, tls: ssl.SSLContext | None = None) -> None:
         super().__init__(address, Handler)
         self.cluster = cluster
+        self.guard = guard  # authentication and RBAC; None allows every request
+        self.scheme = "http"
+        if tls is not None:  # handshakes happen in the handler threads, not in accept()
+            self.socket = tls.wrap_socket(self.socket, server_side=True,
+                                          do_handshake_on_connect=False)
+            self.scheme = "https"
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
         host = host.decode() if isinstance(host, bytes) else host
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
 
 def serve_in_thread(server: DevServer) -> threading.Thread:
