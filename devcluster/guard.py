@@ -20,8 +20,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from devcluster import auth, bootstrap_policy
 from devcluster.errors import ApiError, not_found
 from devcluster.policy import RBAC_GROUP, Decision, Snapshot, compile_policy
-from devcluster.rbac import (Attributes, Rule, Source, compile_rule, escalation_reason,
-                             forbidden_error, forbidden_reason, uncovered)
+from devcluster.rbac import (
+    Attributes,
+    Rule,
+    Source,
+    compile_rule,
+    escalation_reason,
+    forbidden_error,
+    forbidden_reason,
+    uncovered,
+)
 from devcluster.requestinfo import request_attributes
 from devcluster.types import ResourceType
 

@@ -20,8 +20,16 @@ import yaml
 from kubernetes import client, config
 
 from lockwright.crds import crd_files, load_crds
-from tests.fixtures.deploy import (DEPLOY, ROOT, SERVICE_ACCOUNT, deploy_objects, kubeconfig_as,
-                                   kustomization, system_namespace, token_for)
+from tests.fixtures.deploy import (
+    DEPLOY,
+    ROOT,
+    SERVICE_ACCOUNT,
+    deploy_objects,
+    kubeconfig_as,
+    kustomization,
+    system_namespace,
+    token_for,
+)
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 from tests.helpers import wait_for
 

@@ -6,9 +6,18 @@ from typing import Any
 
 import pytest
 
-from devcluster.rbac import (Attributes, Rule, compile_rule, covers, escalation_reason,
-                             forbidden_error, forbidden_reason, match, service_account_user,
-                             uncovered)
+from devcluster.rbac import (
+    Attributes,
+    Rule,
+    compile_rule,
+    covers,
+    escalation_reason,
+    forbidden_error,
+    forbidden_reason,
+    match,
+    service_account_user,
+    uncovered,
+)
 from devcluster.requestinfo import request_attributes
 
 Obj = dict[str, Any]
