@@ -171,6 +171,8 @@ class Guard:
         attrs = CURRENT.get()
         if attrs is None or attrs.user.privileged or rt.group != RBAC_GROUP:
             return
+        if attrs.verb not in ("create", "update", "patch") or attrs.resource != rt.plural:
+            return  # a deletion's finalizer bookkeeping grants nothing
         if rt.plural in ("roles", "clusterroles"):
             self._check_role(attrs, rt, obj)
         elif rt.plural in ("rolebindings", "clusterrolebindings"):

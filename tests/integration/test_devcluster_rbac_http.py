@@ -240,3 +240,20 @@ def test_tokens_and_the_ca_survive_a_restart(tmp_path: Path) -> None:
         assert "Forbidden" in refused.stderr and BOT in refused.stderr  # known, not 401
     finally:
         dc.stop()
+
+
+def test_deleting_a_role_grants_nothing_and_needs_no_escalation(rbac_cluster: Cluster,
+                                                                tmp_path: Path) -> None:
+    c = rbac_cluster
+    bot = kubeconfig_as(c.dc.kubeconfig, bot_token(c), tmp_path / "bot.kubeconfig")
+    grant(c, "bot-deletes-roles", [{"apiGroups": ["rbac.authorization.k8s.io"],
+                                    "resources": ["clusterroles"], "verbs": ["delete"]}])
+    with c.api() as admin:
+        write_role(admin, "held-by-finalizer", DELETE)
+    c.ok("patch", "clusterrole", "held-by-finalizer", "--type", "merge", "-p",
+         '{"metadata": {"finalizers": ["example.org/hold"]}}')
+    with c.api(bot) as api:
+        rbac = client.RbacAuthorizationV1Api(api)
+        rbac.delete_cluster_role("held-by-finalizer", propagation_policy="Foreground")
+    role = json.loads(c.ok("get", "clusterrole", "held-by-finalizer", "-o", "json"))
+    assert role["metadata"]["deletionTimestamp"]  # marked by the bot, held by the finalizer
