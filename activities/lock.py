@@ -14,6 +14,7 @@ own claim. It has written no package object, so exactly one wins, every time.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from lockwright.xpkg.parse import PackageSummary
 
 LOCK_API = "pkg.crossplane.io/v1beta1"
+#: The Lock's writers in this worker process: one at a time, so threads of one worker
+#: never lose compare-and-swap rounds to each other (other workers still may).
+_WRITERS = threading.Lock()
 Claims = dict[str, tuple[lk.Owner | None, frozenset[lk.ObjectKey]]]
 
 
@@ -147,12 +151,13 @@ class LockActivities(Base):
         """
         attempts = self.settings.cas_attempts
         for attempt in range(1, attempts + 1):
-            current = self.read_lock()
-            wanted = change(current)
-            if wanted is None:
-                return str(meta(current).get("resourceVersion", "")), attempt
             try:
-                written = self.kube.update(wanted)
+                with _WRITERS:  # this process's writers take turns; others may still race
+                    current = self.read_lock()
+                    wanted = change(current)
+                    if wanted is None:
+                        return str(meta(current).get("resourceVersion", "")), attempt
+                    written = self.kube.update(wanted)
             except KubeConflict:
                 metrics.lock_cas_conflict(metrics.activity_meter())
                 # Jitter spreads out a herd of writers that all lost the same round.

@@ -55,6 +55,8 @@ from lockwright.lock import Conflict, ObjectKey
 from workflows import contracts as c
 
 BATCH = 100
+#: apiVersion, kind, name, namespace of an object this attempt created.
+Address = tuple[str, str, str, str | None]
 SYNC_FAILED = "cannot establish control of object: "
 
 
@@ -154,7 +156,7 @@ class ObjectActivities(RuntimeConfigs):
         if (not inp.control or inp.dry_run
                 or self._first_exists(revision.package_kind, documents)):
             return None
-        created: list[Obj] = []
+        created: list[Address] = []  # addresses only: 2,000 CRDs are 100 MB of objects
         try:
             refs = self._create_all(pool, revision, documents, target, created)
         except KubeAlreadyExists:
@@ -174,7 +176,7 @@ class ObjectActivities(RuntimeConfigs):
 
     def _create_all(self, pool: ThreadPoolExecutor, revision: est.Revision,
                     documents: Path, target: tuple[bytes | None, str],
-                    created: list[Obj]) -> list[dict[str, str]]:
+                    created: list[Address]) -> list[dict[str, str]]:
         """Create every object, batch by batch; ``created`` lists those made so far."""
         refs: list[dict[str, str]] = []
         for done, batch in enumerate(batches(revision.package_kind, documents)):
@@ -183,18 +185,18 @@ class ObjectActivities(RuntimeConfigs):
             refs.extend(plan.object_refs)
             futures = [pool.submit(self.kube.create, a.object) for a in plan.actions]
             wait(futures)
-            created.extend(a.object for a, f in zip(plan.actions, futures, strict=True)
+            created.extend(_address(a.object) for a, f in zip(plan.actions, futures,
+                                                              strict=True)
                            if f.exception() is None)
             for future in futures:
                 future.result()  # the batch's first failure, once every create is known
             activity.heartbeat(done)
         return refs
 
-    def _undo(self, created: list[Obj]) -> None:
+    def _undo(self, created: list[Address]) -> None:
         """Delete what a refused first install created."""
-        for obj in created:
-            self.kube.delete(str(obj["apiVersion"]), str(obj["kind"]),
-                             str(obj["metadata"]["name"]), obj["metadata"].get("namespace"))
+        for api_version, kind, name, namespace in created:
+            self.kube.delete(api_version, kind, name, namespace)
 
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
                ca: bytes | None, service: str, rev: Obj
@@ -299,3 +301,9 @@ def _checked(refs: list[dict[str, str]], seen: dict[ObjectKey, est.Seen]
     return c.EstablishObjectsResult(
         objects=len(refs), created=ops.count(est.Op.CREATE),
         updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.OWN)))
+
+
+def _address(obj: Obj) -> Address:
+    meta_ = obj["metadata"]
+    return (str(obj["apiVersion"]), str(obj["kind"]), str(meta_["name"]),
+            meta_.get("namespace"))

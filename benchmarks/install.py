@@ -31,9 +31,10 @@ SCALE_OUT_MAX (1.5x) their floor and faster than on one.
 
 Targets: 10-CRD p50 < 2 s, and its fixed orchestration cost over the floor at most
 SMALL_OVERHEAD_S (0.20 s) at p50 (a small install is judged by that cost, not by a ratio
-to a 0.16 s floor); 2,000-CRD Healthy < 60 s with worker peak memory < 300 MB and
-orchestration overhead (lockwright / floor) < 1.5x; concurrent installs all Healthy with
-no lost Lock update.
+to a 0.16 s floor); 2,000-CRD Healthy in at most BIG_MAX_S (10 s) and BIG_RATIO_MAX
+(1.2x) its floor, with worker peak memory < 300 MB; concurrent installs all Healthy with
+no lost Lock update. After the table of concurrent installs, the history of the last one
+to be Healthy shows where its time went.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ YAML_PER_JSON = 1.9
 SMALL_OVERHEAD_S = 0.20
 # With --workers N: the concurrent installs on N workers at most this over their floor.
 SCALE_OUT_MAX = 1.5
+# A 2,000-CRD install (issue 12): at most this long, and this over its floor.
+BIG_MAX_S, BIG_RATIO_MAX = 10.0, 1.2
 META = """apiVersion: meta.pkg.crossplane.io/v1
 kind: Provider
 metadata:
@@ -574,9 +577,9 @@ def measure_big(b: Bench, pkgs: list[tuple[str, str]], floor_pkgs: list[tuple[st
     med, fmed = statistics.median(ours), statistics.median(floors)
     n = len(ours)
     b.row(f"{label} apply→Healthy median (n={n}, max {max(ours):.1f} s)", fmt_s(med),
-          fmt_s(fmed), f"{ratio(med, fmed):.2f}x", "< 60 s", max(ours) < 60.0)
+          fmt_s(fmed), f"{ratio(med, fmed):.2f}x", f"<= {BIG_MAX_S:g} s", med <= BIG_MAX_S)
     b.row(f"{label} orchestration overhead", f"{ratio(med, fmed):.2f}x", "1.00x",
-          f"{ratio(med, fmed):.2f}x", "< 1.5x", ratio(med, fmed) < 1.5)
+          f"{ratio(med, fmed):.2f}x", f"<= {BIG_RATIO_MAX}x", ratio(med, fmed) <= BIG_RATIO_MAX)
     b.row(f"{label} worker peak memory (VmHWM)", f"{peak:.0f} MB", "", "", "< 300 MB",
           peak < 300)
     b.notes.append(f"{label}: " + ", ".join(f"{x:.1f}" for x in ours) + " s; floor: "
@@ -621,6 +624,9 @@ def measure_concurrent(b: Bench, pkgs: list[tuple[str, str]],
           f"{pct(list(done.values()), .5):.1f} / {pct(list(done.values()), .95):.1f} s",
           f"{pct(floors, .5):.1f} / {pct(floors, .95):.1f} s", "", "", True)
     b.notes.append(f"{n} concurrent{on}: creates took {created:.2f}s; ok={ok}")
+    slowest = max(done, key=lambda k: done[k])
+    print_breakdown(f"history of {slowest}, the last of {n}{on} to be Healthy", t0,
+                    done[slowest], b.history(slowest))
     return total / ftotal if ftotal else 0.0
 
 
