@@ -595,12 +595,14 @@ def measure_concurrent(b: Bench, pkgs: list[tuple[str, str]],
     are Healthy."""
     n = len(pkgs)
     on = f" ({workers} worker{'s' if workers > 1 else ''})" if b.args.workers > 1 else ""
+    cpu0 = cpu_times()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda p: b.apply(*p), pkgs))
     created = time.perf_counter() - t0
     done = b.wait_all({name for name, _ in pkgs}, t0, 600)
     total = max(done.values())
+    busy = busy_share(cpu0, cpu_times())
     revisions = {b.get(name)["status"].get("currentRevision") for name, _ in pkgs}
     entries = [e for e in b.lock_entries() if e.get("name") in revisions]
     names = [e["name"] for e in entries]
@@ -623,11 +625,25 @@ def measure_concurrent(b: Bench, pkgs: list[tuple[str, str]],
     b.row(f"{n} concurrent{on}: per-install p50 / p95",
           f"{pct(list(done.values()), .5):.1f} / {pct(list(done.values()), .95):.1f} s",
           f"{pct(floors, .5):.1f} / {pct(floors, .95):.1f} s", "", "", True)
-    b.notes.append(f"{n} concurrent{on}: creates took {created:.2f}s; ok={ok}")
+    b.notes.append(f"{n} concurrent{on}: creates took {created:.2f}s; ok={ok}; the "
+                   f"machine's CPUs were {busy:.0%} busy until all were Healthy")
     slowest = max(done, key=lambda k: done[k])
     print_breakdown(f"history of {slowest}, the last of {n}{on} to be Healthy", t0,
                     done[slowest], b.history(slowest))
     return total / ftotal if ftotal else 0.0
+
+
+def cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of CPU time spent busy between two ``cpu_times()``."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total else 0.0
 
 
 def measure_scale_out(b: Bench, rounds: list[tuple[list[tuple[str, str]],
