@@ -23,6 +23,7 @@ they are owned by the revision, so they go with it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from lockwright.lock import Conflict, ObjectKey
 from workflows import contracts as c
 
 BATCH = 100
+UNDO_DEADLINE_S, UNDO_POLL_S = 60.0, 0.05
 #: apiVersion, kind, name, namespace of an object this attempt created.
 Address = tuple[str, str, str, str | None]
 SYNC_FAILED = "cannot establish control of object: "
@@ -194,9 +196,23 @@ class ObjectActivities(RuntimeConfigs):
         return refs
 
     def _undo(self, created: list[Address]) -> None:
-        """Delete what a refused first install created."""
+        """Delete what a refused first install created, and wait until it is gone (a CRD
+        goes after its clean-up finalizer): the checking pass that may follow must not
+        find it terminating and take it for installed.
+
+        Raises:
+            KubeConflict: still there after ``UNDO_DEADLINE_S`` (retried).
+        """
         for api_version, kind, name, namespace in created:
             self.kube.delete(api_version, kind, name, namespace)
+        deadline = time.monotonic() + UNDO_DEADLINE_S
+        for api_version, kind, name, namespace in created:
+            while self.kube.get(api_version, kind, name, namespace) is not None:
+                if time.monotonic() > deadline:
+                    raise KubeConflict(f"{kind} {name}, created by a refused attempt, is "
+                                       "still being deleted")
+                activity.heartbeat()
+                time.sleep(UNDO_POLL_S)  # polling the API for the deletion, not a test
 
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
                ca: bytes | None, service: str, rev: Obj

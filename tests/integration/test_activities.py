@@ -364,6 +364,44 @@ def test_first_install_finding_a_name_taken_undoes_its_creates_and_names_the_hol
     assert kube.get(CRD_API, "CustomResourceDefinition", f"widgets.{group}") == held
 
 
+def webhook(name: str, group: str) -> dict[str, Any]:
+    return {"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": name},
+            "webhooks": [{"name": f"{name}.{group}", "admissionReviewVersions": ["v1"],
+                          "sideEffects": "None",
+                          "clientConfig": {"service": {"name": "x", "namespace": "y",
+                                                       "path": "/validate"}},
+                          "rules": [{"apiGroups": [group], "apiVersions": ["v1alpha1"],
+                                     "operations": ["CREATE"], "resources": ["widgets"]}]}]}
+
+
+def test_first_install_whose_webhooks_share_a_name_ends_with_its_objects_in_place(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """Two webhook configurations become one name (crossplane-provider-<name>): the first
+    create of the fast path finds it taken, undoes what it made and waits until that is
+    gone, so the checking pass installs everything, not a CRD being deleted."""
+    group = f"{unique('g')}.example.org"
+    root = provider_root(tmp_path, group)
+    (root / "webhooks.yaml").write_text(yaml.safe_dump_all(
+        [webhook("first", group), webhook("second", group)]))
+    pushed = push(registry, root, tmp_path, group)
+    name = unique("hooks")
+    apply_package(kube, "Provider", name, pushed.ref)
+    _, _, steps = install(acts, c.PROVIDER, name, until="establish_objects")
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    for _ in range(3):  # the retries the workflow would make
+        try:
+            run(acts.establish_objects, establish)
+            break
+        except ApplicationError as exc:
+            assert exc.type == "KubeConflict", exc
+    for plural in ("providerconfigs", "widgets"):
+        crd = kube.get(CRD_API, "CustomResourceDefinition", f"{plural}.{group}") or {}
+        assert crd and not crd["metadata"].get("deletionTimestamp"), plural
+    assert kube.get("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration",
+                    f"crossplane-provider-{name}")
+
+
 def test_disallowed_permission_request_is_rejected_naming_the_rule(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
     """A request no allowed ClusterRole covers fails permanently; no role is written."""
