@@ -99,6 +99,7 @@ class LockActivities(Base):
         claim = _Claim(self, inp.kind, rev, refs)
         if inp.check_only:
             return self.check_lock(claim, inp, rev, len(deps))
+        claim.prefetch(self.read_lock())  # outside the writers' turns
         try:
             version, attempts = self.lock_cas(claim.decide(inp.package, entry))
         except ConflictError as err:
@@ -125,6 +126,7 @@ class LockActivities(Base):
             ConflictError: another package holds some of its objects.
         """
         lock = self.read_lock()
+        claim.prefetch(lock)
         conflicts = claim.conflicts(lock, inp.package)
         if conflicts:
             message = lk.conflicts_message(conflicts)
@@ -223,18 +225,22 @@ class _Claim:
         return lk.find_conflicts(sorted(self.keys), holders, kind=kind_of(self.kind),
                                  package=package)
 
-    def claim_of(self, entry: Obj) -> tuple[lk.Owner | None, frozenset[lk.ObjectKey]]:
-        """The objects another Lock entry's revision holds, and who it is.
-
-        A miss lists every revision of that kind in one call (not one read per entry:
-        with a hundred packages installed that made each Lock write wait a hundred
-        round trips); a revision gone since holds nothing.
-        """
-        name, kind = str(entry.get("name", "")), str(entry.get("kind") or entry.get("type"))
-        if name not in self.others:
+    def prefetch(self, lock: Obj) -> None:
+        """Learn the claims of ``lock``'s entries with one list per kind, before the Lock
+        is written (with a hundred packages installed, a read per entry made every Lock
+        write wait a hundred round trips)."""
+        kinds = {str(e.get("kind") or e.get("type")) for e in lock.get("packages") or []}
+        for kind in kinds:
             for other in self.acts.kube.list(PKG_V1, revision_kind(kind)):
                 self.others.setdefault(str(meta(other).get("name")), _claim(kind, other))
-            self.others.setdefault(name, (None, frozenset()))
+
+    def claim_of(self, entry: Obj) -> tuple[lk.Owner | None, frozenset[lk.ObjectKey]]:
+        """The objects another Lock entry's revision holds, and who it is (read on a miss:
+        an entry added since `prefetch`; a revision gone since holds nothing)."""
+        name, kind = str(entry.get("name", "")), str(entry.get("kind") or entry.get("type"))
+        if name not in self.others:
+            other = self.acts.kube.get(PKG_V1, revision_kind(kind), name)
+            self.others[name] = _claim(kind, other) if other else (None, frozenset())
         return self.others[name]
 
     def write(self) -> None:
