@@ -101,7 +101,7 @@ class LockActivities(Base):
             return self.check_lock(claim, inp, rev, len(deps))
         claim.prefetch(self.read_lock())  # outside the writers' turns
         try:
-            version, attempts = self.lock_cas(claim.decide(inp.package, entry))
+            version, attempts = self.take(claim, inp.package, entry)
         except ConflictError as err:
             claim.withdraw()
             self.event(rev, WARNING, "ResolveDependencies", err.message)
@@ -117,6 +117,17 @@ class LockActivities(Base):
                                 installed_dependencies=found.installed,
                                 invalid_dependencies=found.invalid,
                                 dependency_message=found.message)
+
+    def take(self, claim: _Claim, package: str, entry: Obj) -> tuple[str, int]:
+        """Claim and add ``entry`` by compare-and-swap; the claims of entries added since
+        the claim last looked are read outside the writers' turn, then it tries again."""
+        for _ in range(self.settings.cas_attempts):
+            try:
+                return self.lock_cas(claim.decide(package, entry))
+            except _Unknown as unknown:
+                claim.learn(unknown.entries)
+        raise KubeConflict("the Lock kept gaining entries: gave up after "
+                           f"{self.settings.cas_attempts} attempts")
 
     def check_lock(self, claim: _Claim, inp: c.TakeLockInput, rev: Obj,
                    dependencies: int) -> c.TakeLockResult:
@@ -190,6 +201,14 @@ class LockActivities(Base):
         return removed
 
 
+class _Unknown(Exception):
+    """Lock entries whose claims are not known yet."""
+
+    def __init__(self, entries: list[Obj]) -> None:
+        super().__init__(f"{len(entries)} Lock entries to read")
+        self.entries = entries
+
+
 class _Claim:
     """One revision's claim on its objects, checked against the other Lock entries."""
 
@@ -204,6 +223,9 @@ class _Claim:
     def decide(self, package: str, entry: Obj) -> Callable[[Obj], Obj | None]:
         """The Lock change: fail on another package's claim, else claim and add ``entry``."""
         def change(current: Obj) -> Obj | None:
+            unknown = self.unknown(current)
+            if unknown:
+                raise _Unknown(unknown)  # read them outside the writers' turn
             conflicts = self.conflicts(current, package)
             if conflicts:
                 raise ConflictError(lk.conflicts_message(conflicts))
@@ -224,6 +246,17 @@ class _Claim:
                 holders[key] = owner
         return lk.find_conflicts(sorted(self.keys), holders, kind=kind_of(self.kind),
                                  package=package)
+
+    def unknown(self, lock: Obj) -> list[Obj]:
+        """Other entries of ``lock`` whose claims this claim has not read."""
+        name = meta(self.rev).get("name")
+        return [e for e in lock.get("packages") or []
+                if e.get("name") != name and str(e.get("name", "")) not in self.others]
+
+    def learn(self, entries: list[Obj]) -> None:
+        """Read the claims of ``entries``."""
+        for entry in entries:
+            self.claim_of(entry)
 
     def prefetch(self, lock: Obj) -> None:
         """Learn the claims of ``lock``'s entries with one list per kind, before the Lock
