@@ -14,21 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import orjson
 from temporalio import activity
 
-from activities.base import PKG_V1, PKG_V1BETA1, meta, revision_kind, spec
+from activities.base import PKG_V1, PKG_V1BETA1, kind_of, meta, revision_kind, spec
 from activities.errors import edge
 from activities.package import pull_secrets
 from activities.verify import Verifier
 from lockwright import crdcompat, crvalidate
 from lockwright import plan as pl
-from lockwright.establish import ESTABLISHABLE
+from lockwright.establish import establishable
 from lockwright.k8s import Obj
 from lockwright.lock import LOCK_NAME, ObjectKey
 from lockwright.oci.reference import parse
+from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta
 from workflows import contracts as c
 
@@ -125,23 +124,21 @@ def _side(kind: str, documents: Path | None) -> pl.Side:
     """Fingerprints of a package's establishable objects, and its meta document."""
     prints: dict[ObjectKey, bytes] = {}
     meta_doc: Obj = {}
-    allowed = ESTABLISHABLE.get(kind.title(), frozenset())
     for doc in _documents(documents):
         if is_meta(doc):
             meta_doc = doc
-            continue
-        key = ObjectKey.of(doc)
-        if (key.group, key.kind) in allowed:
-            prints[key] = pl.fingerprint(doc)
+        elif establishable(kind_of(kind), [doc]):
+            prints[ObjectKey.of(doc)] = pl.fingerprint(doc)
     return pl.Side(prints, meta_doc)
 
 
 def _documents(documents: Path | None) -> Iterator[Obj]:
+    """The cache entry's documents, meta included; none without an entry."""
     if documents is None:
         return
     with documents.open("rb") as f:
-        for line in f:
-            yield orjson.loads(line)[1]
+        for _, doc in iter_documents(f):
+            yield doc
 
 
 def _objects(documents: Path, keys: set[ObjectKey]) -> Iterator[Obj]:

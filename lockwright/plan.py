@@ -26,6 +26,7 @@ import orjson
 from lockwright.crdcompat import Verdict
 from lockwright.crvalidate import Validation
 from lockwright.lock import ObjectKey
+from lockwright.xpkg.meta import parse_meta
 
 Obj = dict[str, Any]
 #: Names listed per list of a plan, and CRD verdicts kept in full.
@@ -259,9 +260,10 @@ def dependency_changes(old: Obj, new: Obj, locked: Mapping[str, str]) -> list[st
 
 
 def _depends_on(meta: Obj) -> dict[str, str]:
-    entries = (meta.get("spec") or {}).get("dependsOn") or []
-    return {str(e.get("package") or e.get("provider") or e.get("configuration")
-                or e.get("function") or ""): str(e.get("version") or "") for e in entries}
+    """Each dependency's package and constraint, as the package's meta declares them."""
+    if not meta:
+        return {}
+    return {d.package: d.constraint for d in parse_meta(meta).depends_on}
 
 
 def assemble(revision: str, against: str, sides: tuple[Side, Side], sources: tuple[str, str],
