@@ -28,8 +28,8 @@ from workflows import contracts as c
 from workflows.package import PackageWorkflow
 from workflows.plan import PlanCandidate
 
-BREAKING = Plan(breaking=["CustomResourceDefinition widgets.example.org version v1 field "
-                          ".spec.size: property removed; keep it"], breaking_count=1)
+BREAKING = Plan(breaking=[("CustomResourceDefinition widgets.example.org version v1 field "
+                           ".spec.size: property removed; keep it")], breaking_count=1)
 
 
 async def upgrade(handle: Handle, cluster: FakeCluster, pkg: FakePackage, version: str,
