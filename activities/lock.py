@@ -261,11 +261,19 @@ class _Claim:
     def prefetch(self, lock: Obj) -> None:
         """Learn the claims of ``lock``'s entries with one list per kind, before the Lock
         is written (with a hundred packages installed, a read per entry made every Lock
-        write wait a hundred round trips)."""
-        kinds = {str(e.get("kind") or e.get("type")) for e in lock.get("packages") or []}
-        for kind in kinds:
+        write wait a hundred round trips).
+
+        Only the revisions ``lock`` already names: a revision writes its claim before
+        its entry, so a claim read after its entry was seen is whole; one read earlier
+        may be missing objects the revision is about to claim.
+        """
+        entries = {str(e.get("name", "")): str(e.get("kind") or e.get("type"))
+                   for e in lock.get("packages") or []}
+        for kind in set(entries.values()):
             for other in self.acts.kube.list(PKG_V1, revision_kind(kind)):
-                self.others.setdefault(str(meta(other).get("name")), _claim(kind, other))
+                name = str(meta(other).get("name"))
+                if name in entries:
+                    self.others.setdefault(name, _claim(kind, other))
 
     def claim_of(self, entry: Obj) -> tuple[lk.Owner | None, frozenset[lk.ObjectKey]]:
         """The objects another Lock entry's revision holds, and who it is (read on a miss:

@@ -402,6 +402,40 @@ def test_first_install_whose_webhooks_share_a_name_ends_with_its_objects_in_plac
                     f"crossplane-provider-{name}")
 
 
+def test_a_claim_written_after_the_loser_looked_still_makes_it_lose(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loser lists the other claims before its turn; the winner writes its claim and
+    its entry just after. The loser must not trust what it listed for a revision the Lock
+    did not name yet: it loses, naming the winner (invariant 4)."""
+    from activities import lock as lock_mod
+
+    bystander = unique("bystander")  # a Provider entry in the Lock: its kind is listed
+    apply_package(kube, "Provider", bystander, provider.ref)
+    install(acts, c.PROVIDER, bystander, until="ensure_tls")
+    group = f"{unique('g')}.example.org"
+    pushed = [push(registry, provider_root(tmp_path, group), tmp_path, group) for _ in "ab"]
+    names = [unique("early"), unique("late")]
+    for name, p in zip(names, pushed, strict=True):
+        apply_package(kube, "Provider", name, p.ref)
+    steps = [install(acts, c.PROVIDER, name, until="take_lock")[2] for name in names]
+    takes = [next(arg for fn, arg in s if fn.__name__ == "take_lock") for s in steps]
+    for inp in takes:  # neither has claimed anything yet
+        kube.patch(PKG, "ProviderRevision", inp.revision, {"status": {"objectRefs": []}},
+                   subresource="status")
+    real = lock_mod._Claim.prefetch
+
+    def winner_between(claim: Any, lock: dict[str, Any]) -> None:
+        real(claim, lock)
+        if claim.rev["metadata"]["name"] == takes[0].revision:
+            run(acts.take_lock, takes[1])  # the other takes the Lock right after the look
+
+    monkeypatch.setattr(lock_mod._Claim, "prefetch", winner_between)
+    with pytest.raises(ApplicationError) as lost:
+        run(acts.take_lock, takes[0])
+    assert lost.value.type == "ConflictError" and names[1] in lost.value.message
+
+
 def test_disallowed_permission_request_is_rejected_naming_the_rule(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
     """A request no allowed ClusterRole covers fails permanently; no role is written."""
