@@ -7,16 +7,28 @@ from typing import Any
 Obj = dict[str, Any]
 
 
-def crd(group: str, kind: str, description: str = "") -> Obj:
-    """A minimal cluster-scoped CRD ``<kind>s.<group>``."""
-    plural = kind.lower() + "s"
-    schema: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+def crd(group: str, kind: str, description: str = "", plural: str = "",
+        schema: Obj | None = None, version: str = "v1alpha1") -> Obj:
+    """A cluster-scoped CRD ``<plural>.<group>`` (plural: ``<kind>s`` by default) serving
+    one ``version``; its schema keeps every field unless one is given."""
+    plural = plural or kind.lower() + "s"
+    if schema is None:
+        schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     if description:
-        schema["description"] = description
+        schema = {**schema, "description": description}
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": f"{plural}.{group}"},
             "spec": {"group": group, "scope": "Cluster",
                      "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
                                "singular": kind.lower()},
-                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                     "versions": [{"name": version, "served": True, "storage": True,
                                    "schema": {"openAPIV3Schema": schema}}]}}
+
+
+def composition(group: str) -> Obj:
+    """A Composition: what a Provider may not ship (a lint failure)."""
+    return {"apiVersion": "apiextensions.crossplane.io/v1", "kind": "Composition",
+            "metadata": {"name": f"xthings.{group}"},
+            "spec": {"compositeTypeRef": {"apiVersion": f"{group}/v1alpha1",
+                                          "kind": "XThing"}, "mode": "Pipeline",
+                     "pipeline": []}}

@@ -25,7 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from tests.e2e.packages import crd
+from tests.e2e.packages import composition, crd
 from tests.fixtures import registry as registry_fixture
 from tests.fixtures.registry import RegistryServer
 from tests.fixtures.stack import Stack
@@ -409,12 +409,7 @@ async def test_configuration_applied_before_its_pull_secret_heals(
 # --- 3. lint failure -------------------------------------------------------------------
 async def test_provider_carrying_a_composition_fails_lint(stack: Stack, tmp_path: Path) -> None:
     group = unique_group()
-    composition = {"apiVersion": "apiextensions.crossplane.io/v1", "kind": "Composition",
-                   "metadata": {"name": f"xthings.{group}"},
-                   "spec": {"compositeTypeRef": {"apiVersion": f"{group}/v1alpha1",
-                                                 "kind": "XThing"}, "mode": "Pipeline",
-                            "pipeline": []}}
-    ref = push_unlinted(stack, provider_dir(tmp_path / "p", group, extra=[composition]))
+    ref = push_unlinted(stack, provider_dir(tmp_path / "p", group, extra=[composition(group)]))
     name = unique("lint")
     stack.apply_package("Provider", name, ref)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.packages import composition
 from tests.e2e.test_dependencies import Repos, dep, waiting_on_dependencies
 from tests.e2e.test_failures import provider_dir, push_unlinted, unique_group
 from tests.fixtures.stack import PKG_GROUP, ROOT, Stack, running_stack
@@ -146,12 +147,7 @@ def test_an_install_is_counted_beside_the_sdks_metrics(metered: Metered,
 def test_a_failed_install_is_counted_by_its_error(metered: Metered, tmp_path: Path) -> None:
     stack, before = metered.stack, metered.scrape()
     group = unique_group()
-    composition = {"apiVersion": "apiextensions.crossplane.io/v1", "kind": "Composition",
-                   "metadata": {"name": f"xthings.{group}"},
-                   "spec": {"compositeTypeRef": {"apiVersion": f"{group}/v1alpha1",
-                                                 "kind": "XThing"}, "mode": "Pipeline",
-                            "pipeline": []}}
-    ref = push_unlinted(stack, provider_dir(tmp_path / "p", group, extra=[composition]))
+    ref = push_unlinted(stack, provider_dir(tmp_path / "p", group, extra=[composition(group)]))
     name = unique("refused")
     stack.apply_package("Provider", name, ref)
     stack.wait_conditions("Provider", name, {"Installed": ("False", "UnpackingPackage")})

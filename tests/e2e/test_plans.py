@@ -18,6 +18,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from tests.e2e.packages import crd
 from tests.e2e.test_dependencies import dep
 from tests.e2e.test_failures import crd_exists
 from tests.e2e.test_upgrade import GOOD_IMAGE, temporal_cli, upgrade_to, wait_active
@@ -38,15 +39,9 @@ def plans(registry: Any, auth_registry: Any, temporal_env: Any) -> Iterator[Stac
 
 def widget_crd(group: str, props: dict[str, Obj], plural: str = "widgets",
                kind: str = "Widget") -> Obj:
-    schema = {"type": "object", "properties": {
-        "spec": {"type": "object", "properties": props}}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Cluster",
-                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
-                               "singular": kind.lower()},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": schema}}]}}
+    """A CRD serving v1 whose spec has ``props``."""
+    return crd(group, kind, plural=plural, version="v1", schema={
+        "type": "object", "properties": {"spec": {"type": "object", "properties": props}}})
 
 
 def push(stack: Stack, tmp: Path, repo: str, tag: str, crds: list[Obj],

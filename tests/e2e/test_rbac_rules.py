@@ -49,24 +49,12 @@ def audited(registry: Any, auth_registry: Any, temporal_env: Any) -> Iterator[St
 
 
 # --- what the packages ship ------------------------------------------------------------
-def open_crd(group: str, kind: str, plural: str) -> Obj:
-    schema = {"openAPIV3Schema": {"type": "object",
-                                  "x-kubernetes-preserve-unknown-fields": True}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Cluster",
-                     "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural,
-                               "singular": kind.lower()},
-                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                                   "schema": schema}]}}
-
-
 def install_crossplane_kinds(stack: Stack) -> None:
     """Crossplane core's CRDs for what packages ship (as the cluster's admin)."""
     ensure_crossplane_crds(stack)
     ext = client.ApiextensionsV1Api(stack.api)
     for group, kind, plural in OPEN_KINDS:
-        ext.create_custom_resource_definition(open_crd(group, kind, plural))  # type: ignore[arg-type]
+        ext.create_custom_resource_definition(crd(group, kind, plural=plural))  # type: ignore[arg-type]
 
     def served() -> bool:
         return all(stack.custom.list_cluster_custom_object(g, "v1alpha1", p) is not None
