@@ -216,9 +216,13 @@ class PackageActivities(Verifier):
         return out
 
     def revision_spec(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
-        """The spec fields a revision copies from its package (reference §9 step 11)."""
+        """The spec fields a revision copies from its package (reference §9 step 11).
+
+        The image is the source the pass resolved ``inp.digest`` from, not what the package
+        says now: a spec changed since the pass read it must not relabel this revision.
+        """
         s = spec(pkg)
-        wanted: Obj = {"image": s.get("package") or inp.source}
+        wanted: Obj = {"image": inp.source or s.get("package")}
         wanted.update({k: s[k] for k in COPIED if s.get(k) is not None})
         runtime = (inp.kind in c.KINDS_WITH_RUNTIME
                    and self.settings.package_runtime == DEPLOYMENT_RUNTIME)

@@ -656,6 +656,24 @@ def test_object_changed_between_check_and_write_fails_the_attempt_and_retry_conv
     assert labels["team"] == "a" and labels["other-writer"] == "x"
 
 
+def test_a_revision_keeps_the_image_its_digest_came_from_when_the_spec_moves_on(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """A pass that resolved the old source ensures that revision after the package was
+    changed: the revision keeps the old image (it once took the new one, so the old
+    revision looked like the upgrade's and entered the Lock under the new version)."""
+    name = unique("moved")
+    apply_package(kube, "Provider", name, provider.ref)
+    pkg = run(acts.read_package, c.ReadPackageInput(c.PROVIDER, name))
+    resolved = run(acts.resolve_digest, c.ResolveDigestInput(c.PROVIDER, name, pkg.source))
+    moved = provider.ref.rsplit(":", 1)[0] + ":v9.9.9"
+    kube.patch(PKG, "Provider", name, {"spec": {"package": moved}})
+    for _ in range(2):  # created, then refreshed
+        ensured = run(acts.ensure_revision, c.EnsureRevisionInput(
+            c.PROVIDER, name, pkg.source, resolved.digest, pkg.generation))
+        rev = kube.get(PKG, "ProviderRevision", ensured.revision) or {}
+        assert rev["spec"]["image"] == provider.ref, rev["spec"]
+
+
 # --- deletion (issue 14, invariant 8) ----------------------------------------------------
 def test_steps_on_a_package_being_deleted_end_with_object_gone(
         acts: Activities, kube: Kube, provider: Pushed) -> None:
