@@ -27,6 +27,7 @@ from lockwright.dependencies import Graph, Requirement, graph_of
 from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
 from lockwright.k8s import NORMAL, Obj
 from lockwright.lock import LOCK_NAME
+from lockwright.names import parse_reference
 from lockwright.oci.fetch import fetch_package
 from lockwright.oci.reference import parse
 from lockwright.resolver import CatalogError, Decision, Policy, resolve
@@ -158,11 +159,24 @@ class DependencyActivities(LockActivities, Verifier):
         return True
 
     def move(self, change: c.DependencyChange) -> bool:
-        """Point an installed dependency at the version decided (an upgrade or downgrade)."""
+        """Point an installed dependency at the version decided (an upgrade or downgrade).
+
+        Only from the version the resolver saw: a package someone pointed elsewhere since
+        (or whose upgrade the Lock has not caught up with) is left as it is, and the
+        resolution its new revision brings decides again. The patch is conditional on the
+        object read, so an edit landing in between fails it (409) and the retry sees it.
+        """
         pkg = self.kube.get(PKG_V1, change.kind, change.name)
-        if pkg is None or spec(pkg).get("package") == change.package:
+        current = str(spec(pkg).get("package", "")) if pkg is not None else ""
+        if pkg is None or current == change.package:
             return False
-        self.kube.patch(PKG_V1, change.kind, change.name, {"spec": {"package": change.package}})
+        if parse_reference(current).version != change.from_version:
+            self.log(package=change.name).info("dependency.move_skipped", current=current,
+                                               decided_from=change.from_version)
+            return False
+        self.kube.patch(PKG_V1, change.kind, change.name, {
+            "metadata": {"resourceVersion": meta(pkg)["resourceVersion"]},
+            "spec": {"package": change.package}})
         self.lock_event(f"Moved dependency {change.kind} {change.name} from "
                         f"{change.from_version} to {change.package}")
         return True

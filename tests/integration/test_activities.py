@@ -674,6 +674,36 @@ def test_a_revision_keeps_the_image_its_digest_came_from_when_the_spec_moves_on(
         assert rev["spec"]["image"] == provider.ref, rev["spec"]
 
 
+def test_a_dependency_moves_only_from_the_version_the_resolver_decided_from(
+        acts: Activities, kube: Kube, registry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """apply_resolution (LOCKWRIGHT_DEPENDENCY_UPGRADES): a dependency at the version the
+    resolver saw moves; one pointed elsewhere since, by hand or by an upgrade the Lock has
+    not caught up with, keeps its spec; an edit racing the patch fails it with a 409."""
+    repo = f"{registry.host}/{unique('dep')}"
+    names = [unique("dep"), unique("dep"), unique("dep")]
+    for name in names:
+        apply_package(kube, "Provider", name, f"{repo}:v1.0.0")
+    kube.patch(PKG, "Provider", names[1], {"spec": {"package": f"{repo}:v3.0.0"}})
+    changes = [c.DependencyChange("Provider", n, f"{repo}:v2.0.0", from_version="v1.0.0")
+               for n in names]
+    done = run(acts.apply_resolution, c.ApplyResolutionInput(changes=changes[:2]))
+    assert done.moved == [f"{repo}:v2.0.0"]
+    assert [(kube.get(PKG, "Provider", n) or {})["spec"]["package"] for n in names] == [
+        f"{repo}:v2.0.0", f"{repo}:v3.0.0", f"{repo}:v1.0.0"]
+    real_patch = kube.patch
+
+    def racing_patch(api: str, kind: str, name: str, body: Any, **kw: Any) -> Any:
+        if name == names[2] and "resourceVersion" in body.get("metadata", {}):
+            real_patch(api, kind, name, {"spec": {"package": f"{repo}:v4.0.0"}})
+        return real_patch(api, kind, name, body, **kw)
+
+    monkeypatch.setattr(kube, "patch", racing_patch)
+    with pytest.raises(ApplicationError) as raced:
+        run(acts.apply_resolution, c.ApplyResolutionInput(changes=changes[2:]))
+    assert (raced.value.type, raced.value.non_retryable) == ("KubeConflict", False)
+    assert (kube.get(PKG, "Provider", names[2]) or {})["spec"]["package"] == f"{repo}:v4.0.0"
+
+
 # --- deletion (issue 14, invariant 8) ----------------------------------------------------
 def test_steps_on_a_package_being_deleted_end_with_object_gone(
         acts: Activities, kube: Kube, provider: Pushed) -> None:
