@@ -1,8 +1,11 @@
 """Revision lifecycle: activate one, retire the rest, collect old ones, clean up after a package.
 
-Deactivating a revision releases control of its objects, takes it out of the Lock and stops
-its runtime *before* its ``desiredState`` flips to Inactive, so a worker killed halfway
-leaves it still Active and the retried activity does the whole job again (invariant 3).
+Deactivating a revision releases control of its objects, flips its ``desiredState`` to
+Inactive, takes it out of the Lock and stops its runtime. A worker killed halfway leaves it
+Active, or Inactive but still in the Lock or running, and the retried activity retires such
+a revision again (invariant 3). It is marked before it leaves the Lock, because
+``take_lock`` decides on the revision as read after the Lock: a take still under way then
+cannot put the entry back.
 """
 
 from __future__ import annotations
@@ -83,16 +86,20 @@ class LifecycleActivities(LockActivities, ObjectActivities, DroppedObjects):
         return self.kube.list("apps/v1", "Deployment", self.namespace)
 
     def deactivate(self, kind: str, rev: Obj, running: list[Obj]) -> None:
-        """Release objects, leave the Lock, stop the runtime, then mark Inactive."""
+        """Release objects, mark Inactive, leave the Lock, then stop the runtime.
+
+        Marked before it leaves the Lock: ``take_lock`` re-reads the revision after the
+        Lock, so a take still under way for it cannot put the entry back.
+        """
         name = str(meta(rev)["name"])
         released = self.release_objects(kind, rev)
+        if spec(rev).get("desiredState") != c.INACTIVE:
+            self.set_state(kind, rev, c.INACTIVE)
         self.leave_lock(name)
         for deployment in running:
             if _owns(deployment, str(meta(rev)["uid"])):
                 self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
                                  self.namespace, uid=meta(deployment)["uid"])
-        if spec(rev).get("desiredState") != c.INACTIVE:
-            self.set_state(kind, rev, c.INACTIVE)
         self.event(rev, NORMAL, "DeactivateRevision",
                    f"Deactivated revision; released control of {released} object(s)")
 

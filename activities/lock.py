@@ -106,6 +106,8 @@ class LockActivities(Base):
             claim.withdraw()
             self.event(rev, WARNING, "ResolveDependencies", err.message)
             raise
+        except _Retired:
+            return c.TakeLockResult()  # deactivated while we looked: it stays out
         self.log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "lock.taken", resource_version=version, cas_attempts=attempts)
         found = report(self.read_lock(), inp.revision) if deps else Report()
@@ -223,6 +225,7 @@ class _Claim:
     def decide(self, package: str, entry: Obj) -> Callable[[Obj], Obj | None]:
         """The Lock change: fail on another package's claim, else claim and add ``entry``."""
         def change(current: Obj) -> Obj | None:
+            self.still_active()
             unknown = self.unknown(current)
             if unknown:
                 raise _Unknown(unknown)  # read them outside the writers' turn
@@ -232,6 +235,23 @@ class _Claim:
             self.write()
             return lk.upsert_entry(current, entry)
         return change
+
+    def still_active(self) -> None:
+        """Read the revision again after the Lock, before writing its entry.
+
+        Whoever retires a revision marks it (Inactive, or deleting) before removing its
+        entry; so a revision still Active here was not retired before the Lock read, and a
+        removal since then makes this write's compare-and-swap fail. A take that read the
+        revision long ago (a cancelled install's step, still running) cannot put back the
+        entry of a revision retired meanwhile.
+
+        Raises:
+            ObjectGone: the revision is gone or being deleted.
+            _Retired: it is no longer Active.
+        """
+        rev = self.acts.revision(self.kind, str(meta(self.rev)["name"]))
+        if spec(rev).get("desiredState") != c.ACTIVE:
+            raise _Retired
 
     def conflicts(self, current: Obj, package: str) -> list[lk.Conflict]:
         holders: dict[lk.ObjectKey, lk.Owner] = {}
@@ -297,6 +317,10 @@ class _Claim:
     def _patch(self, refs: list[Any]) -> None:
         self.acts.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),
                              {"status": {"objectRefs": refs}}, subresource="status")
+
+
+class _Retired(Exception):
+    """The revision was deactivated after take_lock first read it."""
 
 
 def _claim(kind: str, rev: Obj) -> tuple[lk.Owner | None, frozenset[lk.ObjectKey]]:

@@ -478,6 +478,28 @@ def test_lock_compare_and_swap_loses_no_entry_under_10_concurrent_writers(
     assert sum(r.cas_attempts for r in results) >= 10
 
 
+def test_a_take_that_read_the_revision_before_it_was_retired_leaves_no_entry(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """take_lock read the revision Active; it is retired (marked Inactive, its entry
+    removed) before the take reaches the Lock: the take writes nothing."""
+    pushed = push(registry, DATA / "function", tmp_path)
+    name = unique("fn")
+    apply_package(kube, "Function", name, pushed.ref)
+    rev, digest, _ = install(acts, c.FUNCTION, name, until="take_lock")
+    real_read = acts.read_lock
+
+    def retired_meanwhile() -> Any:  # the first Lock read: the claims' prefetch
+        kube.patch(PKG, "FunctionRevision", rev, {"spec": {"desiredState": "Inactive"}})
+        return real_read()
+
+    monkeypatch.setattr(acts, "read_lock", retired_meanwhile)
+    taken = run(acts.take_lock, c.TakeLockInput(c.FUNCTION, name, rev, pushed.ref, digest))
+    assert taken == c.TakeLockResult()
+    lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
+    assert rev not in {e["name"] for e in lock.get("packages") or []}
+
+
 def test_missing_image_is_a_permanent_package_not_found(
         acts: Activities, kube: Kube, registry: Any) -> None:
     """Errors cross the edge typed: a tag the registry lacks is PackageNotFound, final."""
