@@ -50,8 +50,6 @@ async def connect(settings: Settings, timeout: float = 60.0) -> Client:
     Raises:
         RuntimeError: the server did not answer in time (the last error is chained).
     """
-    from temporalio.client import Client
-
     from activities.connection import from_settings
 
     deadline, backoff = time.monotonic() + timeout, Backoff()

@@ -65,7 +65,7 @@ with workflow.unsafe.imports_passed_through():
     from lockwright.plan import Plan
     from workflows import contracts as c
     from workflows import status as conditions
-    from workflows.calls import R, Failure, call, classify
+    from workflows.calls import Failure, R, call, classify
     from workflows.retry import loop_backoff
     from workflows.revision import InstallRevision
     from workflows.upgrade import Install, Upgrades
@@ -179,7 +179,7 @@ class PackageWorkflow(Upgrades):
             wake = timedelta(seconds=self._s.wake_after_s) if self._s.wake_after_s else None
             await workflow.wait_condition(lambda: self._s.dirty, timeout=wake,
                                           timeout_summary="retry or re-check health")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass  # backoff or health re-check elapsed: run a pass without a signal
         self._idle = False
         self._s = replace(self._s, dirty=False, passes=self._s.passes + 1)
@@ -214,7 +214,6 @@ class PackageWorkflow(Upgrades):
         self._meet(pkg)
         if pkg.synced_paused:  # the pause annotation is gone: resume
             await self._write_status([], "", drop=[conditions.SYNCED])
-        inp = self._inp
         self._s = replace(self._s, policy=pkg.activation_policy, generation=pkg.generation,
                           source=pkg.source, active_revision=pkg.active_revision,
                           revisions=_merge(self._s.revisions, pkg.revisions))

@@ -74,7 +74,7 @@ class ResolveDependencies:
         try:
             await workflow.wait_condition(lambda: self._s.dirty, timeout=wake,
                                           timeout_summary="resolve again after a failure")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         self._idle = False
         self._s = replace(self._s, dirty=False, passes=self._s.passes + 1, wake_after_s=0.0)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 # Re-exported: callers catch it where they parse references.
-from lockwright.errors import InvalidReference as InvalidReference
+from lockwright.errors import InvalidReference as InvalidReference  # noqa: PLC0414 - explicit re-export (mypy)
 
 DEFAULT_TAG = "latest"
 DOCKER_HUB = "docker.io"
