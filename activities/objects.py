@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -60,6 +61,8 @@ UNDO_DEADLINE_S, UNDO_POLL_S = 60.0, 0.05
 #: apiVersion, kind, name, namespace of an object this attempt created.
 Address = tuple[str, str, str, str | None]
 SYNC_FAILED = "cannot establish control of object: "
+#: The owner UID a candidate's dry-run writes carry: no revision exists for it.
+CANDIDATE_UID = "00000000-0000-0000-0000-000000000000"
 
 
 def batches(package_kind: str, documents: Path, size: int = BATCH) -> Iterator[list[Obj]]:
@@ -104,12 +107,12 @@ class ObjectActivities(RuntimeConfigs):
         documents = self.cached(inp.kind, rev, inp.digest).documents
         ca, service = self.webhook_target(inp, rev)
         log = self.log(package=inp.package, revision=inp.revision, digest=inp.digest)
-        with ThreadPoolExecutor(self.settings.establish_workers) as pool:
-            fresh = self._fresh(pool, inp, rev, revision, documents, (ca, service))
+        with ThreadPoolExecutor(self.settings.establish_workers) as pool, self.saying_why(rev):
+            fresh = self._fresh(pool, inp, revision, documents, (ca, service))
             if fresh is not None:
                 refs, counts = fresh
             else:
-                refs, seen = self._check(pool, revision, documents, ca, service, rev)
+                refs, seen = self._check(pool, revision, documents, ca, service)
                 if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
                     return _checked(refs, seen)
                 counts = self._write_all(pool, revision, documents, seen, ca, service)
@@ -120,6 +123,35 @@ class ObjectActivities(RuntimeConfigs):
                  owned=counts[est.Op.OWN], control=inp.control)
         return c.EstablishObjectsResult(objects=len(refs), created=created,
                                         updated=updated + counts[est.Op.OWN])
+
+    @contextmanager
+    def saying_why(self, rev: Obj) -> Iterator[None]:
+        """A refusal (conflict, CRD finding, API rejection) also goes on the revision as
+        a ``SyncPackage`` Warning Event."""
+        try:
+            yield
+        except (ConflictError, PreflightError, KubeInvalid) as exc:
+            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
+            raise
+
+    def check_candidate(self, kind: str, package: str, rev: Obj, digest: str) -> int:
+        """A candidate's writes (``lockwright plan --package``), checked and dry-run as an
+        upgrade's preparation makes them, for the revision an apply would create.
+
+        Its UID is a placeholder (a dry run keeps nothing) and no Event is written: the
+        cluster stays as it was. Returns how many objects were checked.
+
+        Raises:
+            ConflictError, PreflightError, KubeInvalid: as the preparation would.
+        """
+        inp = c.EstablishObjectsInput(kind=kind, package=package, digest=digest, control=True,
+                                      revision=names.revision_name(package, digest))
+        revision = self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}})
+        ca, service = self.webhook_target(inp, rev)
+        with ThreadPoolExecutor(self.settings.establish_workers) as pool:
+            refs, _ = self._check(pool, revision, self.cached(kind, rev, digest).documents,
+                                  ca, service)
+        return len(refs)
 
     def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj) -> est.Revision:
         """The revision as ``lockwright.establish`` sees it."""
@@ -143,7 +175,7 @@ class ObjectActivities(RuntimeConfigs):
         ca = tls.ca_bundle(data) if data.get(tls.TLS_CERT) else None
         return ca, service_name(inp.package, drc)
 
-    def _fresh(self, pool: ThreadPoolExecutor, inp: c.EstablishObjectsInput, rev: Obj,
+    def _fresh(self, pool: ThreadPoolExecutor, inp: c.EstablishObjectsInput,
                revision: est.Revision, documents: Path, target: tuple[bytes | None, str]
                ) -> tuple[list[dict[str, str]], dict[est.Op, int]] | None:
         """A first install's objects created straight away, or None to check first.
@@ -164,9 +196,8 @@ class ObjectActivities(RuntimeConfigs):
         except KubeAlreadyExists:
             self._undo(created)
             return None
-        except KubeInvalid as exc:
+        except KubeInvalid:
             self._undo(created)
-            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
             raise
         return est.sort_object_refs(refs), {**dict.fromkeys(est.Op, 0),
                                             est.Op.CREATE: len(created)}
@@ -215,7 +246,7 @@ class ObjectActivities(RuntimeConfigs):
                 time.sleep(UNDO_POLL_S)  # polling the API for the deletion, not a test
 
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
-               ca: bytes | None, service: str, rev: Obj
+               ca: bytes | None, service: str
                ) -> tuple[list[dict[str, str]], dict[ObjectKey, est.Seen]]:
         """Read, plan, preflight and dry-run every object; raise before any write."""
         checked, dry = Checked(), self.kube.dry_runs()
@@ -224,31 +255,10 @@ class ObjectActivities(RuntimeConfigs):
             findings = crdcheck.preflight(batch, live) if revision.active else []
             checked.add(plan, live, findings)
             if checked.clean:  # once the attempt will fail, dry runs would be wasted
-                self._dry_run(pool, dry, plan.actions, rev)
+                list(pool.map(lambda a: self._write(a, dry), plan.actions))
             activity.heartbeat()
-        self._refuse(checked, rev)
+        _refuse(checked)
         return est.sort_object_refs(checked.refs), checked.seen
-
-    def _dry_run(self, pool: ThreadPoolExecutor, dry: Kube, actions: list[est.Action],
-                 rev: Obj) -> None:
-        """Send each write as a server-side dry run; the first rejection ends the attempt."""
-        try:
-            list(pool.map(lambda a: self._write(a, dry), actions))
-        except KubeInvalid as exc:
-            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
-            raise
-
-    def _refuse(self, checked: Checked, rev: Obj) -> None:
-        """Raise for conflicts (they may heal) first, then for CRD findings (they cannot)."""
-        if checked.conflicts:
-            message = "; ".join(x.message for x in sorted(checked.conflicts,
-                                                          key=lambda x: x.object))
-            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + message)
-            raise ConflictError(message)
-        if checked.findings:
-            message = "; ".join(f.message for f in crdcheck.ordered(checked.findings))
-            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + message)
-            raise PreflightError(message)
 
     def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
               ca: bytes | None, service: str) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
@@ -317,6 +327,15 @@ def _checked(refs: list[dict[str, str]], seen: dict[ObjectKey, est.Seen]
     return c.EstablishObjectsResult(
         objects=len(refs), created=ops.count(est.Op.CREATE),
         updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.OWN)))
+
+
+def _refuse(checked: Checked) -> None:
+    """Raise for conflicts (they may heal) first, then for CRD findings (they cannot)."""
+    if checked.conflicts:
+        raise ConflictError("; ".join(x.message for x in sorted(checked.conflicts,
+                                                                key=lambda x: x.object)))
+    if checked.findings:
+        raise PreflightError("; ".join(f.message for f in crdcheck.ordered(checked.findings)))
 
 
 def _address(obj: Obj) -> Address:

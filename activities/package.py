@@ -48,6 +48,20 @@ MSG_CONTROLLER_CONFIG = ("controllerConfigRef is not supported by lockwright; us
                          "runtimeConfigRef with a DeploymentRuntimeConfig")
 
 
+def revision_spec(kind: str, pkg: Obj, source: str, package_runtime: str) -> Obj:
+    """The spec of ``pkg``'s revision for ``source``: the image and the fields copied from
+    the package, and under the Deployment runtime its runtime config and TLS Secrets."""
+    s, package = spec(pkg), str(meta(pkg)["name"])
+    wanted: Obj = {"image": source or s.get("package")}
+    wanted.update({k: s[k] for k in COPIED if s.get(k) is not None})
+    if kind in c.KINDS_WITH_RUNTIME and package_runtime == DEPLOYMENT_RUNTIME:
+        wanted["runtimeConfigRef"] = s.get("runtimeConfigRef") or {"name": "default"}
+        wanted["tlsServerSecretName"] = names.tls_server_secret_name(package)
+        if kind_of(kind) == "Provider":
+            wanted["tlsClientSecretName"] = names.tls_client_secret_name(package)
+    return wanted
+
+
 def pull_secrets(pkg: Obj, resolution: Resolution) -> list[str]:
     """The package's own pull Secrets, then the ImageConfig's for its prefix."""
     secrets = secret_names(spec(pkg).get("packagePullSecrets"))
@@ -221,17 +235,7 @@ class PackageActivities(Verifier):
         The image is the source the pass resolved ``inp.digest`` from, not what the package
         says now: a spec changed since the pass read it must not relabel this revision.
         """
-        s = spec(pkg)
-        wanted: Obj = {"image": inp.source or s.get("package")}
-        wanted.update({k: s[k] for k in COPIED if s.get(k) is not None})
-        runtime = (inp.kind in c.KINDS_WITH_RUNTIME
-                   and self.settings.package_runtime == DEPLOYMENT_RUNTIME)
-        if runtime:
-            wanted["runtimeConfigRef"] = s.get("runtimeConfigRef") or {"name": "default"}
-            wanted["tlsServerSecretName"] = names.tls_server_secret_name(inp.package)
-            if kind_of(inp.kind) == "Provider":
-                wanted["tlsClientSecretName"] = names.tls_client_secret_name(inp.package)
-        return wanted
+        return revision_spec(inp.kind, pkg, inp.source, self.settings.package_runtime)
 
     def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
                      number: int) -> Obj:

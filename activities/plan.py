@@ -1,6 +1,8 @@
 """``plan_revision``: what switching a package to a prepared revision would change.
 
-Runs in the prepare step, after the dry run of every write. It streams both packages'
+Runs in the prepare step, after the dry run of every write (for a candidate of
+``lockwright plan --package``, which has no revision to prepare, it makes that dry run
+itself, first). It streams both packages'
 cached documents once into fingerprints (memory: a digest per object), reads the live CRD
 of each CRD that changed (what the active revision established, with its stored
 versions), classifies the change (:mod:`lockwright.crdcompat`) and checks the custom
@@ -17,11 +19,12 @@ from pathlib import Path
 
 from temporalio import activity
 
-from activities.base import PKG_V1, PKG_V1BETA1, kind_of, meta, revision_kind, spec
+from activities.base import PKG_V1, PKG_V1BETA1, kind_of, meta, revision_kind
 from activities.errors import edge
-from activities.package import pull_secrets
+from activities.objects import ObjectActivities
+from activities.package import pull_secrets, revision_spec
 from activities.verify import Verifier
-from lockwright import crdcompat, crvalidate
+from lockwright import crdcompat, crvalidate, names
 from lockwright import plan as pl
 from lockwright.establish import establishable
 from lockwright.k8s import Obj
@@ -36,7 +39,7 @@ PAGE = 500
 CRD_API = "apiextensions.k8s.io/v1"
 
 
-class PlanActivities(Verifier):
+class PlanActivities(Verifier, ObjectActivities):
     """Plan an upgrade."""
 
     @activity.defn(name=c.PLAN_REVISION)
@@ -59,8 +62,9 @@ class PlanActivities(Verifier):
         return result
 
     def _new(self, inp: c.PlanRevisionInput) -> tuple[Obj, str]:
-        """The planned revision and its digest; for a candidate, a revision as it would
-        be made (nothing is written), its digest resolved and verified as an install's."""
+        """The planned revision and its digest; for a candidate, the revision an apply
+        would make (nothing is written), its digest resolved and verified as an install's,
+        and its writes checked and dry-run as the upgrade's preparation would make them."""
         if not inp.candidate:
             return self.revision(inp.kind, inp.revision), inp.digest
         pkg = self.package(inp.kind, inp.package)
@@ -68,8 +72,10 @@ class PlanActivities(Verifier):
         client = self.registry(pull_secrets(pkg, resolution))
         digest = client.resolve(parse(resolution.resolved))
         self.verify(resolution, digest, client)
-        rev = {"spec": {"image": resolution.resolved,
-                        "packagePullSecrets": spec(pkg).get("packagePullSecrets") or []}}
+        rev = {"metadata": {"name": names.revision_name(inp.package, digest)},
+               "spec": revision_spec(inp.kind, pkg, inp.candidate,
+                                     self.settings.package_runtime)}
+        self.check_candidate(inp.kind, inp.package, rev, digest)
         return rev, digest
 
     def _crds(self, documents: Path, changed: set[ObjectKey]

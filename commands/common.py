@@ -173,6 +173,14 @@ def fail(message: str) -> int:
     return 1
 
 
+def root_cause(exc: BaseException) -> str:
+    """The innermost Temporal failure's message: a workflow's failure wraps the activity's
+    ("Activity task failed"), which wraps the error that says what went wrong."""
+    while (inner := getattr(exc, "cause", None)) is not None:
+        exc = inner
+    return str(exc)
+
+
 def conditions(obj: dict[str, object] | None) -> dict[str, dict[str, str]]:
     """An object's ``status.conditions`` by type."""
     status = (obj or {}).get("status")

@@ -74,7 +74,7 @@ async def _plan(s: Any, ref: common.PackageRef, candidate: str | None,
             id=c.plan_workflow_id(ref.kind, ref.name, uuid.uuid4().hex[:8]),
             task_queue=s.task_queue, result_type=Plan), timeout)
     except WorkflowFailureError as exc:
-        raise LockwrightError(f"cannot plan {candidate}: {exc.cause or exc}") from None
+        raise LockwrightError(f"cannot plan {candidate}: {common.root_cause(exc)}") from None
     except TimeoutError:
         raise LockwrightError(f"no plan within {timeout:g}s: is a worker running?") from None
 

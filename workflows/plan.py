@@ -3,9 +3,10 @@
 
 It reads the package (for its active revision) and runs ``plan_revision`` on the
 candidate: resolved (ImageConfigs, pull secrets) and verified as an install would be,
-fetched into the worker's cache, compared with the active revision and checked against
-the custom resources that exist. Unlike an upgrade's preparation, no write is dry-run:
-that needs the revision object an apply creates.
+fetched into the worker's cache, its writes checked and dry-run as an upgrade's
+preparation makes them (for the revision an apply would create, with no Event), compared
+with the active revision and checked against the custom resources that exist. A candidate
+the preparation would refuse fails with the preparation's error.
 """
 
 from __future__ import annotations

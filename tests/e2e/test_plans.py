@@ -227,6 +227,12 @@ def test_lockwright_plan_of_a_candidate_changes_nothing_and_gates_on_its_verdict
                     [widget_crd(g, {"size": {"type": "integer"}})])
     grown = push(plans, tmp_path, repo, "v2.1.0", [widget_crd(g, {
         **both, "shape": {"type": "string"}})])
+    # Another package holds a CRD the next candidate ships: preparing it would fail.
+    gadgets, holder = widget_crd(g, {}, plural="gadgets", kind="Gadget"), unique("holder")
+    plans.apply_package("Provider", holder, push(plans, tmp_path, unique("prov"), "v1.0.0",
+                                                 [gadgets]))
+    plans.wait_healthy("Provider", holder)
+    taken = push(plans, tmp_path, repo, "v2.2.0", [widget_crd(g, both), gadgets])
     before = snapshot(plans, g)
 
     refused = lockwright(plans, "plan", f"provider/{name}", "--package", breaking, "-o", "json")
@@ -237,6 +243,10 @@ def test_lockwright_plan_of_a_candidate_changes_nothing_and_gates_on_its_verdict
     fine = lockwright(plans, "plan", f"provider/{name}", "--package", grown)
     assert fine.returncode == 0, output(fine)
     assert "verdict: compatible" in fine.stdout and ".spec.shape" in fine.stdout, fine.stdout
+    # The candidate's writes are dry-run as its preparation would make them.
+    held = lockwright(plans, "plan", f"provider/{name}", "--package", taken)
+    assert held.returncode == 1, output(held)
+    assert f"gadgets.{g}" in held.stderr and holder in held.stderr, output(held)
     none = lockwright(plans, "plan", f"provider/{name}")
     assert none.returncode == 1 and "no prepared upgrade" in none.stderr, output(none)
     assert snapshot(plans, g) == before
