@@ -43,12 +43,10 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import random
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -63,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml
 
+from benchmarks.common import provider_meta, quiet_logs, run_title, workdir
 from benchmarks.crdgen import crd_sizes, make_crd
 from worker import devstack
 from worker.stack import Stack, StackError, port_free
@@ -76,16 +75,6 @@ SMALL_OVERHEAD_S = 0.20
 SCALE_OUT_MAX = 1.5
 # A 2,000-CRD install (issue 12): at most this long, and this over its floor.
 BIG_MAX_S, BIG_RATIO_MAX = 10.0, 1.2
-META = """apiVersion: meta.pkg.crossplane.io/v1
-kind: Provider
-metadata:
-  name: {name}
-spec:
-  crossplane:
-    version: ">=v1.14.0-0"
-  controller:
-    image: xpkg.lockwright.example.org/bench/{name}-controller:v1.0.0
-"""
 Obj = dict[str, Any]
 
 
@@ -101,7 +90,7 @@ def write_package_root(work: str, name: str, sizes: list[int]) -> tuple[Path, in
     """Write a Provider's source (crossplane.yaml, one CRD per size); (root, YAML bytes)."""
     root = Path(work) / "src" / name
     (root / "crds").mkdir(parents=True)
-    (root / "crossplane.yaml").write_text(META.format(name=name))
+    (root / "crossplane.yaml").write_text(provider_meta(name))
     total = 0
     for i, size in enumerate(sizes):
         path = root / "crds" / f"crd{i:04d}.yaml"
@@ -792,9 +781,9 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
     sizes = big_sizes(args.big_crds, args.big_mb)
     big = [(f"b{i}", sizes) for i in range(args.big_runs)]
     fbig = [(f"fb{i}", sizes) for i in range(args.big_runs)]
+    jobs = [*small, *fsmall, *(j for c in conc for j in c), *(j for f in fconc for j in f)]
     t = time.perf_counter()
-    built = await asyncio.to_thread(build_all, work, registry,
-                                    [*small, *fsmall, *sum(conc, []), *sum(fconc, [])], 2)
+    built = await asyncio.to_thread(build_all, work, registry, jobs, 2)
     print(f"built and pushed {len(built)} 10-CRD packages in "
           f"{time.perf_counter() - t:.1f}s", flush=True)
     t = time.perf_counter()
@@ -817,11 +806,10 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
         measure_scale_out(bench, [(refs(c), refs(f)) for c, f in zip(conc, fconc)],
                           args.add_worker)
 
-    return await measured(bench, body, (
-        f"lockwright install benchmark ({'quick' if args.quick else 'full'} run; "
-        f"LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at production defaults; "
+    return await measured(bench, body, run_title(
+        "install", args.quick, tuning,
         f"10-CRD package.yaml {small_mb * 1000:.0f} KB, {args.big_crds}-CRD "
-        f"{big_mb:.1f} MB; poll {args.poll}s)"))
+        f"{big_mb:.1f} MB; poll {args.poll}s"))
 
 
 def main() -> int:
@@ -847,19 +835,10 @@ def main() -> int:
     if args.quick:
         args.installs, args.big_crds, args.big_mb = 5, 200, 10.0
         args.big_runs, args.concurrent = 1, 10
-    from lockwright.log import configure
-
-    configure(level="warning")
-    # The floor's concurrent run opens more connections than urllib3 keeps; that is fine.
-    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-    work = Path(args.keep or tempfile.mkdtemp(prefix="lockwright-bench-install-"))
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "floor").mkdir(exist_ok=True)
-    try:
+    quiet_logs(urllib3=True)
+    with workdir(args.keep, "install") as work:
+        (work / "floor").mkdir(exist_ok=True)
         return asyncio.run(run(args, work))
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

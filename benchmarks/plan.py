@@ -36,10 +36,8 @@ import copy
 import json
 import random
 import resource
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml
 
+from benchmarks.common import provider_meta, quiet_logs, workdir
 from benchmarks.crdgen import make_crd
 from benchmarks.install import _Dumper, big_sizes, push_root
 
@@ -67,16 +66,6 @@ RESOURCES_MAX_S = 10.0
 MEMORY_MAX_MB = 300.0
 #: Temporal refuses payloads over 2 MB by default.
 PAYLOAD_MAX = 2 * 1024 * 1024
-META = """apiVersion: meta.pkg.crossplane.io/v1
-kind: Provider
-metadata:
-  name: {name}
-spec:
-  crossplane:
-    version: ">=v1.14.0-0"
-  controller:
-    image: xpkg.lockwright.example.org/bench/{name}-controller:{tag}
-"""
 
 
 # --- the two versions -------------------------------------------------------------------
@@ -142,7 +131,7 @@ def write_versions(work: Path, sizes: list[int], changes: list[Change]
     v1, v2 = work / "src" / "v1", work / "src" / "v2"
     for root, tag in ((v1, "v1.0.0"), (v2, "v2.0.0")):
         (root / "crds").mkdir(parents=True)
-        (root / "crossplane.yaml").write_text(META.format(name=PACKAGE, tag=tag))
+        (root / "crossplane.yaml").write_text(provider_meta(PACKAGE, tag))
     total = 0
     for i, size in enumerate(sizes):
         total += write_crd(v1 / "crds" / f"crd{i:04d}.yaml", make_crd(i, size, GROUP))
@@ -280,9 +269,7 @@ def vm_hwm_mb() -> float:
 
 def rss_child(argv: list[str]) -> None:
     """In a fresh process: one plan (or, with ``floor``, the decode); print peak RSS, MB."""
-    from lockwright.log import configure
-
-    configure(level="warning")
+    quiet_logs()
     if argv[0] == "floor":
         decode_both([Path(p) for p in argv[1:]])
     else:
@@ -527,16 +514,9 @@ def main() -> None:
         return
     if args.quick:
         args.crds, args.total_mb, args.resources = 200, 10.0, 1000
-    from lockwright.log import configure
-
-    configure(level="warning")
-    work = Path(args.keep or tempfile.mkdtemp(prefix="lockwright-bench-plan-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    quiet_logs()
+    with workdir(args.keep, "plan") as work:
         met = run(args, work)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
     if not met:
         sys.exit(1)
 

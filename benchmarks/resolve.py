@@ -31,10 +31,8 @@ import contextlib
 import hashlib
 import json
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 import requests
 
+from benchmarks.common import workdir
 from lockwright.dependencies import Graph, Node, Requirement
 from lockwright.resolver import CatalogError, Decision, Policy, resolve
 
@@ -321,13 +320,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.runs = 3
-    work = Path(args.keep or tempfile.mkdtemp(prefix="lockwright-bench-resolve-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with workdir(args.keep, "resolve") as work:
         return asyncio.run(run(args, work))
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

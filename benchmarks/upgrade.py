@@ -42,11 +42,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -59,8 +57,8 @@ from typing import TYPE_CHECKING, Any, Self
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import provider_meta, quiet_logs, run_title, workdir
 from benchmarks.install import (
-    META,
     Bench,
     Floor,
     G,
@@ -100,10 +98,8 @@ class Pkg:
 
 def v2_meta(name: str) -> str:
     """v2's ``crossplane.yaml``: v1's plus an annotation, controller image tag v2.0.0."""
-    meta = META.format(name=name)
-    meta = meta.replace(f"  name: {name}\n",
-                        f"  name: {name}\n  annotations:\n    {V2_ANNOTATION}\n", 1)
-    return meta.replace("-controller:v1.0.0", "-controller:v2.0.0")
+    return provider_meta(name, "v2.0.0").replace(
+        f"  name: {name}\n", f"  name: {name}\n  annotations:\n    {V2_ANNOTATION}\n", 1)
 
 
 def build_versions(work: str, registry: str, name: str, sizes: list[int]
@@ -666,11 +662,10 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
         finally:
             summary_rows(bench, res)
 
-    return await measured(bench, body, (
-        f"lockwright upgrade benchmark ({'quick' if args.quick else 'full'} run; "
-        f"LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at production defaults; "
+    return await measured(bench, body, run_title(
+        "upgrade", args.quick, tuning,
         f"10-CRD package.yaml {small[0].yaml_bytes / 1000:.0f} KB, {args.big_crds:,}-CRD "
-        f"{big[0].yaml_bytes / 1e6:.1f} MB)"))
+        f"{big[0].yaml_bytes / 1e6:.1f} MB"))
 
 
 def main() -> int:
@@ -688,17 +683,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.big_crds, args.big_mb, args.big_runs = 5, 200, 10.0, 1
-    from lockwright.log import configure
-
-    configure(level="warning")
-    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-    work = Path(args.keep or tempfile.mkdtemp(prefix="lockwright-bench-upgrade-"))
-    (work / "floor").mkdir(parents=True, exist_ok=True)
-    try:
+    quiet_logs(urllib3=True)
+    with workdir(args.keep, "upgrade") as work:
+        (work / "floor").mkdir(exist_ok=True)
         return asyncio.run(run(args, work))
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ import math
 import os
 import random
 import resource
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +33,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import quiet_logs, workdir
 
 MAX_CRD = int(1.7 * 1024 * 1024)
 WORDS = ["the", "resource", "field", "value", "of", "for", "to", "is", "provider", "managed",
@@ -369,19 +369,12 @@ def main() -> None:
     parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
     parser.add_argument("--rss-child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from lockwright.log import configure
-
-    configure(level="warning")
+    quiet_logs()
     if args.rss_child:
         rss_child(*args.rss_child)
         return
-    work = Path(args.keep or tempfile.mkdtemp(prefix="lockwright-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with workdir(args.keep, "xpkg") as work:
         met = run(args, work)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
     if not met:
         sys.exit(1)
 
