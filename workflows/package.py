@@ -76,6 +76,9 @@ PATCH_KEEP_LAST_OUTCOME = "keep-last-outcome-on-reattempt"
 # workflow.patched() id: a signal during an install re-reads the package and cancels the
 # install if the package is being deleted. Runs started before waited for the install.
 PATCH_DELETION_STOPS_INSTALL = "deletion-stops-install"
+# workflow.patched() id: resuming after the pause annotation installs again, so whatever
+# changed while paused is put back (runs before: only a changed spec installed again).
+PATCH_RESUME_REINSTALLS = "resume-reinstalls"
 
 
 @workflow.defn
@@ -214,6 +217,10 @@ class PackageWorkflow(Upgrades):
         self._meet(pkg)
         if pkg.synced_paused:  # the pause annotation is gone: resume
             await self._write_status([], "", drop=[conditions.SYNCED])
+            if workflow.patched(PATCH_RESUME_REINSTALLS):
+                # As a resumed Crossplane reconciles in full: what changed while paused
+                # (an object deleted, a role edited) is put back.
+                self._s = replace(self._s, installed_key="")
         self._s = replace(self._s, policy=pkg.activation_policy, generation=pkg.generation,
                           source=pkg.source, active_revision=pkg.active_revision,
                           revisions=_merge(self._s.revisions, pkg.revisions))

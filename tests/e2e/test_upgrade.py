@@ -473,6 +473,25 @@ def test_pause_stops_everything_and_resume_goes_on(stack: Stack, tmp_path: Path)
     assert "Synced" not in stack.conditions("Provider", name)
 
 
+def test_resume_puts_back_what_changed_while_paused(stack: Stack, tmp_path: Path) -> None:
+    """The runtime Deployment deleted while paused is there again once resumed, with the
+    spec unchanged: a resumed package is reconciled in full, as Crossplane does."""
+    name, _, _, rev = install_v1(stack, tmp_path)
+    apps = client.AppsV1Api(stack.api)
+    [deployment] = [d.metadata.name for d in apps.list_namespaced_deployment(NS).items
+                    if rev["metadata"]["name"] in d.metadata.name]
+    stack.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "providers", name, {
+        "metadata": {"annotations": {"crossplane.io/paused": "true"}}})
+    stack.wait_conditions("Provider", name, {"Synced": ("False", "ReconcilePaused")})
+    apps.delete_namespaced_deployment(deployment, NS)
+    stack.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "providers", name, {
+        "metadata": {"annotations": {"crossplane.io/paused": None}}})
+    wait_for(lambda: deployment in [d.metadata.name for d in
+                                    apps.list_namespaced_deployment(NS).items],
+             timeout=60, interval=0.2, what=f"{deployment} back after resuming")
+    stack.wait_healthy("Provider", name)
+
+
 def test_pull_policy_always_picks_up_a_moved_tag(stack: Stack, tmp_path: Path) -> None:
     group, repo, name = unique_group(), unique("prov"), unique("always")
     ref = provider(stack, tmp_path, group, repo, "stable", GOOD_IMAGE.format(tag="v1"))

@@ -508,6 +508,27 @@ async def test_pause_stops_every_step_and_resume_goes_on(
     assert not cluster.says_paused[pkg.name]
 
 
+async def test_resuming_an_installed_package_installs_it_again(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Paused once installed, then resumed with the spec unchanged: the install runs again
+    (PATCH_RESUME_REINSTALLS), so whatever changed while paused is put back."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    await settled(handle, "Healthy", signals=1)
+    assert cluster.calls[c.ESTABLISH_OBJECTS] == 1
+    pkg.paused = True
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(1, "paused"))
+    await settled(handle, "Paused", signals=2)
+    pkg.paused = False
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(1, "resumed"))
+    await settled(handle, "Healthy", signals=3)
+    assert cluster.calls[c.ESTABLISH_OBJECTS] == 2  # not only for a changed spec
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(1, "nothing new"))
+    await settled(handle, "Healthy", signals=4)
+    assert cluster.calls[c.ESTABLISH_OBJECTS] == 2
+    await record(temporal_client, handle.id, "package_resumed")
+
+
 async def test_pull_policy_always_picks_up_a_moved_tag(
         temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
     """No signal: the tag is re-resolved on a timer and a moved tag is upgraded to."""

@@ -46,6 +46,8 @@ SHAPES |= {"revision_dependencies_unmet", "revision_switch_awaits_dependencies",
 # Upgrade plans (tests/integration/test_plan_workflows.py): a prepared revision planned
 # (PATCH_UPGRADE_PLAN), a breaking plan refused, then accepted by annotation.
 SHAPES |= {"package_upgrade_plan_accepted", "revision_planned", "plan_candidate"}
+# Resuming an installed package installs it again (PATCH_RESUME_REINSTALLS).
+SHAPES |= {"package_resumed"}
 
 
 def load(shape: str) -> WorkflowHistory:
