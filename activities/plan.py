@@ -2,14 +2,14 @@
 
 Runs in the prepare step, after the dry run of every write (for a candidate of
 ``lockwright plan --package``, which has no revision to prepare, it makes that dry run
-itself, first). It streams both packages'
-cached documents once into fingerprints (memory: a digest per object), reads the live CRD
-of each CRD that changed (what the active revision established, with its stored
-versions), classifies the change (:mod:`lockwright.crdcompat`) and checks the custom
-resources that CRD already holds against the new schema, a page at a time
-(:mod:`lockwright.crvalidate`). :func:`lockwright.plan.assemble` builds the plan, the
-activity's result (in the workflow's history and its ``plan`` query); the workflow
-writes its verdict as the revision's ``PlanCompatible`` condition.
+itself, first). It streams both packages' cached documents once into fingerprints
+(memory: a digest per object), reads the live CRD of each CRD that changed (what the
+active revision established, with its stored versions), classifies the change
+(:mod:`lockwright.crdcompat`) and checks the custom resources that CRD already holds
+against the new schema, a page at a time (:mod:`lockwright.crvalidate`).
+:func:`lockwright.plan.assemble` builds the plan, the activity's result (in the workflow's
+history and its ``plan`` query); the workflow writes its verdict as the revision's
+``PlanCompatible`` condition.
 """
 
 from __future__ import annotations
