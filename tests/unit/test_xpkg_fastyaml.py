@@ -124,6 +124,15 @@ FALLBACKS = [
     ("a: &x 1\nb: 2\n", "anchor"),
     ("a: &x 1\nb: &x 2\n", "anchor"),
     ("a: *x\n", "alias"),
+    # At a line's start, unless the line continues a scalar (deeper, after no opener).
+    ("a: b\n&x c: d\n", "anchor"),
+    ("a:\n  b: c\n  &x d: e\n", "anchor"),
+    ("a:\n  &x b\n", "anchor"),
+    ("a: # c\n  &x b\n", "anchor"),
+    ("a:\n  b: c\n    d\n   &x e: f\n", "anchor"),
+    ("a:\n  *x\n", "alias"),
+    ("a:\n- b: c\n  &x d: e\n", "anchor"),
+    ("a:\n- - b: c\n    &x d: e\n", "anchor"),
     ("? a\n: b\n", "explicit key"),
     ("%YAML 1.1\n---\na: 1\n", "directive"),
     ("a: [x, # c\n  y]\n", "flow collection"),
@@ -196,6 +205,12 @@ FAST = [
     "verbs: [get, list, watch]\ngroups: [\"\"]\nm: {a: b, c: [1, 2.5, x y], 'q': \"r\"}  # c\n",
     "# comment\na: b # trailing\n# between\nc: d\n",
     "\ufeffa: 1\n",
+    # A CEL rule folded onto a line that begins "&&" (provider-kubernetes' CRDs), and the
+    # like: text continuing a scalar, deeper than the line before.
+    ("x-kubernetes-validations:\n- message: m\n  rule: self.a != 'B' || (self.a == 'B'\n"
+     "    && size(self.c) > 0)\n"),
+    "a: b\n  &c d\nk: |\n  x\n    &&y\ne: 'f\n  &g'\nh: \"i\n  *j !k\"\n",
+    "s:\n- a: b\n    &c d\n- e: f\n    *g !h\n",
     "k" * 1024 + ": v\nd: " + "long " * 1000 + "\n",
 ]
 
@@ -366,3 +381,27 @@ def test_every_yaml_1_1_scalar_shape_decodes_as_libyaml_does(shape: str, where: 
     for text in (shape, f"'{shape}'", f'"{shape}"'):
         data = ("a: 1\n---\n" + where.format(text) + "---\nz: 2\n").encode()
         assert fast(data) == libyaml(data)
+
+
+@st.composite
+def continued(draw: st.DrawFn) -> bytes:
+    """A mapping whose values may go on over lines that begin like a node's properties
+    (``&x``, ``*x``, ``!x``, ``&&``), at indentations around their key's: where such a line
+    continues a scalar the fast path keeps it, elsewhere it must fall back."""
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        lead = draw(st.sampled_from(["", "", "  ", "- ", "  - "]))
+        value = draw(st.sampled_from(["x", "x y", "'x", '"x', "", "# c", "|", "&a x"]))
+        lines.append(f"{lead}{draw(st.sampled_from(['a', 'b', 'rule']))}: {value}")
+        for _ in range(draw(st.integers(0, 2))):
+            deeper = len(lead) + draw(st.sampled_from([-2, 0, 2, 2, 2, 3, 4]))
+            start = draw(st.sampled_from(["&x", "*x", "!x", "&&", "&&", "&x k:", "!!str"]))
+            end = draw(st.sampled_from(["", " y", " y", " (c) > 0)", " y'", ' y"', " z: w"]))
+            lines.append(" " * max(0, deeper) + start + end)
+    return ("top:\n" + "".join(f"  {line}\n" for line in lines)).encode()
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(continued())
+def test_lines_that_begin_like_properties_decode_as_libyaml_does(data: bytes) -> None:
+    assert fast(data) == libyaml(data)

@@ -26,8 +26,10 @@ fast path. It finds:
   PyYAML, perhaps a float in orjson).
 
 "Opening a node" is after ``: ``, ``- `` or ``? ``, or at the start of a line that does
-not continue a scalar (the line before ends with an indicator, an anchor or a tag, or
-holds a comment).
+not continue a scalar. A line continues one when the line before that is not blank ends
+with no indicator, anchor or tag and holds no comment; for a tag, an anchor or an alias,
+which may open a key too, the line must also be deeper than that line's innermost node
+(a CEL rule folded onto a line that begins ``&&`` keeps the fast path).
 """
 
 from __future__ import annotations
@@ -102,14 +104,16 @@ def _number_risk(shape: bytes) -> str | None:
 
 def _opens(text: bytes, char: bytes, *, named: bool) -> bool:
     """Whether ``char`` may open a node: after ``: ``, ``- `` or ``? ``, or at a line's
-    start, where a key may open whatever the line before; with ``named``, unless a blank
-    follows (both parsers refuse ``* item`` where a node opens, and read it as text
-    anywhere else; a lone ``*`` or ``&`` at a line's end is refused by libyaml alone)."""
+    start unless that line continues a scalar (`_continues`; a key may open a line
+    whatever the line before); with ``named``, unless a blank follows (both parsers
+    refuse ``* item`` where a node opens, and read it as text anywhere else; a lone ``*``
+    or ``&`` at a line's end is refused by libyaml alone)."""
     for at in _positions(text, char):
         if named and text[at + 1:at + 2] in (b" ", b"\t"):
             continue  # refused by both; before a line's end only libyaml refuses
         before = _spaces_before(text, at)
-        if before == 0 or text[before - 1] == 0x0A or (
+        if before == 0 or (text[before - 1] == 0x0A
+                           and not _continues(text, before - 1, at - before)) or (
                 before < at and text[before - 1] in b":-?"):
             return True
     return False
@@ -240,11 +244,32 @@ def _node_follows(text: bytes, newline: int) -> bool:
     """Whether a node may start on the line after ``newline``: the previous line that is
     not blank ends with an indicator (``key:``, ``-``, ``?``, ``---``) or an anchor or a
     tag, or holds a comment that could hide one; else the line continues a scalar."""
+    line = _line_before(text, newline).rstrip(b" ")
+    return not line or (line.endswith((b":", b"-", b"?")) or b"#" in line
+                        or line.rsplit(b" ", 1)[-1][:1] in (b"&", b"!"))
+
+
+def _continues(text: bytes, newline: int, indent: int) -> bool:
+    """Whether the line after ``newline``, indented ``indent``, continues a scalar (a CEL
+    rule's ``&& ...`` line, say): it is indented deeper than the previous line that is not
+    blank, and no node may follow that one. A key's line is never deeper than the line
+    before unless that line opens its node (``key:``, ``-``, a comment)."""
+    return indent > _indent(_line_before(text, newline)) and not _node_follows(text, newline)
+
+
+def _indent(line: bytes) -> int:
+    """The column the line's innermost node starts at: past its spaces and any ``- ``."""
+    rest = line.lstrip(b" ")
+    while rest.startswith(b"- "):
+        rest = rest[2:].lstrip(b" ")
+    return len(line) - len(rest)
+
+
+def _line_before(text: bytes, newline: int) -> bytes:
+    """The last line that is not blank up to ``newline`` (b"" if none)."""
     while newline > 0:
         start = text.rfind(b"\n", 0, newline) + 1
-        line = text[start:newline].rstrip(b" ")
-        if line:
-            return (line.endswith((b":", b"-", b"?")) or b"#" in line
-                    or line.rsplit(b" ", 1)[-1][:1] in (b"&", b"!"))
+        if text[start:newline].strip(b" "):
+            return text[start:newline]
         newline = start - 1
-    return True
+    return b""
