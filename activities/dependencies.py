@@ -167,9 +167,9 @@ class DependencyActivities(LockActivities, Verifier):
         object read, so an edit landing in between fails it (409) and the retry sees it.
         """
         pkg = self.kube.get(PKG_V1, change.kind, change.name)
-        current = str(spec(pkg).get("package", "")) if pkg is not None else ""
-        if pkg is None or current == change.package:
+        if pkg is None or spec(pkg).get("package") == change.package:
             return False
+        current = str(spec(pkg).get("package", ""))
         if parse_reference(current).version != change.from_version:
             self.log(package=change.name).info("dependency.move_skipped", current=current,
                                                decided_from=change.from_version)

@@ -50,7 +50,12 @@ MSG_CONTROLLER_CONFIG = ("controllerConfigRef is not supported by lockwright; us
 
 def revision_spec(kind: str, pkg: Obj, source: str, package_runtime: str) -> Obj:
     """The spec of ``pkg``'s revision for ``source``: the image and the fields copied from
-    the package, and under the Deployment runtime its runtime config and TLS Secrets."""
+    the package (reference §9 step 11), and under the Deployment runtime its runtime
+    config and TLS Secrets.
+
+    The image is ``source``, what the pass resolved the revision's digest from, not what
+    the package says now: a spec changed since the pass read it must not relabel it.
+    """
     s, package = spec(pkg), str(meta(pkg)["name"])
     wanted: Obj = {"image": source or s.get("package")}
     wanted.update({k: s[k] for k in COPIED if s.get(k) is not None})
@@ -195,7 +200,7 @@ class PackageActivities(Verifier):
         revs = self.adopt_orphans(inp.kind, pkg, self.revisions_of(inp.kind, inp.package))
         top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
         existing = next((r for r in revs if meta(r)["name"] == name), None)
-        wanted = self.revision_spec(inp, pkg)
+        wanted = revision_spec(inp.kind, pkg, inp.source, self.settings.package_runtime)
         if existing is None:
             try:
                 created = self.kube.create(self.new_revision(inp, pkg, name, wanted, top + 1))
@@ -228,14 +233,6 @@ class PackageActivities(Verifier):
                     "revision.adopted")
             out.append(rev)
         return out
-
-    def revision_spec(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
-        """The spec fields a revision copies from its package (reference §9 step 11).
-
-        The image is the source the pass resolved ``inp.digest`` from, not what the package
-        says now: a spec changed since the pass read it must not relabel this revision.
-        """
-        return revision_spec(inp.kind, pkg, inp.source, self.settings.package_runtime)
 
     def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
                      number: int) -> Obj:

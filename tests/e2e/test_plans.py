@@ -99,21 +99,30 @@ def active_revision(stack: Stack, name: str) -> str:
                 if r["spec"]["desiredState"] == "Active")
 
 
-def test_removing_a_field_a_resource_uses_waits_for_the_plan_to_be_accepted(
-        plans: Stack, tmp_path: Path) -> None:
-    g, repo, name = group(), unique("prov"), unique("plan")
-    both = {"size": {"type": "integer"}, "color": {"type": "string"}}
-    plans.apply_package("Provider", name, push(plans, tmp_path, repo, "v1.0.0",
-                                               [widget_crd(g, both)]))
-    plans.wait_healthy("Provider", name)
-    v1 = active_revision(plans, name)
-    plans.custom.create_cluster_custom_object(g, "v1", "widgets", {
+SIZE, COLOR = {"size": {"type": "integer"}}, {"color": {"type": "string"}}
+
+
+def painted(stack: Stack, tmp: Path, prefix: str) -> tuple[str, str, str]:
+    """A Provider whose v1 Widget has ``size`` and ``color``, healthy, and the Widget
+    ``painted`` using ``color``; (group, repository, package name)."""
+    g, repo, name = group(), unique("prov"), unique(prefix)
+    stack.apply_package("Provider", name, push(stack, tmp, repo, "v1.0.0",
+                                               [widget_crd(g, {**SIZE, **COLOR})]))
+    stack.wait_healthy("Provider", name)
+    stack.custom.create_cluster_custom_object(g, "v1", "widgets", {
         "apiVersion": f"{g}/v1", "kind": "Widget", "metadata": {"name": "painted"},
         "spec": {"color": "red"}})
+    return g, repo, name
+
+
+def test_removing_a_field_a_resource_uses_waits_for_the_plan_to_be_accepted(
+        plans: Stack, tmp_path: Path) -> None:
+    g, repo, name = painted(plans, tmp_path, "plan")
+    v1 = active_revision(plans, name)
     before = crd_exists(plans, f"widgets.{g}") or {}
 
     upgrade_to(plans, name, push(plans, tmp_path, repo, "v2.0.0",
-                                 [widget_crd(g, {"size": {"type": "integer"}})]))
+                                 [widget_crd(g, SIZE)]))
     v2 = current(plans, name, v1)
     refused = wait_for(lambda: events(plans, name, "BreakingUpgrade"), timeout=60,
                        interval=0.2, what="the BreakingUpgrade Event")
@@ -149,7 +158,7 @@ def test_manual_upgrade_plan_before_approval_lists_field_object_and_dependency(
     dep_repo = f"{plans.registry_host}/{unique('dep')}/provider-dep"
     for tag in ("v1.0.0", "v2.0.0"):
         push(plans, tmp_path, dep_repo.split("/", 1)[1], tag, [widget_crd(group(), {})])
-    crds = [widget_crd(g, {"size": {"type": "integer"}}),
+    crds = [widget_crd(g, SIZE),
             widget_crd(g, {}, plural="gadgets", kind="Gadget")]
     v1_ref = push(plans, tmp_path, repo, "v1.0.0", crds,
                   [dep("Provider", dep_repo, ">=v1.0.0 <v2.0.0")])
@@ -161,7 +170,7 @@ def test_manual_upgrade_plan_before_approval_lists_field_object_and_dependency(
     wait_for(lambda: crd_exists(plans, f"gadgets.{g}"), timeout=60, interval=0.2,
              what="v1's objects established")
 
-    grown = widget_crd(g, {"size": {"type": "integer"}, "color": {"type": "string"}})
+    grown = widget_crd(g, {**SIZE, **COLOR})
     upgrade_to(plans, name, push(plans, tmp_path, repo, "v2.0.0", [grown],
                                  [dep("Provider", dep_repo, ">=v2.0.0")]))
     v2 = current(plans, name, v1)
@@ -180,11 +189,11 @@ def test_compatible_automatic_upgrade_proceeds_without_a_stop(
         plans: Stack, tmp_path: Path) -> None:
     g, repo, name = group(), unique("prov"), unique("auto")
     plans.apply_package("Provider", name, push(plans, tmp_path, repo, "v1.0.0", [
-        widget_crd(g, {"size": {"type": "integer"}})]))
+        widget_crd(g, SIZE)]))
     plans.wait_healthy("Provider", name)
     v1 = active_revision(plans, name)
     upgrade_to(plans, name, push(plans, tmp_path, repo, "v2.0.0", [widget_crd(g, {
-        "size": {"type": "integer"}, "color": {"type": "string"}})]))
+        **SIZE, **COLOR})]))
     v2 = current(plans, name, v1)
     wait_active(plans, name, v2)
     verdict = revision_condition(plans, v2, "PlanCompatible")
@@ -215,16 +224,10 @@ def test_lockwright_plan_of_a_candidate_changes_nothing_and_gates_on_its_verdict
         plans: Stack, tmp_path: Path) -> None:
     from tests.e2e.test_commands import lockwright, output
 
-    g, repo, name = group(), unique("prov"), unique("cli")
-    both = {"size": {"type": "integer"}, "color": {"type": "string"}}
-    plans.apply_package("Provider", name, push(plans, tmp_path, repo, "v1.0.0",
-                                               [widget_crd(g, both)]))
-    plans.wait_healthy("Provider", name)
-    plans.custom.create_cluster_custom_object(g, "v1", "widgets", {
-        "apiVersion": f"{g}/v1", "kind": "Widget", "metadata": {"name": "painted"},
-        "spec": {"color": "red"}})
+    g, repo, name = painted(plans, tmp_path, "cli")
+    both = {**SIZE, **COLOR}
     breaking = push(plans, tmp_path, repo, "v2.0.0",
-                    [widget_crd(g, {"size": {"type": "integer"}})])
+                    [widget_crd(g, SIZE)])
     grown = push(plans, tmp_path, repo, "v2.1.0", [widget_crd(g, {
         **both, "shape": {"type": "string"}})])
     # Another package holds a CRD the next candidate ships: preparing it would fail.

@@ -244,7 +244,12 @@ def _node_follows(text: bytes, newline: int) -> bool:
     """Whether a node may start on the line after ``newline``: the previous line that is
     not blank ends with an indicator (``key:``, ``-``, ``?``, ``---``) or an anchor or a
     tag, or holds a comment that could hide one; else the line continues a scalar."""
-    line = _line_before(text, newline).rstrip(b" ")
+    return _opens_next(_line_before(text, newline))
+
+
+def _opens_next(line: bytes) -> bool:
+    """Whether a node may start on the line after ``line`` (see `_node_follows`)."""
+    line = line.rstrip(b" ")
     return not line or (line.endswith((b":", b"-", b"?")) or b"#" in line
                         or line.rsplit(b" ", 1)[-1][:1] in (b"&", b"!"))
 
@@ -254,7 +259,8 @@ def _continues(text: bytes, newline: int, indent: int) -> bool:
     rule's ``&& ...`` line, say): it is indented deeper than the previous line that is not
     blank, and no node may follow that one. A key's line is never deeper than the line
     before unless that line opens its node (``key:``, ``-``, a comment)."""
-    return indent > _indent(_line_before(text, newline)) and not _node_follows(text, newline)
+    line = _line_before(text, newline)
+    return indent > _indent(line) and not _opens_next(line)
 
 
 def _indent(line: bytes) -> int:
