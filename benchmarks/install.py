@@ -668,7 +668,7 @@ def report(b: Bench, header: str) -> None:
 # --- stack and main ---------------------------------------------------------------------
 def free_port(pair: bool = False) -> int:
     for _ in range(200):
-        port = random.randint(20000, 39000)
+        port = random.randint(10000, 31000)  # below the kernel's ephemeral ports (32768+)
         if port_free(port) and (not pair or port_free(port + 1000)):
             return port
     raise StackError("no free loopback port found")

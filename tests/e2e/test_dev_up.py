@@ -21,14 +21,6 @@ from worker.stack import port_free
 pytestmark = [pytest.mark.kubectl, pytest.mark.registry, pytest.mark.temporal]
 
 
-def temporal_port() -> int:
-    for _ in range(50):
-        port = free_port()
-        if port + 1000 < 65536 and port_free(port + 1000):
-            return port
-    raise AssertionError("no free port pair for Temporal and its UI")
-
-
 def dev_up(state: Path, tport: int, rport: int) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lockwright", "dev", "up", "--state-dir", str(state),
@@ -39,7 +31,7 @@ def dev_up(state: Path, tport: int, rport: int) -> subprocess.CompletedProcess[s
 
 
 def test_dev_up_installs_the_example_provider_and_cleans_up(tmp_path: Path) -> None:
-    tport, rport = temporal_port(), free_port()
+    tport, rport = free_port(gap=1000), free_port()  # Temporal's UI: port + 1000
     first = dev_up(tmp_path, tport, rport)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert re.search(r"provider\.pkg\.crossplane\.io/provider-example\s+True\s+True\s+"
