@@ -96,9 +96,9 @@ class LockActivities(Base):
         deps = [] if inp.skip_dependencies else [
             dependency_meta(d) for d in summary.meta.depends_on]
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
-        claim = _Claim(self, inp.kind, rev, refs)
         if inp.check_only:
-            return self.check_lock(claim, inp, rev, len(deps))
+            return self.check_lock(inp, rev, refs, len(deps))
+        claim = _Claim(self, inp.kind, rev, refs)
         claim.prefetch(self.read_lock())  # outside the writers' turns
         try:
             version, attempts = self.take(claim, inp.package, entry)
@@ -131,7 +131,7 @@ class LockActivities(Base):
         raise KubeConflict("the Lock kept gaining entries: gave up after "
                            f"{self.settings.cas_attempts} attempts")
 
-    def check_lock(self, claim: _Claim, inp: c.TakeLockInput, rev: Obj,
+    def check_lock(self, inp: c.TakeLockInput, rev: Obj, refs: list[dict[str, str]],
                    dependencies: int) -> c.TakeLockResult:
         """Preparing an upgrade: would the Lock take the revision? Writes nothing.
 
@@ -139,14 +139,27 @@ class LockActivities(Base):
             ConflictError: another package holds some of its objects.
         """
         lock = self.read_lock()
-        claim.prefetch(lock)
-        conflicts = claim.conflicts(lock, inp.package)
-        if conflicts:
-            message = lk.conflicts_message(conflicts)
-            self.event(rev, WARNING, "ResolveDependencies", message)
-            raise ConflictError(message)
+        try:
+            self.refuse_claimed(lock, inp.kind, inp.package, rev, refs)
+        except ConflictError as err:
+            self.event(rev, WARNING, "ResolveDependencies", err.message)
+            raise
         return c.TakeLockResult(resource_version=str(meta(lock).get("resourceVersion", "")),
                                 dependencies=dependencies)
+
+    def refuse_claimed(self, lock: Obj, kind: str, package: str, rev: Obj,
+                       refs: list[dict[str, str]]) -> None:
+        """Fail when another package's entry in ``lock`` claims any of ``refs`` (created
+        yet or not): the check ``take_lock`` makes before it writes.
+
+        Raises:
+            ConflictError: naming who holds which object.
+        """
+        claim = _Claim(self, kind, rev, refs)
+        claim.prefetch(lock)
+        conflicts = claim.conflicts(lock, package)
+        if conflicts:
+            raise ConflictError(lk.conflicts_message(conflicts))
 
     def read_lock(self) -> Obj:
         """The Lock ``lock``, created empty if missing."""

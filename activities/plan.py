@@ -1,8 +1,8 @@
 """``plan_revision``: what switching a package to a prepared revision would change.
 
-Runs in the prepare step, after the dry run of every write (for a candidate of
-``lockwright plan --package``, which has no revision to prepare, it makes that dry run
-itself, first). It streams both packages' cached documents once into fingerprints
+Runs in the prepare step, after the Lock's check and the dry run of every write (for a
+candidate of ``lockwright plan --package``, which has no revision to prepare, it makes
+both itself, first). It streams both packages' cached documents once into fingerprints
 (memory: a digest per object), reads the live CRD of each CRD that changed (what the
 active revision established, with its stored versions), classifies the change
 (:mod:`lockwright.crdcompat`) and checks the custom resources that CRD already holds
@@ -21,6 +21,7 @@ from temporalio import activity
 
 from activities.base import PKG_V1, PKG_V1BETA1, kind_of, meta, revision_kind
 from activities.errors import edge
+from activities.lock import LockActivities, summary_refs
 from activities.objects import ObjectActivities
 from activities.package import pull_secrets, revision_spec
 from activities.verify import Verifier
@@ -39,7 +40,7 @@ PAGE = 500
 CRD_API = "apiextensions.k8s.io/v1"
 
 
-class PlanActivities(Verifier, ObjectActivities):
+class PlanActivities(LockActivities, Verifier, ObjectActivities):
     """Plan an upgrade."""
 
     @activity.defn(name=c.PLAN_REVISION)
@@ -75,8 +76,16 @@ class PlanActivities(Verifier, ObjectActivities):
         rev = {"metadata": {"name": names.revision_name(inp.package, digest)},
                "spec": revision_spec(inp.kind, pkg, inp.candidate,
                                      self.settings.package_runtime)}
-        self.check_candidate(inp.kind, inp.package, rev, digest)
+        self._prepare(inp.kind, inp.package, rev, digest)
         return rev, digest
+
+    def _prepare(self, kind: str, package: str, rev: Obj, digest: str) -> None:
+        """A candidate's checks, as an upgrade's preparation makes them: the Lock's claims
+        (objects another package claimed but has not created yet), then the dry run."""
+        refs = summary_refs(kind_of(kind), package, self.summary(kind, rev, digest))
+        lock = self.kube.get(PKG_V1BETA1, "Lock", LOCK_NAME) or {}
+        self.refuse_claimed(lock, kind, package, rev, refs)
+        self.check_candidate(kind, package, rev, digest)
 
     def _crds(self, documents: Path, changed: set[ObjectKey]
               ) -> tuple[list[crdcompat.Verdict], list[pl.Rejected]]:

@@ -436,6 +436,33 @@ def test_a_claim_written_after_the_loser_looked_still_makes_it_lose(
     assert lost.value.type == "ConflictError" and names[1] in lost.value.message
 
 
+def test_a_candidate_plan_loses_to_a_claim_whose_objects_are_not_created_yet(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
+    """``lockwright plan --package``: a CRD another package claimed in the Lock but has not
+    created yet (its install stopped before establishing) fails the candidate as the
+    upgrade's preparation would, naming the holder, and nothing is written."""
+    group = f"{unique('g')}.example.org"
+    holder, planned = unique("holder"), unique("planned")
+    apply_package(kube, "Provider", holder, push(registry, provider_root(tmp_path, group),
+                                                 tmp_path, group).ref)
+    holder_rev, _, _ = install(acts, c.PROVIDER, holder, until="establish_objects")
+    apply_package(kube, "Provider", planned, provider.ref)
+    active, digest, _ = install(acts, c.PROVIDER, planned)
+    candidate = push(registry, provider_root(tmp_path, group), tmp_path, group)
+    lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
+
+    with pytest.raises(ApplicationError) as refused:
+        run(acts.plan_revision, c.PlanRevisionInput(
+            kind=c.PROVIDER, package=planned, revision=f"candidate {candidate.ref}",
+            against=active, against_digest=digest, candidate=candidate.ref))
+    assert refused.value.type == "ConflictError", refused.value
+    assert f"widgets.{group}" in refused.value.message and holder_rev in refused.value.message
+    assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                    f"widgets.{group}") is None
+    after = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
+    assert after["metadata"]["resourceVersion"] == lock["metadata"]["resourceVersion"]
+
+
 def test_disallowed_permission_request_is_rejected_naming_the_rule(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
     """A request no allowed ClusterRole covers fails permanently; no role is written."""
