@@ -7,8 +7,11 @@ Registration only builds argparse parsers; heavy imports (Temporal, the Kubernet
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from commands import activate, history, install, plan, trace
 from devcluster import cli as devcluster_cli
@@ -41,5 +44,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(handler(args) or 0)
 
 
+#: Loaded once a command has used a Temporal client (the SDK's Rust core).
+TEMPORAL_CORE = "temporalio.bridge.temporal_sdk_bridge"
+
+
+def run() -> NoReturn:
+    """The process entry point: :func:`main`, then its exit code as the process's.
+
+    After a Temporal client has run, the interpreter's teardown is skipped (``os._exit``,
+    every stream flushed first): the SDK's Rust runtime keeps threads that may take the GIL
+    while the interpreter finalizes, which aborts the process (SIGABRT, "PyGILState_Release:
+    thread state ... must be current", temporalio/sdk-python#300) after the command has
+    printed its output and decided its exit code. Seen once in CI, on ``lockwright plan``.
+    """
+    code = main()
+    if TEMPORAL_CORE not in sys.modules:
+        sys.exit(code)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -4,8 +4,6 @@ The one place the core names the CLI above it (an import-linter contract allows 
 this import): the worker's ``dev up`` and the tests start ``python -m lockwright worker``.
 """
 
-import sys
+from commands.main import run
 
-from commands.main import main
-
-sys.exit(main())
+run()

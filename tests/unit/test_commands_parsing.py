@@ -204,3 +204,33 @@ def test_plan_takes_a_candidate_and_an_output() -> None:
 def test_activate_can_accept_the_plan() -> None:
     assert parse("activate", "provider/p", "p-1", "--accept-plan").accept_plan
     assert not parse("activate", "provider/p").accept_plan
+
+
+# --- the process entry point ----------------------------------------------------------------
+class Exited(Exception):
+    """``os._exit`` called (a test cannot let it end the process)."""
+
+
+@pytest.mark.parametrize("temporal_ran", [False, True])
+def test_the_entry_point_exits_with_the_commands_code_and_skips_teardown_after_temporal(
+        monkeypatch: pytest.MonkeyPatch, temporal_ran: bool) -> None:
+    """After a Temporal client ran, the process ends with ``os._exit`` (the SDK's threads
+    can abort the interpreter's teardown, temporalio/sdk-python#300); otherwise as usual."""
+    import os
+    import sys
+    import types
+
+    from commands import main as entry
+
+    def hard_exit(code: int) -> None:
+        raise Exited(code)
+
+    monkeypatch.setattr(entry, "main", lambda: 2)
+    monkeypatch.setattr(os, "_exit", hard_exit)
+    if temporal_ran:
+        monkeypatch.setitem(sys.modules, entry.TEMPORAL_CORE, types.ModuleType("core"))
+    else:
+        monkeypatch.delitem(sys.modules, entry.TEMPORAL_CORE, raising=False)
+    with pytest.raises(Exited if temporal_ran else SystemExit) as stopped:
+        entry.run()
+    assert stopped.value.args[0] == 2
