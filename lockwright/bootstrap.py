@@ -147,6 +147,33 @@ def _create_if_missing(create: Any, *args: Any) -> str:
         raise
 
 
+def _ensure_namespace(core: Any, name: str) -> str:
+    """The system namespace, read first: where it exists (deploy/ makes it), lockwright
+    needs no right to create namespaces; created when missing.
+
+    Raises:
+        PermissionError: it is missing and this identity may not create it.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.read_namespace(name)
+        return "unchanged"
+    except ApiException as exc:
+        if _status(exc) != 404:
+            raise
+    try:
+        return _create_if_missing(core.create_namespace, {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    except ApiException as exc:
+        if _status(exc) != 403:
+            raise
+        raise PermissionError(
+            f"the system namespace {name} does not exist and this identity may not create "
+            f"it: create it (kubectl create namespace {name}), or set "
+            "LOCKWRIGHT_SYSTEM_NAMESPACE to one that exists") from None
+
+
 def ensure_system_objects(api_client: Any, namespace: str,
                           report: BootstrapReport | None = None) -> BootstrapReport:
     """Create the system namespace, the ``default`` DRC and the ``lock`` Lock if missing."""
@@ -154,8 +181,7 @@ def ensure_system_objects(api_client: Any, namespace: str,
 
     report = report or BootstrapReport()
     core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    report.record(_create_if_missing(core.create_namespace, ns), f"namespace/{namespace}")
+    report.record(_ensure_namespace(core, namespace), f"namespace/{namespace}")
     drc = {"apiVersion": f"{PKG_GROUP}/{PKG_BETA}", "kind": "DeploymentRuntimeConfig",
            "metadata": {"name": DEFAULT_DRC}, "spec": {}}
     report.record(_create_if_missing(custom.create_cluster_custom_object, PKG_GROUP, PKG_BETA,
@@ -196,8 +222,12 @@ def install_command(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with settings.kube_api_client() as api_client:
-        report = bootstrap(api_client, settings.system_namespace)
+    try:
+        with settings.kube_api_client() as api_client:
+            report = bootstrap(api_client, settings.system_namespace)
+    except PermissionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"created {len(report.created)}, updated {len(report.updated)}, "
           f"unchanged {len(report.unchanged)}")
     return 0

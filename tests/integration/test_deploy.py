@@ -132,9 +132,10 @@ def test_the_worker_and_watcher_come_up_with_a_metrics_service(
     assert (svc_port.port, svc_port.target_port) == (9090, "metrics")
 
 
-def crds_install(kubeconfig: str) -> subprocess.CompletedProcess[str]:
+def crds_install(kubeconfig: str, namespace: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KUBECONFIG": kubeconfig, "PYTHONPATH": str(ROOT)}
     env.pop("LOCKWRIGHT_SYSTEM_NAMESPACE", None)
+    env.update({"LOCKWRIGHT_SYSTEM_NAMESPACE": namespace} if namespace else {})
     return subprocess.run([sys.executable, "-m", "lockwright", "crds", "install"], env=env,
                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
@@ -154,6 +155,22 @@ def test_crds_install_works_under_the_service_account_alone(
     assert record["denied"] == []
     ours = {u["role"] for u in record["allowed"] if u["user"].endswith(f":{SERVICE_ACCOUNT}")}
     assert ours == {"lockwright"}  # the ClusterRole; no discovery, no Secrets
+
+
+def test_a_missing_system_namespace_is_named_with_the_fix_not_created(
+        deployed: tuple[DevCluster, client.ApiClient], tmp_path: Path) -> None:
+    """deploy/ grants no right to create namespaces: one that is missing is reported."""
+    dc, api = deployed
+    token = token_for(api, system_namespace(), SERVICE_ACCOUNT)
+    kubeconfig = kubeconfig_as(dc.kubeconfig, token, tmp_path / "lockwright.kubeconfig")
+    missing = crds_install(kubeconfig, namespace="not-there")
+    assert missing.returncode == 1
+    assert ("error: the system namespace not-there does not exist" in missing.stderr
+            and "kubectl create namespace not-there" in missing.stderr), missing.stderr[-3000:]
+    names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
+    assert "not-there" not in names
+    denied = [(d["verb"], d["resource"]) for d in dc.rbac_record()["denied"]]
+    assert denied == [("create", "namespaces")], denied
 
 
 def test_the_service_account_reaches_secrets_of_its_namespace_only(
