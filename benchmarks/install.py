@@ -63,8 +63,9 @@ import yaml
 
 from benchmarks.common import provider_meta, quiet_logs, run_title, workdir
 from benchmarks.crdgen import crd_sizes, make_crd
+from tests.helpers import free_port
 from worker import devstack
-from worker.stack import Stack, StackError, port_free
+from worker.stack import Stack, StackError
 
 G, V = "pkg.crossplane.io", "v1"
 # crdgen sizes are JSON bytes; block-style YAML of the same CRD is about this much larger.
@@ -666,14 +667,6 @@ def report(b: Bench, header: str) -> None:
 
 
 # --- stack and main ---------------------------------------------------------------------
-def free_port(pair: bool = False) -> int:
-    for _ in range(200):
-        port = random.randint(10000, 31000)  # below the kernel's ephemeral ports (32768+)
-        if port_free(port) and (not pair or port_free(port + 1000)):
-            return port
-    raise StackError("no free loopback port found")
-
-
 async def start_stack(stack: Stack, opts: devstack.UpOptions,
                       tuning: dict[str, float]) -> Any:
     from temporalio.client import Client
@@ -712,7 +705,7 @@ async def bench_stack(work: Path, tuning: dict[str, float]
                       ) -> AsyncIterator[tuple[Any, Any, Any, Stack]]:
     """The product on its own loopback stack: (settings, client, worker, stack), always
     stopped."""
-    tport, rport = free_port(pair=True), free_port()
+    tport, rport = free_port(gap=1000), free_port()  # Temporal's UI: port + 1000
     opts = devstack.UpOptions(state_dir=work / "state", example=False, temporal_port=tport,
                               registry_port=rport, timeout=120, task_queue="bench")
     lock = devstack.preflight(opts)

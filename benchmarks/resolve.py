@@ -209,7 +209,7 @@ def list_every_repository(world: World) -> int:
 @contextlib.asynccontextmanager
 async def registry_stack(work: Path) -> AsyncIterator[str]:
     """Debian's docker-registry on a free loopback port, always stopped."""
-    from benchmarks.install import free_port
+    from tests.helpers import free_port
     from worker import devstack
     from worker.stack import Stack
 
