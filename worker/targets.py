@@ -4,7 +4,8 @@ The watcher feeds every list and watch event through :class:`Index`; each call r
 the :class:`Target` list to signal (``look_again``, with signal-with-start). Rules:
 
 - A package (Provider, Configuration, Function) targets its own workflow when it is added
-  or deleted, or when its ``generation`` or ``deletionTimestamp`` changed. Status and
+  or deleted, or when its ``generation``, ``deletionTimestamp``, ``crossplane.io/paused``
+  or ``lockwright.io/accept-plan`` (accepting a breaking plan) changed. Status and
   metadata-only writes (the workflow's own) are ignored, so the watcher does not echo the
   workflow's writes back to it.
 - A revision targets its package (controller ownerReference, else the label
@@ -39,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lockwright.plan import ACCEPT_PLAN_ANNOTATION
 from workflows.contracts import (
     CONFIGURATION,
     FUNCTION,
@@ -171,6 +173,7 @@ class Summary:
     pull_secrets: tuple[str, ...] = ()
     version: str = ""  # Secrets: resourceVersion (they have no generation)
     paused: bool = False  # packages: the crossplane.io/paused annotation is "true"
+    accepted_plan: str = ""  # packages: the lockwright.io/accept-plan annotation's revision
     entries: int = 0  # the Lock: how many packages it holds
     dependencies: bool = False  # the Lock: some entry has dependencies
 
@@ -197,8 +200,9 @@ def summarize(res: Resource, obj: Obj) -> Summary:
         return replace(base, entries=len(entries),
                        dependencies=any(e.get("dependencies") for e in entries))
     if res.role == "package":
-        paused = (meta.get("annotations") or {}).get(PAUSED_ANNOTATION) == "true"
-        base = replace(base, paused=paused)
+        annotations = meta.get("annotations") or {}
+        base = replace(base, paused=annotations.get(PAUSED_ANNOTATION) == "true",
+                       accepted_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION) or ""))
     shape = {"package": _package_fields, "imageconfig": _image_config_fields}.get(res.role)
     return replace(base, **shape(res, obj.get("spec") or {})) if shape else base
 
@@ -230,10 +234,13 @@ def _key_secrets(spec: Obj) -> tuple[str, ...]:
 
 
 def _changed(old: Summary | None, new: Summary) -> bool:
-    """Spec changes only (generation; ``version`` for Secrets; the pause annotation), so
-    status writes are not echoed."""
-    return old is None or (old.generation, old.deleting, old.version, old.paused) != (
-        new.generation, new.deleting, new.version, new.paused)
+    """Spec changes only (generation; ``version`` for Secrets; the pause and accept-plan
+    annotations, which move no generation), so status writes are not echoed."""
+    return old is None or _spec_of(old) != _spec_of(new)
+
+
+def _spec_of(s: Summary) -> tuple[int, bool, str, bool, str]:
+    return s.generation, s.deleting, s.version, s.paused, s.accepted_plan
 
 
 @dataclass

@@ -319,6 +319,25 @@ def test_pausing_and_resuming_a_package_signals_it() -> None:
     assert [t.name for t in index.on_event(provider, "MODIFIED", obj) if not t.resolver] == ["p"]
 
 
+def test_accepting_a_plan_by_annotation_signals_the_package() -> None:
+    """lockwright.io/accept-plan moves no generation; without a signal the acceptance
+    waited for the periodic recheck of an unhealthy package (five minutes by default)."""
+    from worker.targets import RESOURCES, Index
+
+    provider = next(r for r in RESOURCES if r.kind == "Provider")
+    index = Index()
+    obj = {"metadata": {"name": "p", "generation": 2}, "spec": {"package": "x.io/p:v2"}}
+    index.on_event(provider, "ADDED", obj)
+    accepted = {**obj, "metadata": {**obj["metadata"],
+                                    "annotations": {"lockwright.io/accept-plan": "p-abc"}}}
+    assert [t.name for t in index.on_event(provider, "MODIFIED", accepted)
+            if not t.resolver] == ["p"]
+    assert index.on_event(provider, "MODIFIED", {**accepted, "status": {"x": 1}}) == []
+    again = {**accepted, "metadata": {**accepted["metadata"],
+                                      "annotations": {"lockwright.io/accept-plan": "p-def"}}}
+    assert [t.name for t in index.on_event(provider, "MODIFIED", again) if not t.resolver] == ["p"]
+
+
 # --- the dependency resolver --------------------------------------------------------------
 def resolver_signalled(targets: list[Target]) -> bool:
     return any(t.resolver and t.workflow_id == "resolve:lock" for t in targets)
