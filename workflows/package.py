@@ -79,6 +79,10 @@ PATCH_DELETION_STOPS_INSTALL = "deletion-stops-install"
 # workflow.patched() id: resuming after the pause annotation installs again, so whatever
 # changed while paused is put back (runs before: only a changed spec installed again).
 PATCH_RESUME_REINSTALLS = "resume-reinstalls"
+# workflow.patched() id: a signal that arrives while the package's last clean-up runs (an
+# orphaned revision deleted then) starts another pass instead of being dropped when the
+# run ends; its Lock entry lingered. Runs before ended regardless.
+PATCH_GONE_LOOKS_AGAIN = "gone-looks-again"
 
 
 @workflow.defn
@@ -100,6 +104,20 @@ class PackageWorkflow(Upgrades):
     async def run(self, inp: c.PackageInput) -> c.PackageResult:
         """Loop: wait for work, run one pass, continue as new when suggested."""
         self._identify()
+        while True:
+            await self._run_until_gone(inp)
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            # A signal during the last clean-up (an orphaned revision deleted meanwhile)
+            # reports a change that clean-up did not see: look again before ending.
+            if not (self._s.dirty and workflow.patched(PATCH_GONE_LOOKS_AGAIN)):
+                break
+            self._gone = False
+        return c.PackageResult(kind=inp.kind, name=inp.name, gone=True,
+                               installs=self._s.installs)
+
+    async def _run_until_gone(self, inp: c.PackageInput) -> None:
+        """Wait for work and run passes until the package is gone; continue as new when
+        suggested."""
         while not self._gone:
             if self._updates_waiting == 0 and workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -108,9 +126,6 @@ class PackageWorkflow(Upgrades):
                 workflow.continue_as_new(replace(inp, state=self._s))
             await self._wait_for_work()
             await self._reconcile()
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        return c.PackageResult(kind=inp.kind, name=inp.name, gone=True,
-                               installs=self._s.installs)
 
     # --- handlers: record intent only ---------------------------------------------------
     @workflow.signal(name=c.SIGNAL_LOOK_AGAIN)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -96,6 +97,8 @@ class FakeCluster:
     # names; the calls, in order.
     plans: dict[str, Plan] = field(default_factory=dict)
     planned: list[c.PlanRevisionInput] = field(default_factory=list)
+    # Run inside cleanup_package, one per call: what happens in the cluster meanwhile.
+    during_cleanup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -220,6 +223,8 @@ class FakeCluster:
     @activity.defn(name=c.CLEANUP_PACKAGE)
     async def cleanup_package(self, inp: c.CleanupPackageInput) -> c.CleanupPackageResult:
         self._enter(c.CLEANUP_PACKAGE)
+        if self.during_cleanup:
+            await self.during_cleanup.pop(0)()
         # The garbage collector removes the revisions; tests play it by deleting them.
         waiting = sum(1 for r in self.revisions.values() if r.package == inp.name)
         return c.CleanupPackageResult(removed=1, waiting=waiting)

@@ -565,6 +565,27 @@ async def test_deleted_package_cleans_up_and_ends(
     await record(temporal_client, handle.id, "package_deleted")
 
 
+async def test_a_signal_during_the_last_clean_up_is_not_dropped(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """An orphaned revision deleted while the package's clean-up runs: its signal arrives
+    before the run would end, so the workflow cleans up again (the orphan's Lock entry
+    lingered when the run ended with the signal unread)."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    await settled(handle, "Healthy", signals=1)
+    collect_garbage(cluster, pkg)
+
+    async def orphan_deleted() -> None:
+        await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(3, "orphan deleted"))
+
+    cluster.during_cleanup.append(orphan_deleted)
+    await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2, "deleted"))
+    result = await handle.result()
+    assert result.gone
+    assert cluster.calls[c.CLEANUP_PACKAGE] == 2
+    await record(temporal_client, handle.id, "package_gone_looks_again")
+
+
 def collect_garbage(cluster: FakeCluster, pkg: FakePackage) -> None:
     """What Kubernetes does once a package is deleted: it and its revisions go."""
     cluster.packages.pop((pkg.kind, pkg.name), None)

@@ -48,6 +48,8 @@ SHAPES |= {"revision_dependencies_unmet", "revision_switch_awaits_dependencies",
 SHAPES |= {"package_upgrade_plan_accepted", "revision_planned", "plan_candidate"}
 # Resuming an installed package installs it again (PATCH_RESUME_REINSTALLS).
 SHAPES |= {"package_resumed"}
+# A signal during the last clean-up starts another pass (PATCH_GONE_LOOKS_AGAIN).
+SHAPES |= {"package_gone_looks_again"}
 
 
 def load(shape: str) -> WorkflowHistory:
