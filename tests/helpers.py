@@ -3,40 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TypeVar
 
-from worker.stack import port_free
+from controlplane.ports import free_port, port_free  # noqa: F401 - the tests' import path
 
 T = TypeVar("T")
-
-
-def _ephemeral_low() -> int:
-    """The lowest port the kernel hands out to outgoing connections and ``bind(0)``."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port(gap: int = 0) -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (and ``port + gap`` too, if given).
-
-    Chosen below the kernel's ephemeral range, so no outgoing connection of this or a
-    parallel test takes it between this call and the server's bind (Temporal's UI failed
-    on such a port once in CI).
-    """
-    top = _ephemeral_low() - 1 - gap
-    for _ in range(200):
-        port = random.randint(10000, top)
-        if port_free(port) and port_free(port + gap):
-            return port
-    raise AssertionError(f"no free loopback port (pair {gap} apart) below {top + gap}")
 
 
 def unique(prefix: str = "t") -> str:

@@ -71,6 +71,11 @@ def register(subparsers: Any) -> None:
                     help="registry port; examples/provider.yaml names 5000 (default 5000)")
     up.add_argument("--timeout", type=float, default=120.0,
                     help="seconds to wait for each component and for Healthy (default 120)")
+    up.add_argument("--control-plane", choices=("devcluster", "kube"), default="devcluster",
+                    help="the Kubernetes API: devcluster (default, starts in a second) or "
+                         "kube, the real kube-apiserver, controller manager, scheduler and "
+                         "etcd with kwok's simulated kubelet, built from their Go modules on "
+                         "first use (about 15 minutes on 2 cores)")
     up.add_argument("--exit-when-healthy", action="store_true",
                     help="stop everything and exit 0 once the example is Healthy (for CI)")
     up.set_defaults(func=_dev_up)

@@ -2,7 +2,9 @@
 
 Order, each step gated by a readiness check with a deadline: Temporal dev server (SQLite
 in the state dir, UI on gRPC port + 1000, lockwright's search attributes) → Debian's
-``docker-registry`` → devcluster → CRDs and system objects → worker (polling the task
+``docker-registry`` → devcluster, or with ``--control-plane kube`` the real control plane
+(etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with one Node; built
+first when its binaries are missing, see :mod:`controlplane`) → CRDs and system objects → worker (polling the task
 queue) → watcher (first lists done) → build and push the example Provider → ``kubectl
 apply -f examples/provider.yaml`` → Provider Healthy. Then it prints ``kubectl get
 providers,providerrevisions`` and the addresses, and runs until Ctrl-C, when it stops its
@@ -55,12 +57,13 @@ class UpOptions:
     timeout: float = 120.0
     exit_when_healthy: bool = False
     task_queue: str = "lockwright"
+    control_plane: str = "devcluster"  # or "kube": the real control plane
 
 
 # --- preflight --------------------------------------------------------------------------
 def preflight(opts: UpOptions) -> IO[str]:
     """Check binaries, ports and the state dir; return the held state-dir lock file."""
-    for sub in ("logs", "registry", "devcluster", "cache"):
+    for sub in ("logs", "registry", "devcluster", "kube", "cache"):
         (opts.state_dir / sub).mkdir(parents=True, exist_ok=True)
     lock = open(opts.state_dir / "dev-up.lock", "w")  # noqa: SIM115 - held while running
     try:
@@ -148,6 +151,23 @@ async def start_devcluster(stack: Stack, opts: UpOptions) -> str:
 
     await stack.ready(child, answers, "devcluster to answer /readyz", opts.timeout)
     return str(kubeconfig)
+
+
+def start_kube(stack: Stack, opts: UpOptions) -> str:
+    """Start the real control plane (building it first if needed); the kubeconfig path.
+
+    Started in this thread, blocking: its children die with the thread that forked them.
+    """
+    from controlplane import build, cluster
+
+    try:
+        bin_dir = build.binaries(progress=sys.stdout)
+        plane = cluster.start(opts.state_dir / "kube", cluster.Options(timeout=opts.timeout),
+                              bin_dir)
+    except (build.BuildError, cluster.StartError) as exc:
+        raise StackError(str(exc)) from exc
+    stack.control_plane = plane
+    return plane.kubeconfig
 
 
 async def start_worker(stack: Stack, settings: Settings, client: Any, timeout: float,
@@ -285,6 +305,7 @@ async def up(opts: UpOptions, stop: asyncio.Event) -> int:
         return 1
     finally:
         await stack.stop_all()
+        stack.stop_control_plane()
         lock.close()
 
 
@@ -297,8 +318,12 @@ async def _start_stack(stack: Stack, opts: UpOptions) -> Settings:
     _step(f"Temporal dev server on {address} (UI http://127.0.0.1:{opts.temporal_port + 1000})")
     registry = await start_registry(stack, opts)
     _step(f"registry on {registry}")
-    kubeconfig = await start_devcluster(stack, opts)
-    _step(f"devcluster ready (KUBECONFIG={kubeconfig})")
+    if opts.control_plane == "kube":
+        kubeconfig = start_kube(stack, opts)
+        _step(f"kube-apiserver, controllers, scheduler and kwok ready (KUBECONFIG={kubeconfig})")
+    else:
+        kubeconfig = await start_devcluster(stack, opts)
+        _step(f"devcluster ready (KUBECONFIG={kubeconfig})")
     settings = Settings(temporal_address=address, task_queue=opts.task_queue,
                         kubeconfig=kubeconfig, cache_dir=str(opts.state_dir / "cache"),
                         insecure_registries=(registry,), resync_seconds=600)
@@ -364,7 +389,8 @@ def up_command(args: argparse.Namespace) -> int:
     configure(level=os.environ.get("LOCKWRIGHT_LOG_LEVEL", "warning"))
     opts = UpOptions(state_dir=args.state_dir.resolve(), example=args.example,
                      temporal_port=args.temporal_port, registry_port=args.registry_port,
-                     timeout=args.timeout, exit_when_healthy=args.exit_when_healthy)
+                     timeout=args.timeout, exit_when_healthy=args.exit_when_healthy,
+                     control_plane=args.control_plane)
     return asyncio.run(_main(opts))
 
 

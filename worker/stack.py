@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 import time
 import urllib.error
@@ -17,6 +16,12 @@ import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from controlplane.ports import port_free
+
+if TYPE_CHECKING:
+    from controlplane.cluster import ControlPlane
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE_S = 25.0
@@ -50,6 +55,13 @@ class Stack:
 
     state: Path
     children: list[Child] = field(default_factory=list)
+    # The real control plane (``--control-plane kube``), stopped after the children.
+    control_plane: ControlPlane | None = None
+
+    def stop_control_plane(self) -> None:
+        if self.control_plane is not None:
+            self.control_plane.stop()
+            print("stopped the control plane", file=sys.stderr)
 
     async def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Child:
         """Start ``argv`` in its own session with output to ``logs/<name>.log``."""
@@ -105,18 +117,6 @@ class Stack:
                 child.proc.kill()
                 await child.proc.wait()
             print(f"stopped {child.name}", file=sys.stderr)
-
-
-def port_free(port: int) -> bool:
-    """True when nothing listens on 127.0.0.1:``port``."""
-    with socket.socket() as s:
-        # As the servers do: a port held only by TIME_WAIT connections of a previous run is free.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def http_ok(url: str) -> bool:

@@ -33,9 +33,10 @@ META_API = "meta.pkg.crossplane.io/v1"
 
 
 @pytest.fixture(scope="module")
-def deps(registry: Any, auth_registry: Any, temporal_env: Any) -> Iterator[Stack]:
+def deps(registry: Any, auth_registry: Any, temporal_env: Any,
+         cluster_kind: str) -> Iterator[Stack]:
     """A stack of its own: its Lock holds only this module's packages."""
-    with running_stack(registry, auth_registry, temporal_env) as s:
+    with running_stack(registry, auth_registry, temporal_env, kind=cluster_kind) as s:
         yield s
 
 

@@ -50,7 +50,8 @@ class Metered:
 
 
 @pytest.fixture(scope="module")
-def metered(registry: Any, auth_registry: Any, temporal_env: Any) -> Iterator[Metered]:
+def metered(registry: Any, auth_registry: Any, temporal_env: Any,
+            cluster_kind: str) -> Iterator[Metered]:
     """A stack of its own whose worker serves metrics on a free port."""
     address = f"127.0.0.1:{free_port()}"
     with contextlib.ExitStack() as running:
@@ -58,7 +59,8 @@ def metered(registry: Any, auth_registry: Any, temporal_env: Any) -> Iterator[Me
         # it copies, for that start only; worker_env keeps it for any restart.
         with pytest.MonkeyPatch.context() as env:
             env.setenv("LOCKWRIGHT_METRICS_ADDRESS", address)
-            stack = running.enter_context(running_stack(registry, auth_registry, temporal_env))
+            stack = running.enter_context(running_stack(registry, auth_registry, temporal_env,
+                                                             kind=cluster_kind))
         stack.worker_env["LOCKWRIGHT_METRICS_ADDRESS"] = address
         yield Metered(stack, f"http://{address}/metrics")
 
