@@ -22,7 +22,11 @@ packages want the same objects. ``LOCKWRIGHT_TUNING`` sets ``health_poll_s`` (pr
 After the table, the Temporal history of one install of each size shows where time went.
 
     python benchmarks/install.py [--quick] [--installs 20] [--big-crds 2000] [--workers N]
-                                 [--keep DIR]
+                                 [--control-plane devcluster|kube] [--keep DIR]
+
+With ``--control-plane kube`` everything, floors included, runs on the real control plane
+(kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok; see controlplane/),
+and the table ends with the servers' resident memory after the big installs.
 
 With ``--workers N`` the concurrent installs run N times, on 1, 2, ... N worker processes
 on one task queue (a worker is added before each round; any worker runs any step, the
@@ -676,7 +680,10 @@ async def start_stack(stack: Stack, opts: devstack.UpOptions,
 
     address = await devstack.start_temporal(stack, opts)
     registry = await devstack.start_registry(stack, opts)
-    kubeconfig = await devstack.start_devcluster(stack, opts)
+    if opts.control_plane == "kube":
+        kubeconfig = devstack.start_kube(stack, opts)
+    else:
+        kubeconfig = await devstack.start_devcluster(stack, opts)
     settings = Settings(temporal_address=address, task_queue=opts.task_queue,
                         kubeconfig=kubeconfig, cache_dir=str(opts.state_dir / "cache"),
                         insecure_registries=(registry,), resync_seconds=600,
@@ -701,13 +708,14 @@ def build_all(work: Path, registry: str, jobs: list[tuple[str, list[int]]],
 
 
 @contextlib.asynccontextmanager
-async def bench_stack(work: Path, tuning: dict[str, float]
+async def bench_stack(work: Path, tuning: dict[str, float], control_plane: str = "devcluster"
                       ) -> AsyncIterator[tuple[Any, Any, Any, Stack]]:
     """The product on its own loopback stack: (settings, client, worker, stack), always
     stopped."""
     tport, rport = free_port(gap=1000), free_port()  # Temporal's UI: port + 1000
     opts = devstack.UpOptions(state_dir=work / "state", example=False, temporal_port=tport,
-                              registry_port=rport, timeout=120, task_queue="bench")
+                              registry_port=rport, timeout=120, task_queue="bench",
+                              control_plane=control_plane)
     lock = devstack.preflight(opts)
     stack = Stack(opts.state_dir)
     try:
@@ -720,7 +728,19 @@ async def bench_stack(work: Path, tuning: dict[str, float]
         yield settings, client, worker, stack
     finally:
         await stack.stop_all()
+        stack.stop_control_plane()
         lock.close()
+
+
+def server_memory(stack: Stack) -> Callable[[], str]:
+    """A note of the real server's resident memory now (nothing on devcluster)."""
+    def note() -> str:
+        if stack.control_plane is None:
+            return ""
+        rss = stack.control_plane.resident_memory()
+        parts = ", ".join(f"{name} {v / 1e6:.0f} MB" for name, v in rss.items())
+        return f"resident memory after the big installs: {parts}"
+    return note
 
 
 def worker_adder(stack: Stack, settings: Any, client: Any,
@@ -749,8 +769,10 @@ async def on_stack(args: argparse.Namespace, work: Path,
     stack cannot start."""
     tuning = {"health_poll_s": args.health_poll}
     try:
-        async with bench_stack(work, tuning) as (settings, client, worker, stack):
+        async with bench_stack(work, tuning, args.control_plane) as (settings, client, worker,
+                                                                     stack):
             args.add_worker = worker_adder(stack, settings, client, asyncio.get_running_loop())
+            args.server_memory = server_memory(stack)
             return await measure(args, work, tuning, settings, client, worker)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -796,13 +818,15 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
     def body() -> None:
         measure_small(bench, refs(small), refs(fsmall))
         measure_big(bench, refs(big), refs(fbig), f"{args.big_crds}-CRD")
+        if note := args.server_memory():
+            bench.notes.append(note)
         measure_scale_out(bench, [(refs(c), refs(f)) for c, f in zip(conc, fconc)],
                           args.add_worker)
 
     return await measured(bench, body, run_title(
         "install", args.quick, tuning,
         f"10-CRD package.yaml {small_mb * 1000:.0f} KB, {args.big_crds}-CRD "
-        f"{big_mb:.1f} MB; poll {args.poll}s"))
+        f"{big_mb:.1f} MB; poll {args.poll}s; on {args.control_plane}"))
 
 
 def main() -> int:
@@ -823,6 +847,10 @@ def main() -> int:
                         help="Tuning.health_poll_s given to the workflows (and the floor)")
     parser.add_argument("--poll", type=float, default=0.05,
                         help="how often the benchmark reads the Provider back, s")
+    parser.add_argument("--control-plane", choices=("devcluster", "kube"), default="devcluster",
+                        help="the Kubernetes API: devcluster, or the real kube-apiserver, "
+                             "controller manager, scheduler and kwok (floors measured on the "
+                             "same server)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
     args = parser.parse_args()
     if args.quick:

@@ -110,12 +110,17 @@ def metadata_causes(rt: ResourceType, meta: Obj) -> list[schema.Cause]:
         return _path_segment_causes(name)
     pattern = _LABEL if rt.kind == "Namespace" and not rt.group else _SUBDOMAIN
     if len(name) > 253 or not pattern.match(name):
-        what = "RFC 1123 label" if pattern is _LABEL else "RFC 1123 subdomain"
         return [schema.Cause("FieldValueInvalid", "metadata.name",
-                             f"a lowercase {what} must consist of lower case alphanumeric"
-                             " characters, '-' or '.', and must start and end with an"
-                             " alphanumeric character", name)]
+                             LABEL_MESSAGE if pattern is _LABEL else SUBDOMAIN_MESSAGE, name)]
     return []
+
+
+# kube-apiserver's words (apimachinery's validation.IsDNS1123Label and ...Subdomain).
+LABEL_MESSAGE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters"
+                 " or '-', and must start and end with an alphanumeric character (e.g. "
+                 "'my-name',  or '123-abc', regex used for validation is "
+                 "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MESSAGE = crd.DNS1123_SUBDOMAIN_MESSAGE
 
 
 def _path_segment_causes(name: str) -> list[schema.Cause]:

@@ -237,7 +237,7 @@ class Cluster:
             if ctype == "application/strategic-merge-patch+json" and not rt.is_custom:
                 return patch.strategic_merge_patch(current, document, rt.group_version, rt.kind)
         except patch.PatchError as exc:
-            raise ApiError(exc.code, _patch_reason(exc.code), str(exc))
+            raise ApiError(exc.code, _patch_reason(exc.code), str(exc), {})
         raise unsupported_media_type(ctype)
 
     def _apply(self, rt: ResourceType, namespace: str | None, name: str, key: Key,
@@ -260,7 +260,7 @@ class Cluster:
         except apply.ApplyConflict as exc:
             raise ApiError(409, "Conflict", str(exc), {"causes": exc.causes})
         except patch.PatchError as exc:
-            raise ApiError(exc.code, _patch_reason(exc.code), str(exc))
+            raise ApiError(exc.code, _patch_reason(exc.code), str(exc), {})
         managed = new["metadata"].get("managedFields")
         if old is None:
             if subresource:
@@ -513,15 +513,19 @@ def _spec_changed(rt: ResourceType, old: Obj, new: Obj) -> bool:
 
 
 def _check_preconditions(rt: ResourceType, obj: Obj, pre: Obj) -> None:
+    """As kube-apiserver's store words it: the kind (and group) named, then what differs."""
     meta = obj["metadata"]
-    for field_name in ("uid", "resourceVersion"):
+    for field_name, label, why in (("uid", "UID", "deleted and then recreated"),
+                                   ("resourceVersion", "ResourceVersion", "modified")):
         want = pre.get(field_name)
         if want and want != meta.get(field_name):
-            label = "UID" if field_name == "uid" else "ResourceVersion"
-            raise ApiError(409, "Conflict", f"Precondition failed: {label} in precondition: {want},"
-                           f" {label} in object meta: {meta.get(field_name)}",
-                           {"name": meta["name"], "kind": rt.plural, "group": rt.group} if rt.group
-                           else {"name": meta["name"], "kind": rt.plural})
+            kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {kind} '
+                           f'"{meta["name"]}": the {label} in the precondition ({want}) does not '
+                           f"match the {label} in record ({meta.get(field_name)}). The object "
+                           f"might have been {why}",
+                           {"name": meta["name"], "kind": rt.kind, "group": rt.group} if rt.group
+                           else {"name": meta["name"], "kind": rt.kind})
 
 
 def _propagation(options: Obj) -> str | None:

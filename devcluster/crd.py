@@ -24,7 +24,7 @@ _DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric charac
                 "start with an alphabetic character, and end with an alphanumeric character "
                 "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
                 "'[a-z]([-a-z0-9]*[a-z0-9])?')")
-_DNS1123_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+DNS1123_SUBDOMAIN_MESSAGE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                 "characters, '-' or '.', and must start and end with an alphanumeric character "
                 "(e.g. 'example.com', regex used for validation is "
                 "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
@@ -107,7 +107,7 @@ def _validate_name(crd: CRD, spec: dict[str, Any]) -> list[Cause]:
 def _validate_group(group: str) -> list[Cause]:
     if not group:
         return [Cause("FieldValueRequired", "spec.group", "")]
-    problems = _dns_problems(group, 253, _DNS1123_SUBDOMAIN, _DNS1123_MSG)
+    problems = _dns_problems(group, 253, _DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MESSAGE)
     if problems:
         return [Cause("FieldValueInvalid", "spec.group", problems, group)]
     if "." not in group:

@@ -74,10 +74,8 @@ def method_not_allowed() -> ApiError:
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType",
-                    f'the body of the request was in an unknown format - accepted media types include:'
-                    f' application/json-patch+json, application/merge-patch+json,'
-                    f' application/apply-patch+yaml' + (f" (got {content_type})" if content_type else ""))
+    """A patch of a type kube-apiserver does not take (its words, ``details: {}``)."""
+    return ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
 
 
 def not_found_path() -> ApiError:

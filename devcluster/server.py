@@ -30,6 +30,7 @@ from devcluster.types import ResourceType, dump_json
 from devcluster.watch import WatchRequest, stream
 
 MAX_BODY = 3 * 1024 * 1024
+COMPACT_PATH = "/debug/compact"  # POST: forget the change log, as an etcd compaction
 Obj = dict[str, Any]
 
 
@@ -151,11 +152,15 @@ class Handler(BaseHTTPRequestHandler):
     # -- routing -------------------------------------------------------------------------
 
     def _route(self, method: str) -> None:
+        """Dispatch a request: meta endpoints, the debug compaction, then resources."""
         path = urlsplit(self.path).path.rstrip("/") or "/"
         # Clients percent-encode names (the Python client turns ":" into "%3A").
         parts = [unquote(p) for p in path.split("/") if p]
         if method == "GET" and self._meta_endpoint(path, parts):
             return
+        if method == "POST" and path == COMPACT_PATH:
+            # A test's etcd compaction (tests/fidelity): watches from before now get 410.
+            return self._send(200, {"revision": self.server.cluster.store.compact()})
         target = self._target(parts)
         if target is None:
             raise not_found_path()
@@ -271,6 +276,9 @@ class Handler(BaseHTTPRequestHandler):
         if choice is not None:
             return self._send(200, table.metadata_list(choice, items, meta,
                                                        table.go_type(t.rt, of_list=True)))
+        if not t.rt.is_custom:  # kube-apiserver's typed lists leave out each item's type
+            items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
+                     for o in items]
         self._send(200, {"kind": t.rt.list_kind, "apiVersion": t.rt.group_version,
                          "metadata": meta, "items": items})
 
@@ -389,7 +397,10 @@ class Handler(BaseHTTPRequestHandler):
                 del details["group"]
             return self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                     "status": "Success", "details": details})
-        self._send(200 if gone_now else 202, obj)
+        # As kube-apiserver: 202 only for an object left in place whose deletion asked
+        # ``orphanDependents: false``; any other deletion still under way answers 200.
+        accepted = not gone_now and options.get("orphanDependents") is False
+        self._send(202 if accepted else 200, obj)
 
     def _delete_collection(self, t: Target, q: dict[str, str], options: Obj,
                            opts: WriteOptions) -> None:
@@ -416,7 +427,7 @@ class Handler(BaseHTTPRequestHandler):
         if dry and dry != "All":
             raise bad_request(f'dryRun: Unsupported value: "{dry}": supported values: "All"')
         agent = self.headers.get("User-Agent", "")
-        manager = q.get("fieldManager") or agent.split("/")[0][:128]
+        manager = q.get("fieldManager") or agent.split("/")[0][:128] or "unknown"
         validation = q.get("fieldValidation") or "Warn"
         if validation not in ("Strict", "Warn", "Ignore"):
             raise bad_request(f"fieldValidation: Unsupported value: \"{validation}\"")

@@ -130,6 +130,14 @@ class Store:
 
     # -- the change log ----------------------------------------------------------------
 
+    def compact(self) -> int:
+        """Forget the change log up to now, as an etcd compaction at the current revision
+        does: a watch from an older version then answers 410 Gone. The new floor."""
+        with self.lock:
+            self._events.clear()
+            self._floor = self.rv
+            return self._floor
+
     def too_old(self, rv: int) -> bool:
         """True when events after ``rv`` are no longer all retained."""
         return rv < self._floor

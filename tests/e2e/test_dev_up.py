@@ -7,15 +7,17 @@ everything it started. A second run on the same state dir reuses the data.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_for
 from worker.stack import port_free
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.registry, pytest.mark.temporal]
@@ -47,3 +49,60 @@ def test_dev_up_installs_the_example_provider_and_cleans_up(tmp_path: Path) -> N
     again = dev_up(tmp_path, tport, rport)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "provider-example unchanged" in again.stdout
+
+
+def test_dev_up_on_the_real_control_plane(tmp_path: Path, cluster_kind: str) -> None:
+    """``--control-plane kube``: the example's runtime is rolled out by the Deployment and
+    ReplicaSet controllers to a Running pod on a kwok Node, and a foreground delete of the
+    Provider completes through Kubernetes' own garbage collector."""
+    if cluster_kind != "kube":
+        pytest.skip("the real control plane is not selected (LOCKWRIGHT_TEST_CLUSTER)")
+    tport, rport = free_port(gap=1000), free_port()
+    out = tmp_path / "dev-up.out"
+    with open(out, "w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lockwright", "dev", "up", "--state-dir", str(tmp_path),
+             "--temporal-port", str(tport), "--registry-port", str(rport), "--timeout", "120",
+             "--control-plane", "kube"], stdout=sink, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    try:
+        wait_for(lambda: proc.poll() is None and "Press Ctrl-C to stop." in out.read_text()
+                 or proc.poll() is not None, timeout=900, interval=0.5, what="dev up to be up")
+        assert proc.poll() is None, out.read_text()[-3000:]
+        text = out.read_text()
+        assert re.search(r"provider\.pkg\.crossplane\.io/provider-example\s+True\s+True", text)
+        kubeconfig = str(tmp_path / "kube" / "kubeconfig")
+        assert f"export KUBECONFIG={kubeconfig}" in text
+        rolled_out_on_kwok(kubeconfig)
+        kubectl(kubeconfig, "delete", "provider", "provider-example", "--cascade=foreground",
+                "--timeout=120s")
+        wait_for(lambda: not kubectl(kubeconfig, "get", "deployments,replicasets,pods", "-n",
+                                     "crossplane-system", "-o", "name").strip(),
+                 timeout=60, interval=0.5, what="the runtime's Deployment, ReplicaSet and pod gone")
+        assert not kubectl(kubeconfig, "get", "providerrevisions", "-o", "name").strip()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    assert "stopped the control plane" in out.read_text()
+    assert port_free(tport) and port_free(rport)
+
+
+def kubectl(kubeconfig: str, *args: str) -> str:
+    done = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], text=True,
+                          capture_output=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def rolled_out_on_kwok(kubeconfig: str) -> None:
+    """The example's pod: Running on a kwok Node, owned by a ReplicaSet its Deployment owns."""
+    pods = json.loads(kubectl(kubeconfig, "get", "pods", "-n", "crossplane-system", "-o",
+                              "json"))["items"]
+    [pod] = [p for p in pods if p["metadata"]["name"].startswith("provider-example-")]
+    assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == "kwok-node-0"
+    [rs_ref] = pod["metadata"]["ownerReferences"]
+    assert rs_ref["kind"] == "ReplicaSet"
+    rs = json.loads(kubectl(kubeconfig, "get", "replicaset", "-n", "crossplane-system",
+                            rs_ref["name"], "-o", "json"))
+    [dep_ref] = rs["metadata"]["ownerReferences"]
+    assert dep_ref["kind"] == "Deployment" and dep_ref["name"].startswith("provider-example-")

@@ -1,0 +1,88 @@
+"""A raw HTTP client for the differential check: exact methods, headers and bodies, the
+answer kept whole (status, content type, body; a watch's events up to a deadline)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a server said: the code, the media type (parameters dropped) and the body."""
+
+    code: int
+    media: str
+    body: Any
+
+
+@dataclass
+class Client:
+    """Requests to one server as one identity (a bearer token or a client certificate)."""
+
+    url: str
+    context: ssl.SSLContext | None
+    token: str | None = None
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        parts = urlsplit(self.url)
+        if parts.scheme == "https":
+            return http.client.HTTPSConnection(parts.netloc, timeout=timeout, context=self.context)
+        return http.client.HTTPConnection(parts.netloc, timeout=timeout)
+
+    def send(self, method: str, path: str, body: Any = None,
+             headers: dict[str, str] | None = None) -> Answer:
+        """One request; a JSON body is decoded, anything else kept as text."""
+        conn = self._connection(20)
+        head = {"Accept": "application/json", **(headers or {})}
+        if self.token:
+            head["Authorization"] = f"Bearer {self.token}"
+        data = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body)
+        if data is not None:
+            head.setdefault("Content-Type", "application/json")
+        try:
+            conn.request(method, path, body=data, headers=head)
+            resp = conn.getresponse()
+            raw = resp.read()
+        finally:
+            conn.close()
+        media = (resp.getheader("Content-Type") or "").split(";")[0].strip()
+        return Answer(resp.status, media, _decode(raw, media))
+
+    def watch(self, path: str, seconds: int, stop_after: int = 0,
+              headers: dict[str, str] | None = None) -> Answer:
+        """A watch the server ends after ``seconds`` (``timeoutSeconds``), or read until
+        ``stop_after`` events came."""
+        conn = self._connection(seconds + 10)
+        head = {"Accept": "application/json", **(headers or {})}
+        if self.token:
+            head["Authorization"] = f"Bearer {self.token}"
+        conn.request("GET", f"{path}&timeoutSeconds={seconds}", headers=head)
+        resp = conn.getresponse()
+        media = (resp.getheader("Content-Type") or "").split(";")[0].strip()
+        try:
+            if resp.status != 200:
+                return Answer(resp.status, media, _decode(resp.read(), media))
+            events: list[Any] = []
+            while not (stop_after and len(events) >= stop_after):
+                line = resp.readline()
+                if not line:
+                    break
+                if line.strip():
+                    events.append(json.loads(line))
+            return Answer(resp.status, media, events)
+        finally:
+            conn.close()
+
+
+def _decode(raw: bytes, media: str) -> Any:
+    if media == "application/json" or raw[:1] in (b"{", b"["):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+    return raw.decode(errors="replace")
