@@ -52,5 +52,7 @@ mkdir -p "$out/stages" && cp "$stages"/node/fast/node-initialize.yaml \
   "$stages"/pod/fast/pod-delete.yaml "$out/stages/"
 chmod -R u+w "$out/stages"
 rm -rf "$out/bin" && mv "$out/bin.partial" "$out/bin"
+# Builds of other versions are of no further use: keep the cache to this one.
+find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
 step "built in $((SECONDS - started)) s into $out/bin"
 echo "$out/bin"

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from controlplane.ports import free_port, port_free  # noqa: F401 - the tests' import path
+from controlplane.ports import free_port as free_port, port_free as port_free
 
 T = TypeVar("T")
 

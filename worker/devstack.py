@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
+from controlplane.ports import port_free
 from lockwright.settings import Settings
 from worker.stack import (
     POLL_S,
@@ -34,7 +35,6 @@ from worker.stack import (
     Stack,
     StackError,
     http_ok,
-    port_free,
     python_env,
 )
 

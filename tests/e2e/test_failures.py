@@ -595,8 +595,10 @@ async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path
                 return conds if f"attempt {attempt})" in message else None
             return shown
 
-        # The backoff doubles from 0.5s to its 2s cap (FAST_TUNING), each wait on the status.
-        for attempt, wait in ((1, "0.5s"), (2, "1s"), (3, "2s")):
+        # The backoff doubles from backoff_initial_s to its cap, each wait on the status.
+        tuning = c.Tuning(**stack.tuning)
+        waits = [min(tuning.backoff_initial_s * 2 ** n, tuning.backoff_max_s) for n in range(3)]
+        for attempt, wait in ((n + 1, f"{w:g}s") for n, w in enumerate(waits)):
             conds = wait_for(retrying(attempt), timeout=60, interval=0.05,
                              what=f"retry attempt {attempt} on the status")
             message = conds["Installed"]["message"]
@@ -608,10 +610,10 @@ async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path
         status = await package_status(tc, name)  # Running, not failed
         assert status.last_error_type == "RegistryUnavailable" and status.retry_attempt >= 3
         assert status.phase == "Retrying", status
-        # Each pass spent Temporal's quick retries first (retry_attempts=2), then backed off.
+        # Each pass spent Temporal's quick retries first (retry_attempts), then backed off.
         attempts = await failed_attempts(tc, c.package_workflow_id(c.PROVIDER, name),
                                          c.RESOLVE_DIGEST)
-        assert len(attempts) >= 3 and set(attempts) == {2}, attempts
+        assert len(attempts) >= 3 and set(attempts) == {tuning.retry_attempts}, attempts
         assert stack.revisions("Provider", name) == []
 
         # The same port, the same storage: the install finishes with no new apply.

@@ -98,7 +98,8 @@ def identities(api: Any, admin: Client, compact: Callable[[], None]) -> Identiti
     from tests.fixtures.deploy import token_for
 
     core = client.CoreV1Api(api)
-    core.create_namespaced_service_account("default", {"metadata": {"name": "nobody"}})
+    core.create_namespaced_service_account(
+        "default", client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="nobody")))
     token = token_for(api, "default", "nobody")
     context = None
     if admin.context is not None:
@@ -116,11 +117,19 @@ def etcd_compaction(etcd_url: str) -> Callable[[], None]:
     return compact
 
 
+def devcluster_compaction(admin: Client) -> Callable[[], None]:
+    """devcluster's compaction: ``POST /debug/compact``."""
+    def compact() -> None:
+        admin.send("POST", "/debug/compact")
+    return compact
+
+
 def _api(kubeconfig: str) -> Any:
     from kubernetes import client, config
 
     configuration = client.Configuration()
-    config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=kubeconfig, client_configuration=configuration)
     return client.ApiClient(configuration)
 
 
@@ -141,8 +150,7 @@ def both_servers() -> Iterator[tuple[Identities, Identities]]:
             dc_admin = Client(dc.url, dc.ssl_context(), token)
             kube_admin = Client(kube.url, kube.plane.ssl_context())
             with _api(dc.kubeconfig) as dc_api, _api(kube.kubeconfig) as kube_api:
-                yield (identities(dc_api, dc_admin,
-                                  lambda: dc_admin.send("POST", "/debug/compact") and None),
+                yield (identities(dc_api, dc_admin, devcluster_compaction(dc_admin)),
                        identities(kube_api, kube_admin, etcd_compaction(kube.plane.etcd_url)))
         finally:
             kube.stop()
