@@ -139,6 +139,8 @@ def test_removing_a_field_a_resource_uses_waits_for_the_plan_to_be_accepted(
 
     plans.kubectl("annotate", f"providers.{PKG_GROUP}", name,
                   f"lockwright.io/accept-plan={v2}")
+    # The annotation itself signals the package: on kube, with the production recheck of
+    # an unhealthy package (300 s), this fails if only the recheck noticed the acceptance.
     wait_active(plans, name, v2)
 
     def v2_schema() -> bool:
