@@ -29,7 +29,7 @@ def binaries(progress: TextIO | None = sys.stderr) -> Path:
     given = os.environ.get("LOCKWRIGHT_CONTROL_PLANE_BIN")
     if given:
         return _complete(Path(given))
-    if shutil.which("go") is None:
+    if shutil.which("go", path=f"{os.environ.get('PATH', '')}:/usr/local/go/bin") is None:
         raise BuildError("go is missing: the control plane is built with Go 1.26 "
                          "(apt-get install golang-go, or set LOCKWRIGHT_CONTROL_PLANE_BIN)")
     proc = subprocess.Popen(["bash", str(SCRIPT)], stdout=subprocess.PIPE,

@@ -11,6 +11,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 modules="$root/controlplane/modules"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+# Go's own install directory, for a shell whose PATH lacks it.
+export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "error: go is missing (Go 1.26 builds the control plane)" >&2; exit 1; }
 
 key="$( { go version; cat "$modules"/{kubernetes,etcd,kwok}/go.{mod,sum} "$0"; } | sha256sum | cut -c1-16)"
