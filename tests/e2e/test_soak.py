@@ -149,8 +149,14 @@ async def histories(stack: Stack, packages: list[Package]) -> tuple[list[str], i
             desc = await handle.describe()
             history = await handle.fetch_history()
             longest = max(longest, len(history.events))
-            pending = desc.raw_description.pending_activities or \
-                desc.raw_description.pending_children
+            # A run cancelled while one of its steps waited out a retry backoff (production
+            # timings: seconds) keeps that step in its pending list for good, as Temporal
+            # leaves a closed run's record; the server never starts another attempt for a
+            # closed run, and what a step wrote is owned by the revision (see leftovers).
+            # A closed run with a child still pending is a leak.
+            pending = desc.raw_description.pending_children or (
+                desc.status == WorkflowExecutionStatus.RUNNING
+                and desc.raw_description.pending_activities)
             if desc.status == WorkflowExecutionStatus.RUNNING or pending:
                 open_.append(f"{run.id} {desc.status}")
     return open_, longest
