@@ -13,6 +13,7 @@ every rule of deploy/'s ClusterRole and Role allowing some request, and no reque
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -336,14 +337,16 @@ def test_every_rule_of_deploy_rbac_is_used_and_nothing_is_refused(
     delete(stack, "Configuration", configuration, "Background")
 
     assert stack.denials() == []
-    if stack.kind == "kube":
-        # Which rule allowed a request is devcluster's record; kube-apiserver's audit log
-        # names only the binding. Denials are checked on both.
-        return
-    assert isinstance(stack.cluster, DevCluster)
-    record = stack.cluster.rbac_record()
+    # devcluster records which rule allowed each request; on kube the record is rebuilt
+    # from the audit log (the role that allowed it, then its first matching rule).
+    record = (stack.cluster.rbac_record() if isinstance(stack.cluster, DevCluster)
+              else stack.cluster.rbac_record(stack.api))
     assert record["denied"] == []
     left = unused(record)
+    if stack.kind == "kube":
+        # kube-apiserver checks escalate and bind inside a role or binding write, and its
+        # audit log does not show those checks (devcluster's record does).
+        left = [u for u in left if not re.search(r"\('(escalate|bind)', ", u)]
     assert left == [], "\n".join(left)
     # Before deleting a dropped CRD, its custom resources were counted, through the view
     # roles of the providers' revisions aggregated into deploy/'s provider-resources role.
