@@ -157,9 +157,12 @@ def start_kube(stack: Stack, opts: UpOptions) -> str:
     """Start the real control plane (building it first if needed); the kubeconfig path.
 
     Started in this thread, blocking: its children die with the thread that forked them.
+    Each start is a new cluster (its certificates, ports and etcd member are made per
+    start), so what an earlier run left in ``<state-dir>/kube`` goes first.
     """
-    from controlplane import build, cluster
+    from controlplane import build, cluster  # only when asked for: devcluster needs none
 
+    shutil.rmtree(opts.state_dir / "kube", ignore_errors=True)
     try:
         bin_dir = build.binaries(progress=sys.stdout)
         plane = cluster.start(opts.state_dir / "kube", cluster.Options(timeout=opts.timeout),
