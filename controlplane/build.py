@@ -13,7 +13,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "build-control-plane.sh"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
             "kwok")
-FIRST_BUILD = "about 15 minutes on 2 cores, with 3 GB of Go module and build cache"
 
 
 class BuildError(Exception):

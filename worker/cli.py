@@ -75,7 +75,7 @@ def register(subparsers: Any) -> None:
                     help="the Kubernetes API: devcluster (default, starts in a second) or "
                          "kube, the real kube-apiserver, controller manager, scheduler and "
                          "etcd with kwok's simulated kubelet, built from their Go modules on "
-                         "first use (about 15 minutes on 2 cores)")
+                         "first use (about 7 minutes on 2 cores)")
     up.add_argument("--exit-when-healthy", action="store_true",
                     help="stop everything and exit 0 once the example is Healthy (for CI)")
     up.set_defaults(func=_dev_up)
