@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from controlplane import build, kwok, pki
-from controlplane.ports import free_port
+from controlplane.ports import free_port, free_ports
 
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
@@ -177,7 +177,7 @@ def start(state: Path, options: Options = Options(), bin_dir: Path | None = None
 
 
 def _etcd(cp: ControlPlane) -> None:
-    client, peer = free_port(), free_port()
+    client, peer = free_ports(2)
     cp.spawn("etcd", [
         str(cp.bin_dir / "etcd"), "--name", "lockwright", "--data-dir", str(cp.state / "etcd"),
         "--listen-client-urls", f"http://127.0.0.1:{client}",

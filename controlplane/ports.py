@@ -39,3 +39,13 @@ def free_port(gap: int = 0) -> int:
         if port_free(port) and port_free(port + gap):
             return port
     raise OSError(f"no free loopback port (pair {gap} apart) below {top + gap}")
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports (two draws of :func:`free_port` may coincide)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
