@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -258,8 +259,6 @@ def crd(ns: str) -> dict[str, Any]:
 
 
 def _established(a: Client, name: str) -> Answer:
-    import time
-
     deadline = time.monotonic() + 20
     while True:
         got = a.send("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
@@ -271,8 +270,6 @@ def _established(a: Client, name: str) -> Answer:
 
 
 def _served(a: Client, path: str) -> None:
-    import time
-
     deadline = time.monotonic() + 20
     while a.send("GET", path).code == 404 and time.monotonic() < deadline:
         time.sleep(0.1)  # poll interval of a wait with a deadline
