@@ -24,7 +24,7 @@ import structlog
 from temporalio import activity
 
 from activities.connection import TemporalConnection, from_settings
-from lockwright import imageconfig
+from lockwright.images import imageconfig
 from lockwright.errors import KubeNotFound, ObjectGone, Unauthorized
 from lockwright.k8s import Kube, Obj
 from lockwright.oci.auth import DockerAuths

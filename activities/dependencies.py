@@ -1,7 +1,7 @@
 """``resolve_dependencies`` and ``apply_resolution``: the resolver's I/O (reference §12).
 
 ``resolve_dependencies`` reads the Lock, the package objects and the revisions, asks the
-pure resolver (``lockwright.resolver``) for a decision, and returns it with the inputs in
+pure resolver (``lockwright.resolution.resolver``) for a decision, and returns it with the inputs in
 brief; it writes nothing. The resolver sees the registry through :class:`RegistryCatalog`:
 tags listed and packages fetched with what the ImageConfigs say for their prefix (rewrite,
 pull secret), each package fetched into the content-addressed cache, so the one chosen
@@ -22,15 +22,15 @@ from activities.base import KINDS, LABEL_PACKAGE, PKG_V1, deleting, heartbeating
 from activities.errors import edge
 from activities.lock import LOCK_API, LockActivities
 from activities.verify import Verifier
-from lockwright import lockstatus
-from lockwright.dependencies import Graph, Requirement, graph_of
+from lockwright.resolution import lockstatus
+from lockwright.resolution.dependencies import Graph, Requirement, graph_of
 from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
 from lockwright.k8s import NORMAL, Obj
-from lockwright.lock import LOCK_NAME
+from lockwright.objects.lock import LOCK_NAME
 from lockwright.names import parse_reference
 from lockwright.oci.fetch import fetch_package
 from lockwright.oci.reference import parse
-from lockwright.resolver import CatalogError, Decision, Policy, resolve
+from lockwright.resolution.resolver import CatalogError, Decision, Policy, resolve
 from lockwright.xpkg.constraints import is_digest
 from workflows import contracts as c
 
@@ -38,7 +38,7 @@ REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
 
 
 class RegistryCatalog:
-    """The resolver's :class:`~lockwright.resolver.Catalog` over the real registries."""
+    """The resolver's :class:`~lockwright.resolution.resolver.Catalog` over the real registries."""
 
     def __init__(self, acts: DependencyActivities) -> None:
         self.acts = acts

@@ -24,12 +24,12 @@ from temporalio import activity
 from activities.base import PKG_V1, Base, kind_of, meta, revision_kind, spec
 from activities.errors import edge
 from lockwright import conditions
-from lockwright import lock as lk
-from lockwright.dependencies import Report, report
+from lockwright.objects import lock as lk
+from lockwright.resolution.dependencies import Report, report
 from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
-from lockwright.establish import establishable, object_ref, sort_object_refs
+from lockwright.objects.establish import establishable, object_ref, sort_object_refs
 from lockwright.k8s import WARNING, Obj
-from lockwright.webhooks import inject_webhooks
+from lockwright.objects.webhooks import inject_webhooks
 from lockwright.xpkg.meta import Dependency
 from workflows import contracts as c
 from workflows import metrics

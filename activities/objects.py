@@ -3,7 +3,7 @@
 Two streaming passes over the cached package's documents (``documents.jsonl``), in
 batches, so a 2,000-CRD package never sits in memory whole. The first checks: it reads
 every live object once, collects every conflict, and, when the revision takes control,
-every CRD change Kubernetes or the CRD's clients cannot take (``lockwright.crdcheck``);
+every CRD change Kubernetes or the CRD's clients cannot take (``lockwright.objects.crdcheck``);
 while none is found it sends each planned write as a server-side dry run, so the API
 validates and admits all of them. Any conflict raises ``ConflictError`` naming who holds
 which object, any CRD finding ``PreflightError`` with the fix, any API rejection
@@ -43,8 +43,10 @@ from activities.base import (
     stream_objects,
 )
 from activities.errors import edge
-from lockwright import crdcheck, names, tls
-from lockwright import establish as est
+from lockwright import names
+from lockwright.objects import crdcheck
+from lockwright.runtime import tls
+from lockwright.objects import establish as est
 from lockwright.errors import (
     ConflictError,
     KubeAlreadyExists,
@@ -53,7 +55,7 @@ from lockwright.errors import (
     PreflightError,
 )
 from lockwright.k8s import WARNING, Kube, Obj
-from lockwright.lock import Conflict, ObjectKey
+from lockwright.objects.lock import Conflict, ObjectKey
 from workflows import contracts as c
 
 BATCH = 100
@@ -154,7 +156,7 @@ class ObjectActivities(RuntimeConfigs):
         return len(refs)
 
     def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj) -> est.Revision:
-        """The revision as ``lockwright.establish`` sees it."""
+        """The revision as ``lockwright.objects.establish`` sees it."""
         pkg = self.package(inp.kind, inp.package)
         return est.Revision(
             name=inp.revision, uid=str(meta(rev)["uid"]), kind=revision_kind(inp.kind),

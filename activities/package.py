@@ -27,7 +27,8 @@ from activities.base import (
 )
 from activities.errors import edge
 from activities.verify import Outcome, Verifier
-from lockwright import conditions, imageconfig, names
+from lockwright import conditions, names
+from lockwright.images import imageconfig
 from lockwright.errors import (
     KubeAlreadyExists,
     KubeConflict,
@@ -35,10 +36,10 @@ from lockwright.errors import (
     ObjectGone,
     PackageNotFound,
 )
-from lockwright.imageconfig import Resolution
+from lockwright.images.imageconfig import Resolution
 from lockwright.k8s import NORMAL, WARNING, Obj
 from lockwright.oci.reference import Reference, parse
-from lockwright.plan import ACCEPT_PLAN_ANNOTATION
+from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 from workflows import contracts as c
 
 COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",

@@ -7,7 +7,7 @@ both itself, first). It streams both packages' cached documents once into finger
 active revision established, with its stored versions), classifies the change
 (:mod:`lockwright.crdcompat`) and checks the custom resources that CRD already holds
 against the new schema, a page at a time (:mod:`lockwright.crvalidate`).
-:func:`lockwright.plan.assemble` builds the plan, the activity's result (in the workflow's
+:func:`lockwright.upgrade.plan.assemble` builds the plan, the activity's result (in the workflow's
 history and its ``plan`` query); the workflow writes its verdict as the revision's
 ``PlanCompatible`` condition.
 """
@@ -26,10 +26,10 @@ from activities.objects import ObjectActivities
 from activities.package import pull_secrets, revision_spec
 from activities.verify import Verifier
 from lockwright import crdcompat, crvalidate, names
-from lockwright import plan as pl
-from lockwright.establish import establishable
+from lockwright.upgrade import plan as pl
+from lockwright.objects.establish import establishable
 from lockwright.k8s import Obj
-from lockwright.lock import LOCK_NAME, ObjectKey
+from lockwright.objects.lock import LOCK_NAME, ObjectKey
 from lockwright.oci.reference import parse
 from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta

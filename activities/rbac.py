@@ -14,7 +14,7 @@ from temporalio import activity
 
 from activities.base import DEPLOYMENT_RUNTIME, RuntimeConfigs, kind_of, meta, service_account_name
 from activities.errors import edge
-from lockwright import rbac
+from lockwright.runtime import rbac
 from lockwright.errors import ConflictError, PermissionRejected
 from lockwright.k8s import NORMAL, WARNING, Obj
 from workflows import contracts as c

@@ -1,6 +1,6 @@
 """Runtime of Providers and Functions: TLS Secrets, ServiceAccount, Service, Deployment, health.
 
-Manifests come from ``lockwright.runtime`` and ``lockwright.tls``; this module only reads
+Manifests come from ``lockwright.runtime.manifests`` and ``lockwright.runtime.tls``; this module only reads
 what they need and writes what they return. Runtime objects are server-side applied with
 one field manager and ``force``, so a re-run changes nothing and a stale field is taken
 back. With ``package_runtime=External`` nothing is deployed and health is whatever the
@@ -27,7 +27,9 @@ from activities.base import (
     spec,
 )
 from activities.errors import edge
-from lockwright import conditions, imageconfig, names, runtime, tls
+from lockwright import conditions, names
+from lockwright.images import imageconfig
+from lockwright.runtime import manifests as runtime, tls
 from lockwright.errors import KubeAlreadyExists, KubeConflict
 from lockwright.k8s import Obj
 from workflows import contracts as c
@@ -124,7 +126,7 @@ class RuntimeActivities(RuntimeConfigs):
                                      service=service["metadata"]["name"])
 
     def runtime_input(self, inp: c.EnsureRuntimeInput, rev: Obj) -> runtime.RuntimeInput:
-        """Everything ``lockwright.runtime`` renders from, read from the cluster and cache."""
+        """Everything ``lockwright.runtime.manifests`` renders from, read from the cluster and cache."""
         summary = self.summary(inp.kind, rev, inp.digest)
         pkg_meta = summary.meta
         controller = getattr(pkg_meta, "controller_image", None) or getattr(

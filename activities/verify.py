@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from activities.base import PKG_V1, Base, kind_of, meta
-from lockwright import conditions, verification
+from lockwright import conditions
+from lockwright.images import verification
 from lockwright.cosign import Attestation as Wanted
 from lockwright.cosign import KeyAuthority, SignatureError, Verified, verify_image
-from lockwright.imageconfig import Reason, Resolution
+from lockwright.images.imageconfig import Reason, Resolution
 from lockwright.k8s import WARNING, Obj
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import Reference, parse

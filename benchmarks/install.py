@@ -213,7 +213,7 @@ class Floor:
         return time.perf_counter() - t0
 
     def lock_add(self, rev_name: str, ref: str) -> None:
-        from lockwright import lock as lk
+        from lockwright.objects import lock as lk
 
         entry = lk.lock_entry(rev_name, "Provider", ref, [])
         if not self._lock_cas(lambda current: lk.upsert_entry(current, entry)):
@@ -221,13 +221,13 @@ class Floor:
 
     def lock_remove(self, rev_name: str) -> None:
         """Untimed clean-up, so floor entries never lengthen lockwright's Lock reads."""
-        from lockwright import lock as lk
+        from lockwright.objects import lock as lk
 
         self._lock_cas(lambda current: lk.remove_entry(current, rev_name))
 
     def _lock_cas(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
         """Compare-and-swap the Lock as the take_lock activity does; False if it kept losing."""
-        from lockwright import lock as lk
+        from lockwright.objects import lock as lk
         from lockwright.errors import KubeConflict
 
         for _ in range(100):
@@ -244,7 +244,8 @@ class Floor:
         return False
 
     def tls(self, name: str, rev_name: str) -> bytes:
-        from lockwright import names, tls
+        from lockwright import names
+        from lockwright.runtime import tls
 
         now = datetime.now(UTC)
         live = self.kube.get("v1", "Secret", tls.ROOT_CA_SECRET, self.ns)
@@ -262,7 +263,7 @@ class Floor:
     def establish(self, documents: Path, name: str, rev_name: str, uid: str,
                   ca: bytes) -> list[dict[str, str]]:
         from activities.objects import batches
-        from lockwright import establish as est
+        from lockwright.objects import establish as est
 
         revision = est.Revision(name=rev_name, uid=uid, kind="ProviderRevision",
                                 package_kind="Provider", package_name=name, package_uid="",
@@ -282,7 +283,7 @@ class Floor:
         return refs
 
     def rbac(self, rev_name: str, uid: str, refs: list[dict[str, str]]) -> None:
-        from lockwright import rbac
+        from lockwright.runtime import rbac
 
         for role in rbac.render_cluster_roles(rev_name, uid, rbac.defined_resources(refs)):
             self.kube.create(role)
@@ -290,7 +291,8 @@ class Floor:
 
     def runtime(self, name: str, rev_name: str, uid: str, ref: str,
                 controller: str | None) -> Obj:
-        from lockwright import names, runtime
+        from lockwright import names
+        from lockwright.runtime import manifests as runtime
 
         rin = runtime.RuntimeInput(
             kind="Provider", package_name=name, revision_name=rev_name, revision_uid=uid,
@@ -305,7 +307,7 @@ class Floor:
 
     def wait_available(self, deployment: Obj, timeout: float = 120) -> None:
         from activities.runtime import HEALTH_OBSERVE_POLL_S
-        from lockwright import runtime
+        from lockwright.runtime import manifests as runtime
 
         deadline = time.monotonic() + timeout
         while True:
@@ -675,7 +677,7 @@ async def start_stack(stack: Stack, opts: devstack.UpOptions,
                       tuning: dict[str, float]) -> Any:
     from temporalio.client import Client
 
-    from lockwright.bootstrap import bootstrap
+    from lockwright.k8s.bootstrap import bootstrap
     from lockwright.settings import Settings
 
     address = await devstack.start_temporal(stack, opts)

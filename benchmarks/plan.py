@@ -293,7 +293,7 @@ def peak_rss(*args: str) -> float:
 # --- checking what the plan says --------------------------------------------------------
 def plan_problems(plan: Any, changes: list[Change], rejected: dict[str, int]) -> list[str]:
     """How ``plan`` differs from what the benchmark changed (empty: it is right)."""
-    from lockwright.plan import CRD_LIMIT
+    from lockwright.upgrade.plan import CRD_LIMIT
 
     removals = sorted(f"kind{ch.index}s.{GROUP}" for ch in changes if ch.mode == "remove")
     wanted = {"changed": len(changes), "added": 0, "removed": 0,
@@ -367,7 +367,7 @@ def create_all(kube: Any, objs: Iterator[Obj], workers: int = 16) -> int:
 def establish_v1(acts: Any, setup: Setup, v1_documents: Path) -> int:
     """lockwright's CRDs, both revisions (v1 Active) and every v1 CRD, as v1 left them."""
     from activities.base import stream_objects
-    from lockwright.crds import load_crds
+    from lockwright.k8s.crds import load_crds
 
     create_all(acts.kube, iter(load_crds()))
     for n in (0, 1):

@@ -78,7 +78,7 @@ from benchmarks.install import (
 )
 
 if TYPE_CHECKING:
-    from lockwright.establish import Revision
+    from lockwright.objects.establish import Revision
 
 PROVIDER_LABEL = "pkg.crossplane.io/provider"
 PACKAGE_LABEL = "pkg.crossplane.io/package"
@@ -379,7 +379,7 @@ class UpgradeFloor(Floor):
 
     def revision(self, name: str, ref: str, old: str) -> Revision:
         """Create v2's revision Active and mark v1's Inactive; v2 as establish sees it."""
-        from lockwright import establish as est
+        from lockwright.objects import establish as est
 
         rev = self.kube.create({"apiVersion": f"{G}/{V}", "kind": "ProviderRevision",
                                 "metadata": {"name": f"{name}-floor2"},
@@ -393,7 +393,8 @@ class UpgradeFloor(Floor):
 
     def ca_bundle(self, name: str) -> bytes:
         """The CA bundle of the package's server Secret, made when v1 was installed."""
-        from lockwright import names, tls
+        from lockwright import names
+        from lockwright.runtime import tls
 
         secret = self.kube.get("v1", "Secret", names.tls_server_secret_name(name), self.ns)
         return tls.ca_bundle((secret or {}).get("data") or {})
@@ -402,7 +403,7 @@ class UpgradeFloor(Floor):
               ca: bytes) -> list[dict[str, str]]:
         """Every object: GET it, PUT v2's with the controller reference moved to ``rev``."""
         from activities.objects import batches
-        from lockwright import establish as est
+        from lockwright.objects import establish as est
 
         refs: list[dict[str, str]] = []
         with ThreadPoolExecutor(8) as pool:  # as many as the activity's establish_workers
@@ -414,7 +415,7 @@ class UpgradeFloor(Floor):
 
     def take(self, obj: Obj, rev: Revision) -> None:
         """One adoption: v1 stays a plain owner, ``rev`` becomes the controller."""
-        from lockwright import establish as est
+        from lockwright.objects import establish as est
 
         live = self.kube.get(str(obj["apiVersion"]), str(obj["kind"]),
                              str(obj["metadata"]["name"]))
@@ -427,7 +428,7 @@ class UpgradeFloor(Floor):
 
     def finish(self, old: str, new: str, ref: str) -> None:
         """Delete v1's Deployment, then swap v1's Lock entry for v2's."""
-        from lockwright import lock as lk
+        from lockwright.objects import lock as lk
 
         self.kube.delete("apps/v1", "Deployment", old, self.ns)
         entry = lk.lock_entry(new, "Provider", ref, [])

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from commands import common
 
 if TYPE_CHECKING:
-    from lockwright.plan import Plan
+    from lockwright.upgrade.plan import Plan
 
 BREAKING_EXIT = 2
 
@@ -59,7 +59,7 @@ async def _plan(s: Any, ref: common.PackageRef, candidate: str | None,
     from temporalio.client import WorkflowFailureError
 
     from lockwright.errors import LockwrightError
-    from lockwright.plan import Plan
+    from lockwright.upgrade.plan import Plan
     from workflows import contracts as c
 
     client = await common.temporal(s)

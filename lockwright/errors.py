@@ -123,7 +123,7 @@ class PermissionRejected(PermanentError):
 
 class PreflightError(PermanentError):
     """A CRD the package ships may not replace the live one: it drops a stored or served
-    version, or changes the scope (``lockwright.crdcheck``). Only a new package fixes it."""
+    version, or changes the scope (``lockwright.objects.crdcheck``). Only a new package fixes it."""
 
 
 class KubeError(LockwrightError):

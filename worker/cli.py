@@ -15,7 +15,7 @@ from lockwright.settings import add_arguments
 
 
 def _crds_install(args: argparse.Namespace) -> int:
-    from lockwright.bootstrap import install_command
+    from lockwright.k8s.bootstrap import install_command
 
     return install_command(args)
 

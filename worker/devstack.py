@@ -315,7 +315,7 @@ async def up(opts: UpOptions, stop: asyncio.Event) -> int:
 async def _start_stack(stack: Stack, opts: UpOptions) -> Settings:
     from temporalio.client import Client
 
-    from lockwright.bootstrap import bootstrap
+    from lockwright.k8s.bootstrap import bootstrap
 
     address = await start_temporal(stack, opts)
     _step(f"Temporal dev server on {address} (UI http://127.0.0.1:{opts.temporal_port + 1000})")

@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lockwright.plan import ACCEPT_PLAN_ANNOTATION
+from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 from workflows.contracts import (
     CONFIGURATION,
     FUNCTION,

@@ -32,12 +32,12 @@ BOOTSTRAP_TIMEOUT_S = 60.0
 
 
 async def bootstrap_cluster(settings: Settings, timeout: float = BOOTSTRAP_TIMEOUT_S) -> None:
-    """Run :func:`lockwright.bootstrap.bootstrap`, retrying while the API is unreachable.
+    """Run :func:`lockwright.k8s.bootstrap.bootstrap`, retrying while the API is unreachable.
 
     Raises:
         RuntimeError: the cluster did not accept the bootstrap within ``timeout``.
     """
-    from lockwright.bootstrap import bootstrap
+    from lockwright.k8s.bootstrap import bootstrap
 
     deadline, backoff = time.monotonic() + timeout, Backoff()
     while True:

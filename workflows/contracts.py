@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from temporalio.common import SearchAttributeKey
 
-from lockwright.plan import Plan
+from lockwright.upgrade.plan import Plan
 
 TASK_QUEUE = "lockwright"
 

@@ -62,7 +62,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from lockwright.plan import Plan
+    from lockwright.upgrade.plan import Plan
     from workflows import contracts as c
     from workflows import status as conditions
     from workflows.calls import Failure, R, call, classify

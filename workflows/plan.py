@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from lockwright.plan import Plan
+    from lockwright.upgrade.plan import Plan
     from workflows import contracts as c
     from workflows.calls import call
 

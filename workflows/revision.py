@@ -31,7 +31,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from lockwright.plan import Plan
+    from lockwright.upgrade.plan import Plan
     from workflows import contracts as c
     from workflows import metrics, status
     from workflows.calls import (

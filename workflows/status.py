@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from lockwright.plan import PLAN_CONDITION, Plan
+from lockwright.upgrade.plan import PLAN_CONDITION, Plan
 from workflows import contracts as c
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"

@@ -2,7 +2,7 @@
 
 A package whose ``spec.package`` now names another revision than the active one is
 upgraded without ever leaving the cluster without a working runtime
-(:mod:`lockwright.activation` decides; this module carries it out):
+(:mod:`lockwright.upgrade.activation` decides; this module carries it out):
 
 1. **Prepare** the new revision while the active one keeps control and keeps running:
    ``InstallRevision`` with ``prepare`` fetches, parses, lints, checks the Crossplane
@@ -31,8 +31,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from lockwright.activation import Situation, Step, next_step
-    from lockwright.plan import Plan, blocks, refusal
+    from lockwright.upgrade.activation import Situation, Step, next_step
+    from lockwright.upgrade.plan import Plan, blocks, refusal
     from workflows import contracts as c
     from workflows import metrics
     from workflows import status as conditions
@@ -88,7 +88,7 @@ class Upgrades:
     """The upgrade steps; mixed into ``PackageWorkflow``."""
 
     def _next_step(self: _Host, pkg: c.ReadPackageResult, rev: str, approved: bool) -> Step:
-        """What :func:`lockwright.activation.next_step` says for this pass."""
+        """What :func:`lockwright.upgrade.activation.next_step` says for this pass."""
         return next_step(Situation(
             policy=pkg.activation_policy, current=rev, active=pkg.active_revision,
             approved=approved, generation=pkg.generation,

@@ -1,7 +1,7 @@
 """Compatibility of a CRD upgrade: the whole CRD, each version, each served pair.
 
 The CRD-wide checks are the ones Kubernetes or every client cannot take (scope, stored
-versions, served versions; ``lockwright.crdcheck`` refuses them before any write). The
+versions, served versions; ``lockwright.objects.crdcheck`` refuses them before any write). The
 per-version checks are crdify's: each version in both CRDs, old schema against new. The
 served-pair checks are crdify's served-version validator: with conversion ``None`` every
 served version is the same objects under another schema, so what differs between two

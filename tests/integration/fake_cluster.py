@@ -17,7 +17,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from lockwright.plan import Plan
+from lockwright.upgrade.plan import Plan
 from workflows import contracts as c
 
 PULL_SECRET_VALUE = "s3cr3t-pull-token-never-in-history"

@@ -33,7 +33,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import Activities, Settings
-from lockwright.crds import load_crds
+from lockwright.k8s.crds import load_crds
 from lockwright.errors import KubeAlreadyExists
 from lockwright.k8s import Kube
 from lockwright.oci.auth import DockerAuths

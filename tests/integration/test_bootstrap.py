@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lockwright.bootstrap import HASH_ANNOTATION
+from lockwright.k8s.bootstrap import HASH_ANNOTATION
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 
 pytestmark = pytest.mark.kubectl

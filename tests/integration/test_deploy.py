@@ -19,7 +19,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from lockwright.crds import crd_files, load_crds
+from lockwright.k8s.crds import crd_files, load_crds
 from tests.fixtures.deploy import (
     DEPLOY,
     ROOT,

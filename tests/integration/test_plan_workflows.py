@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from lockwright.plan import Plan
+from lockwright.upgrade.plan import Plan
 from tests.integration.fake_cluster import FakeCluster, FakePackage
 from tests.integration.test_workflows import (  # noqa: F401 - the fixture
     Handle,

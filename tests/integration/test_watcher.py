@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from lockwright.bootstrap import bootstrap
+from lockwright.k8s.bootstrap import bootstrap
 from lockwright.settings import Settings
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 from tests.helpers import unique, wait_for_async

@@ -1,10 +1,10 @@
-"""Which revision runs: the pure decision behind upgrades (lockwright.activation)."""
+"""Which revision runs: the pure decision behind upgrades (lockwright.upgrade.activation)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lockwright.activation import AUTOMATIC, MANUAL, Situation, Step, next_step
+from lockwright.upgrade.activation import AUTOMATIC, MANUAL, Situation, Step, next_step
 
 
 @pytest.mark.parametrize("situation, step", [

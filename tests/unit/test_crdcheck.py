@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from lockwright.crdcheck import Finding, check_crd, is_crd, ordered, preflight
-from lockwright.lock import ObjectKey
+from lockwright.objects.crdcheck import Finding, check_crd, is_crd, ordered, preflight
+from lockwright.objects.lock import ObjectKey
 
 NAME = "widgets.example.org"
 PREFIX = f"CustomResourceDefinition {NAME}: "

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from lockwright.crds import crd_files, load_crds
+from lockwright.k8s.crds import crd_files, load_crds
 from lockwright.names import FULLY_QUALIFIED_PACKAGE
 
 CRDS = {c["metadata"]["name"]: c for c in load_crds()}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lockwright.dependencies import (
+from lockwright.resolution.dependencies import (
     UNRESOLVED_ANNOTATION,
     Graph,
     Node,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from lockwright import establish as es
-from lockwright.lock import ObjectKey, Owner
+from lockwright.objects import establish as es
+from lockwright.objects.lock import ObjectKey, Owner
 from tests.unit.webhook_objects import validating_webhooks
 
 NS = "crossplane-system"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockwright import imageconfig as ic
+from lockwright.images import imageconfig as ic
 from lockwright.errors import InvalidPackage
 
 

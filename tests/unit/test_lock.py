@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockwright import lock as lk
+from lockwright.objects import lock as lk
 from lockwright.errors import InvalidPackage
 
 DIGEST = "sha256:" + "ab" * 32

@@ -5,7 +5,7 @@ from __future__ import annotations
 from commands.common import PackageRef
 from commands.plan import render
 from lockwright import crdcompat
-from lockwright.plan import Plan, Rejected
+from lockwright.upgrade.plan import Plan, Rejected
 
 
 def test_a_breaking_plan_shows_each_section_and_the_breaking_changes() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockwright import rbac
+from lockwright.runtime import rbac
 
 REV = "provider-nop-552a394a8acc"
 OWNER = [{"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision", "name": REV,

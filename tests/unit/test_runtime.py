@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockwright import runtime as rt
+from lockwright.runtime import manifests as rt
 
 NS = "crossplane-system"
 REV = "provider-nop-552a394a8acc"

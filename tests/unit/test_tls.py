@@ -8,7 +8,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from lockwright import tls
+from lockwright.runtime import tls
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 

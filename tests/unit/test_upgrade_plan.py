@@ -1,4 +1,4 @@
-"""lockwright.plan: the pure parts of an upgrade plan, table by table (issue 15)."""
+"""lockwright.upgrade.plan: the pure parts of an upgrade plan, table by table (issue 15)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from lockwright import crdcompat
-from lockwright import plan as pl
+from lockwright.upgrade import plan as pl
 from lockwright.crvalidate import CANNOT_CHECK, INVALID, VALID, Validation, Violation
-from lockwright.lock import ObjectKey
+from lockwright.objects.lock import ObjectKey
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 

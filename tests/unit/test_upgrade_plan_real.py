@@ -19,9 +19,9 @@ from typing import Any
 import yaml
 
 from lockwright import crdcompat, crvalidate
-from lockwright import plan as pl
+from lockwright.upgrade import plan as pl
 from lockwright.crdcompat import Kind
-from lockwright.lock import ObjectKey
+from lockwright.objects.lock import ObjectKey
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "provider-crds"
 SOURCE = "xpkg.upbound.io/crossplane-contrib/provider-kubernetes"

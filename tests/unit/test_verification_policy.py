@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from lockwright.errors import VerificationFailed
-from lockwright.verification import MSG_KEYLESS, Authority, failed, policy
+from lockwright.images.verification import MSG_KEYLESS, Authority, failed, policy
 
 Obj = dict[str, Any]
 KEY = {"secretRef": {"name": "cosign-pub", "key": "cosign.pub"}}

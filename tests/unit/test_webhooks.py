@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lockwright import webhooks as wh
+from lockwright.objects import webhooks as wh
 from lockwright.errors import InvalidPackage
 from tests.unit.webhook_objects import validating_webhooks
 

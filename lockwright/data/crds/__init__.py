@@ -1,1 +1,1 @@
-"""Packaged CRD YAMLs; read them through :func:`lockwright.crds.load_crds`."""
+"""Packaged CRD YAMLs; read them through :func:`lockwright.k8s.crds.load_crds`."""

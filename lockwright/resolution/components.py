@@ -1,4 +1,4 @@
-"""Roots, isolated components and trials, under :mod:`lockwright.resolver`.
+"""Roots, isolated components and trials, under :mod:`lockwright.resolution.resolver`.
 
 Resolution starts at the roots: Lock entries no other node depends on. Roots that reach a
 common repository form a component and are resolved together; a component that has no
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockwright.dependencies import Graph, Node, find_cycles, trace
+from lockwright.resolution.dependencies import Graph, Node, find_cycles, trace
 from lockwright.names import package_name_from_reference
-from lockwright.resolution_search import (
+from lockwright.resolution.search import (
     Candidate,
     Failure,
     Solution,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockwright.errors import VerificationFailed
-from lockwright.imageconfig import ImageConfig, Purpose, best_match
+from lockwright.images.imageconfig import ImageConfig, Purpose, best_match
 
 PREFIX = "signature verification failed: "
 HASHES = ("sha224", "sha256", "sha384", "sha512")

@@ -25,7 +25,7 @@ import orjson
 
 from lockwright.crdcompat import Verdict
 from lockwright.crvalidate import Validation
-from lockwright.lock import ObjectKey
+from lockwright.objects.lock import ObjectKey
 from lockwright.xpkg.meta import parse_meta
 
 Obj = dict[str, Any]

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from lockwright.lock import Conflict, ObjectKey, Owner
-from lockwright.webhooks import inject_webhooks
+from lockwright.objects.lock import Conflict, ObjectKey, Owner
+from lockwright.objects.webhooks import inject_webhooks
 
 Obj = dict[str, Any]
 

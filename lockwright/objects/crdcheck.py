@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockwright import crdcompat
-from lockwright.lock import ObjectKey
+from lockwright.objects.lock import ObjectKey
 
 Obj = dict[str, Any]
 

@@ -1,13 +1,13 @@
 """Dependency resolution over the whole package graph (reference §12), with resolvelib.
 
-:func:`resolve` takes the installed :class:`~lockwright.dependencies.Graph`, a
+:func:`resolve` takes the installed :class:`~lockwright.resolution.dependencies.Graph`, a
 :class:`Catalog` (available tags and each version's dependencies) and a :class:`Policy`
 (may installed dependencies move up or down), and returns a :class:`Decision`: the
 packages to create or move, and what could not be resolved, explained as a chain.
 
 Where Crossplane installs the highest tag of one missing dependency per pass, this looks
 for versions that satisfy every constraint at once (a real backtracking search,
-:mod:`lockwright.resolution_search`), across every level of the graph in one decision.
+:mod:`lockwright.resolution.search`), across every level of the graph in one decision.
 Roots (Lock entries nobody depends on) are resolved in isolated components: roots that
 share no repository never affect each other, and a root that cannot be satisfied is set
 aside so it never blocks the roots that can.
@@ -19,9 +19,9 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from lockwright.dependencies import Graph, Node, Requirement, find_cycles
+from lockwright.resolution.dependencies import Graph, Node, Requirement, find_cycles
 from lockwright.names import package_name_from_reference
-from lockwright.resolution_components import (
+from lockwright.resolution.components import (
     Outcome,
     components,
     depended,
@@ -29,7 +29,7 @@ from lockwright.resolution_components import (
     roots_of,
     settle,
 )
-from lockwright.resolution_search import Failure, Space, complete_tags, fetched
+from lockwright.resolution.search import Failure, Space, complete_tags, fetched
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 T = TypeVar("T")
@@ -123,7 +123,7 @@ def resolve(graph: Graph, catalog: Catalog, policy: Policy = Policy()) -> Decisi
     """Decide which packages to create or move so every constraint holds.
 
     Args:
-        graph: what is installed (:func:`lockwright.dependencies.graph_of`).
+        graph: what is installed (:func:`lockwright.resolution.dependencies.graph_of`).
         catalog: the registry; the only I/O, each question asked at most once.
         policy: whether installed dependencies may move.
 

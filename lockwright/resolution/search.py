@@ -1,6 +1,6 @@
-"""The backtracking search under :mod:`lockwright.resolver`: a resolvelib provider.
+"""The backtracking search under :mod:`lockwright.resolution.resolver`: a resolvelib provider.
 
-Identifiers are repositories, requirements are :class:`~lockwright.dependencies.Requirement`
+Identifiers are repositories, requirements are :class:`~lockwright.resolution.dependencies.Requirement`
 and candidates are ``(source, version)`` pairs. Which versions a repository may take
 (reference §12) is decided here: a repository not installed may take any complete semver
 tag, highest first (or exactly the digest a requirement pins); an installed one keeps its
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Protocol
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
-from lockwright.dependencies import Node, Requirement, satisfies
+from lockwright.resolution.dependencies import Node, Requirement, satisfies
 from lockwright.errors import ConstraintError
-from lockwright.resolution_explain import explain
+from lockwright.resolution.explain import explain
 from lockwright.xpkg.constraints import (
     is_digest,
     parse_constraint,
@@ -126,7 +126,7 @@ def complete_tags(tags: Iterable[str]) -> list[str]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def satisfied(version: str, constraint: str) -> bool:
-    """:func:`~lockwright.dependencies.satisfies`, remembered: parsing the constraint
+    """:func:`~lockwright.resolution.dependencies.satisfies`, remembered: parsing the constraint
     dominates a search, and the same pairs come back on every backtrack."""
     return satisfies(version, constraint)
 
@@ -236,7 +236,7 @@ def search(space: Space, requirements: Sequence[Requirement]) -> Solution:
     """Find a version for every repository ``requirements`` reach.
 
     Raises:
-        Failure: no solution (explained, see :mod:`lockwright.resolution_explain`), an
+        Failure: no solution (explained, see :mod:`lockwright.resolution.explain`), an
             invalid constraint, or the catalog failing.
     """
     provider = Provider(space)

@@ -18,9 +18,9 @@ from typing import Any
 
 import structlog
 
-from lockwright.crds import load_crds
+from lockwright.k8s.crds import load_crds
 
-log = structlog.get_logger("lockwright.bootstrap")
+log = structlog.get_logger("lockwright.k8s.bootstrap")
 
 HASH_ANNOTATION = "lockwright.dev/manifest-sha256"
 PKG_GROUP, PKG_BETA = "pkg.crossplane.io", "v1beta1"

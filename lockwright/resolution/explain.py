@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lockwright.dependencies import Node, Requirement, satisfies
+from lockwright.resolution.dependencies import Node, Requirement, satisfies
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 if TYPE_CHECKING:
-    from lockwright.resolution_search import Cause, Space
+    from lockwright.resolution.search import Cause, Space
 
 # Enough tags to see where the ranges fall without flooding the Lock's condition.
 MAX_TAGS = 10

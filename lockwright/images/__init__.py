@@ -1,0 +1,1 @@
+"""Images: ImageConfig matching and the verification policy."""

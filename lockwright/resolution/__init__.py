@@ -1,0 +1,1 @@
+"""Dependency resolution: the graph, the search for a solution, why there is none, the Lock's status."""

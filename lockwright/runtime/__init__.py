@@ -1,0 +1,1 @@
+"""A package's runtime: Deployment, Service and ServiceAccount manifests, RBAC rules, TLS."""

@@ -1,0 +1,1 @@
+"""Upgrades: the activation decision and the plan of an upgrade."""
