@@ -219,10 +219,3 @@ class PackageCache:
             return None
         ok = found.get("digest") == digest and found.get("fingerprint") == fingerprint
         return {k: str(v) for k, v in found.items()} if ok else None
-
-    def load(self, tarball: str | Path, as_ref: str) -> CacheEntry:
-        """Fill the cache from an ``xpkg build`` tarball and name it ``as_ref``, so that
-        ``packagePullPolicy: Never`` finds it without asking a registry."""
-        from lockwright.oci.local import load_into_cache
-
-        return load_into_cache(self, tarball, as_ref)

@@ -7,7 +7,7 @@ classification, and drops oras's sleep-and-retry loop (retrying is Temporal's jo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import oras.container
 import oras.provider
@@ -16,14 +16,20 @@ import requests
 from lockwright.oci.reference import Reference
 from lockwright.oci.types import Call
 
-if TYPE_CHECKING:
-    from lockwright.oci.client import RegistryClient
+
+class Sender(Protocol):
+    """What the transport needs of :class:`lockwright.oci.client.RegistryClient`."""
+
+    insecure: frozenset[str]
+
+    def send(self, call: Call, allow: frozenset[int] = ...) -> requests.Response:
+        """Send ``call``; statuses in ``allow`` come back instead of raising."""
 
 
 class OrasTransport(oras.provider.Registry):  # type: ignore[misc]  # oras is untyped
     """An oras registry bound to one repository whose requests go through our client."""
 
-    def __init__(self, client: RegistryClient, ref: Reference, push: bool = False) -> None:
+    def __init__(self, client: Sender, ref: Reference, push: bool = False) -> None:
         host = ref.api_host
         super().__init__(hostname=host, insecure=host in client.insecure)
         self._client = client

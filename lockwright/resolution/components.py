@@ -13,17 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockwright.resolution.dependencies import Graph, Node, find_cycles, trace
 from lockwright.names import package_name_from_reference
-from lockwright.resolution.search import (
-    Candidate,
-    Failure,
-    Solution,
-    Space,
-    dependencies,
-    satisfied,
-    search,
-)
+from lockwright.resolution.dependencies import Graph, Node, find_cycles, trace
+from lockwright.resolution.search import Solution, dependencies, satisfied, search
+from lockwright.resolution.space import Candidate, Failure, Space
 
 
 def depended(graph: Graph) -> set[str]:

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lockwright.resolution.dependencies import Node, Requirement, satisfies
+from lockwright.resolution.space import Space
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 if TYPE_CHECKING:
-    from lockwright.resolution.search import Cause, Space
+    from lockwright.resolution.space import Cause
 
 # Enough tags to see where the ranges fall without flooding the Lock's condition.
 MAX_TAGS = 10

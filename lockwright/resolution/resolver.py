@@ -19,7 +19,6 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from lockwright.resolution.dependencies import Graph, Node, Requirement, find_cycles
 from lockwright.names import package_name_from_reference
 from lockwright.resolution.components import (
     Outcome,
@@ -29,7 +28,9 @@ from lockwright.resolution.components import (
     roots_of,
     settle,
 )
-from lockwright.resolution.search import Failure, Space, complete_tags, fetched
+from lockwright.resolution.dependencies import Graph, Node, Requirement, find_cycles
+from lockwright.resolution.search import complete_tags, fetched
+from lockwright.resolution.space import Failure, Space
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 T = TypeVar("T")

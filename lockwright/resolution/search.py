@@ -13,14 +13,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
-from lockwright.resolution.dependencies import Node, Requirement, satisfies
 from lockwright.errors import ConstraintError
+from lockwright.resolution.dependencies import Requirement, satisfies
 from lockwright.resolution.explain import explain
+from lockwright.resolution.space import Candidate, Failure, Space
 from lockwright.xpkg.constraints import (
     is_digest,
     parse_constraint,
@@ -32,79 +33,11 @@ if TYPE_CHECKING:  # where resolvelib keeps these moved between 1.0 and 1.1
     from resolvelib.resolvers import Result
     from resolvelib.structs import RequirementInformation
 
+    from lockwright.resolution.space import Cause
+
 # Each round pins one repository; a graph of thousands of packages with some backtracking
 # still fits, while a pathological catalog ends with an explanation instead of spinning.
 MAX_ROUNDS = 20_000
-
-
-class Failure(Exception):
-    """A trial has no answer: no solution, a catalog failure, a cycle or a taken name.
-
-    ``explored`` names the repositories the search looked at before it gave up.
-    """
-
-    def __init__(self, message: str, transient: bool = False,
-                 explored: frozenset[str] = frozenset()) -> None:
-        super().__init__(message)
-        self.message = message
-        self.transient = transient
-        self.explored = explored
-
-
-class Versions(Protocol):
-    """The catalog as the search asks it: memoised, failures raised as :class:`Failure`."""
-
-    def tags(self, source: str) -> list[str]:
-        """The complete semver tags of ``source``, ascending."""
-        ...
-
-    def requirements(self, source: str, version: str) -> tuple[Requirement, ...]:
-        """What ``source`` at ``version`` depends on, each asked by ``source@version``."""
-        ...
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One repository at one version (a tag or a digest)."""
-
-    source: str
-    version: str
-
-
-if TYPE_CHECKING:
-    Cause = RequirementInformation[Requirement, Candidate]
-
-
-@dataclass(frozen=True)
-class Space:
-    """What the search may choose from.
-
-    Attributes:
-        installed: the installed nodes by source.
-        eligible: installed sources that could move if the policy allows (depended upon,
-            a package object to patch, a semver version).
-        upgrades: ``LOCKWRIGHT_DEPENDENCY_UPGRADES``.
-        downgrades: ``LOCKWRIGHT_DEPENDENCY_DOWNGRADES`` (implies upgrades).
-        versions: the memoised catalog.
-    """
-
-    installed: Mapping[str, Node]
-    eligible: frozenset[str]
-    upgrades: bool
-    downgrades: bool
-    versions: Versions
-    ordered: dict[str, list[str]] = field(default_factory=dict, compare=False)
-
-    def movable(self, source: str) -> bool:
-        """Whether installed ``source`` may take another version."""
-        return (self.upgrades or self.downgrades) and source in self.eligible
-
-    def listing(self, source: str) -> tuple[list[str], str]:
-        """The tags of ``source`` and "", or no tags and why the catalog could not say."""
-        try:
-            return self.versions.tags(source), ""
-        except Failure as err:
-            return [], err.message
 
 
 @dataclass(frozen=True)

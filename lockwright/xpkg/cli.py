@@ -244,7 +244,9 @@ def _extract(args: argparse.Namespace) -> int:
 
 
 def _cache_load(args: argparse.Namespace) -> int:
-    entry = _cache(args).load(args.file, args.as_ref)
+    from lockwright.oci.local import load_into_cache
+
+    entry = load_into_cache(_cache(args), args.file, args.as_ref)
     print(f"{args.as_ref} -> {entry.digest}")
     return 0
 

@@ -17,7 +17,7 @@ from lockwright.oci.auth import DockerAuths
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.fetch import fetch_package
-from lockwright.oci.local import read_tarball
+from lockwright.oci.local import load_into_cache, read_tarball
 from lockwright.oci.push import push_package
 from lockwright.oci.reference import parse
 from lockwright.xpkg.build import build_package
@@ -169,7 +169,7 @@ def test_index_refused_when_base_layers_differ(registry, client, tmp_path):
 def test_cache_load_serves_never_policy_without_registry(cache, tmp_path):
     out, digest, yaml_bytes = build(write_root(tmp_path, "Provider"), tmp_path / "p.xpkg")
     ref = "xpkg.example.io/acme/provider-test:v1.0.0"
-    entry = cache.load(out, ref)
+    entry = load_into_cache(cache, out, ref)
     assert entry.digest == digest
     offline = RegistryClient(auths=DockerAuths())  # would fail on any network call
     fetched = fetch_package(ref, offline, cache, policy="Never")
