@@ -26,7 +26,7 @@ from activities.connection import TemporalConnection
 from activities.errors import edge
 from lockwright.k8s import NORMAL, Obj
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION as ACCEPT_PLAN
-from workflows import contracts as c
+import contracts as c
 
 Found = tuple[str, str]  # who, when (ISO 8601)
 

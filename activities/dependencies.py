@@ -32,7 +32,7 @@ from lockwright.oci.fetch import fetch_package
 from lockwright.oci.reference import parse
 from lockwright.resolution.resolver import CatalogError, Decision, Policy, resolve
 from lockwright.xpkg.constraints import is_digest
-from workflows import contracts as c
+import contracts as c
 
 REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
 

@@ -20,7 +20,7 @@ from activities.objects import ObjectActivities
 from lockwright import names
 from lockwright.errors import ObjectGone
 from lockwright.k8s import NORMAL, Obj
-from workflows import contracts as c
+import contracts as c
 
 
 def _owned_by_package(rev: Obj, kind: str, package: str) -> bool:

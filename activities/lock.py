@@ -31,8 +31,8 @@ from lockwright.objects.establish import establishable, object_ref, sort_object_
 from lockwright.k8s import WARNING, Obj
 from lockwright.objects.webhooks import inject_webhooks
 from lockwright.xpkg.meta import Dependency
-from workflows import contracts as c
-from workflows import metrics
+import contracts as c
+from contracts import metrics
 
 if TYPE_CHECKING:
     from lockwright.xpkg.parse import PackageSummary

@@ -56,7 +56,7 @@ from lockwright.errors import (
 )
 from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.objects.lock import Conflict, ObjectKey
-from workflows import contracts as c
+import contracts as c
 
 BATCH = 100
 UNDO_DEADLINE_S, UNDO_POLL_S = 60.0, 0.05

@@ -40,7 +40,7 @@ from lockwright.images.imageconfig import Resolution
 from lockwright.k8s import NORMAL, WARNING, Obj
 from lockwright.oci.reference import Reference, parse
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
-from workflows import contracts as c
+import contracts as c
 
 COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",
           "skipDependencyResolution", "commonLabels", "commonAnnotations")

@@ -33,7 +33,7 @@ from lockwright.objects.lock import LOCK_NAME, ObjectKey
 from lockwright.oci.reference import parse
 from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta
-from workflows import contracts as c
+import contracts as c
 
 #: Custom resources read per page when checking them.
 PAGE = 500

@@ -17,7 +17,7 @@ from activities.errors import edge
 from lockwright.runtime import rbac
 from lockwright.errors import ConflictError, PermissionRejected
 from lockwright.k8s import NORMAL, WARNING, Obj
-from workflows import contracts as c
+import contracts as c
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 SHOWN_REJECTIONS = 5

@@ -17,7 +17,7 @@ from lockwright.k8s import NORMAL, WARNING, Obj
 from lockwright.xpkg.constraints import parse_constraint
 from lockwright.xpkg.lint import installable
 from lockwright.xpkg.parse import PackageSummary
-from workflows import contracts as c
+import contracts as c
 
 FIRST_WARNINGS = 5
 

@@ -32,7 +32,7 @@ from lockwright.images import imageconfig
 from lockwright.runtime import manifests as runtime, tls
 from lockwright.errors import KubeAlreadyExists, KubeConflict
 from lockwright.k8s import Obj
-from workflows import contracts as c
+import contracts as c
 
 SecretData = dict[str, str]
 HEALTH_OBSERVE_S = 2.0

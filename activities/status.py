@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from activities.base import PKG_V1, meta
 from lockwright import conditions as cond
 from lockwright.k8s import Kube, Obj
-from workflows import contracts as c
+import contracts as c
 
 
 @dataclass(frozen=True)

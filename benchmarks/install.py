@@ -425,7 +425,7 @@ async def breakdown(client: Any, name: str) -> dict[str, Any]:
     """
     from temporalio.api.enums.v1 import EventType as E
 
-    from workflows import contracts as c
+    import contracts as c
 
     pkg = await _events(client, c.package_workflow_id(c.PROVIDER, name))
     rev_id = next(e.start_child_workflow_execution_initiated_event_attributes.workflow_id

@@ -229,7 +229,7 @@ def run_plan(acts: Any, setup: Setup) -> Any:
     """``plan_revision`` of v2 against v1, in an activity context, as the worker runs it."""
     from temporalio.testing import ActivityEnvironment
 
-    from workflows import contracts as c
+    import contracts as c
 
     inp = c.PlanRevisionInput(c.PROVIDER, PACKAGE, setup.revision(1), setup.digests[1],
                               setup.revision(0), setup.digests[0])

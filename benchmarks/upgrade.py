@@ -567,7 +567,7 @@ async def switch_history(client: Any, name: str, since: float) -> dict[str, Any]
     run, activities tallied as install.py's breakdown does."""
     from temporalio.api.enums.v1 import EventType as E
 
-    from workflows import contracts as c
+    import contracts as c
 
     pkg = [e for e in await _history(client, c.package_workflow_id(c.PROVIDER, name))
            if _t(e) >= since]

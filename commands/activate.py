@@ -88,7 +88,7 @@ async def _activate(s: Any, ref: common.PackageRef, revision: str,
     from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
 
-    from workflows import contracts as c
+    import contracts as c
 
     client = await common.temporal(s)
     handle = client.get_workflow_handle(c.package_workflow_id(ref.kind, ref.name))

@@ -45,7 +45,7 @@ async def read_install(client: Client, ref: PackageRef, query: bool = False,
     Returns an empty :class:`Install` while the workflow does not exist yet (the watcher
     starts it when it sees the package).
     """
-    from workflows.contracts import package_workflow_id
+    from contracts import package_workflow_id
 
     handle = client.get_workflow_handle(package_workflow_id(ref.kind, ref.name))
     runs = await read_runs(client, handle.id, max_runs)
@@ -106,7 +106,7 @@ async def status(handle: WorkflowHandle[Any, Any]) -> Any:
     from temporalio.client import WorkflowQueryFailedError, WorkflowQueryRejectedError
     from temporalio.service import RPCError
 
-    from workflows import contracts as c
+    import contracts as c
 
     try:
         return await handle.query(c.QUERY_STATUS, result_type=c.PackageStatusResult,

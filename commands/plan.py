@@ -60,7 +60,7 @@ async def _plan(s: Any, ref: common.PackageRef, candidate: str | None,
 
     from lockwright.errors import LockwrightError
     from lockwright.upgrade.plan import Plan
-    from workflows import contracts as c
+    import contracts as c
 
     client = await common.temporal(s)
     if not candidate:

@@ -29,7 +29,7 @@ Obj = dict[str, Any]
 ACTIVITY, LOCAL, CHILD, TIMER, SIGNAL, UPDATE = (
     "activity", "local", "child", "timer", "signal", "update")
 OK, FAILED, RUNNING, CANCELLED, TIMED_OUT = "ok", "failed", "running", "cancelled", "timed out"
-RECORD_APPROVAL = "record_approval"  # workflows.contracts.RECORD_APPROVAL, without Temporal
+RECORD_APPROVAL = "record_approval"  # contracts.RECORD_APPROVAL, without Temporal
 _PREFIX = "EVENT_TYPE_"
 
 

@@ -4,7 +4,9 @@ Conditions are plain dicts shaped as Kubernetes writes them::
 
     {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"}
 
-Constructors leave ``lastTransitionTime`` empty; :func:`set_condition` stamps it.
+The one vocabulary of condition types, reasons and messages: the workflows decide their
+conditions from these names (``workflows.status``) and activities write them.
+:func:`condition` leaves ``lastTransitionTime`` empty; :func:`set_condition` stamps it.
 """
 
 from __future__ import annotations
@@ -76,84 +78,6 @@ def condition(type_: str, status: str, reason: str, message: str = "",
     return out
 
 
-def installed_active(generation: int = 0) -> Condition:
-    """Installed=True/ActivePackageRevision: the current revision is applied and Active."""
-    return condition(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION, "", generation)
-
-
-def installed_inactive(generation: int = 0) -> Condition:
-    """Installed=False/InactivePackageRevision "Package is inactive" (Manual policy)."""
-    return condition(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, MSG_INACTIVE, generation)
-
-
-def unpacking_failed(error: str, generation: int = 0) -> list[Condition]:
-    """Installed and Healthy both False with ``cannot unpack package: <error>``."""
-    message = MSG_UNPACK + error
-    return [condition(INSTALLED, FALSE, UNPACKING_PACKAGE, message, generation),
-            condition(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message, generation)]
-
-
-def healthy(generation: int = 0) -> Condition:
-    """Healthy=True/HealthyPackageRevision on a package."""
-    return condition(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION, "", generation)
-
-
-def unhealthy(message: str, generation: int = 0) -> Condition:
-    """Healthy=False/UnhealthyPackageRevision on a package."""
-    return condition(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message, generation)
-
-
-def health_unknown(generation: int = 0) -> Condition:
-    """Healthy=Unknown/UnknownPackageRevisionHealth on a package."""
-    return condition(HEALTHY, UNKNOWN, UNKNOWN_PACKAGE_REVISION_HEALTH, "", generation)
-
-
-def revision_healthy(generation: int = 0) -> Condition:
-    """RevisionHealthy=True/HealthyPackageRevision."""
-    return condition(REVISION_HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION, "", generation)
-
-
-def revision_unhealthy(message: str, generation: int = 0) -> Condition:
-    """RevisionHealthy=False/UnhealthyPackageRevision with ``message``."""
-    return condition(REVISION_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message, generation)
-
-
-def revision_health_unknown(generation: int = 0) -> Condition:
-    """RevisionHealthy=Unknown/UnknownPackageRevisionHealth."""
-    return condition(REVISION_HEALTHY, UNKNOWN, UNKNOWN_PACKAGE_REVISION_HEALTH, "", generation)
-
-
-def runtime_healthy(generation: int = 0) -> Condition:
-    """RuntimeHealthy=True/HealthyPackageRevision."""
-    return condition(RUNTIME_HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION, "", generation)
-
-
-def runtime_unhealthy(message: str, generation: int = 0) -> Condition:
-    """RuntimeHealthy=False/UnhealthyPackageRevision with ``message``."""
-    return condition(RUNTIME_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION, message, generation)
-
-
-def runtime_health_unknown(generation: int = 0) -> Condition:
-    """RuntimeHealthy=Unknown/UnknownPackageRevisionHealth."""
-    return condition(RUNTIME_HEALTHY, UNKNOWN, UNKNOWN_PACKAGE_REVISION_HEALTH, "", generation)
-
-
-def runtime_active(generation: int = 0) -> Condition:
-    """RuntimeActive=True/ActiveRuntime: the Deployment is scaled up."""
-    return condition(RUNTIME_ACTIVE, TRUE, ACTIVE_RUNTIME, "", generation)
-
-
-def runtime_awaiting_activation(generation: int = 0) -> Condition:
-    """RuntimeActive=False/AwaitingActivation (safe-start scale-to-zero)."""
-    return condition(RUNTIME_ACTIVE, FALSE, AWAITING_ACTIVATION, MSG_AWAITING_ACTIVATION,
-                     generation)
-
-
-def reconcile_paused(generation: int = 0) -> Condition:
-    """Synced=False/ReconcilePaused, set while the pause annotation is present."""
-    return condition(SYNCED, FALSE, RECONCILE_PAUSED, MSG_PAUSED, generation)
-
-
 def resolution_succeeded(generation: int = 0) -> Condition:
     """Resolved=True/DependencyResolutionSucceeded on the Lock."""
     return condition(RESOLVED, TRUE, DEPENDENCY_RESOLUTION_SUCCEEDED, "", generation)
@@ -191,42 +115,3 @@ def set_condition(conditions: list[Condition] | None, new: Condition,
     if old is None:
         return [*(conditions or []), stamped]
     return [stamped if c is old else c for c in conditions or []]
-
-
-def same_conditions(a: list[Condition] | None, b: list[Condition] | None) -> bool:
-    """True when both lists hold the same conditions by type, ignoring order."""
-    return {c["type"]: c for c in a or []} == {c["type"]: c for c in b or []}
-
-
-def _health_message(what: str, cond: Condition | None) -> str:
-    status = cond.get("status", UNKNOWN) if cond else UNKNOWN
-    message = f'Package {what} health is "{status}"'
-    if cond and cond.get("message"):
-        message += f" with message: {cond['message']}"
-    return message
-
-
-def package_health(revision_conditions: list[Condition] | None, has_runtime: bool = True,
-                   generation: int = 0) -> Condition:
-    """Combine a revision's conditions into the package's Healthy condition (§4.2).
-
-    Args:
-        revision_conditions: ``status.conditions`` of the current revision; a missing
-            condition reads as Unknown with no message.
-        has_runtime: False for Configurations, whose runtime always counts as healthy.
-        generation: the package's ``metadata.generation`` for ``observedGeneration``.
-    """
-    rh = get_condition(revision_conditions, REVISION_HEALTHY)
-    rth = get_condition(revision_conditions, RUNTIME_HEALTHY)
-    ra = get_condition(revision_conditions, RUNTIME_ACTIVE)
-    awaiting = bool(ra and ra.get("reason") == AWAITING_ACTIVATION)
-    if not rh or rh.get("status") != TRUE:
-        return unhealthy(_health_message("revision", rh), generation)
-    if has_runtime and (not rth or rth.get("status") != TRUE):
-        message = _health_message("runtime", rth)
-        if awaiting:
-            message += "; runtime is scaled to zero awaiting activation"
-        return unhealthy(message, generation)
-    if awaiting and ra:
-        return condition(HEALTHY, TRUE, AWAITING_ACTIVATION, ra.get("message", ""), generation)
-    return healthy(generation)

@@ -78,7 +78,7 @@ async def ensure_search_attributes(client: Any) -> None:
         ListSearchAttributesRequest,
     )
 
-    from workflows.contracts import SEARCH_ATTRIBUTES
+    from contracts import SEARCH_ATTRIBUTES
 
     ns = client.namespace
     have = await client.operator_service.list_search_attributes(

@@ -94,7 +94,7 @@ SQLITE_PRAGMAS = ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "syn
 
 async def start_temporal(stack: Stack, opts: UpOptions) -> str:
     """Start the dev server and wait until it answers with our search attributes."""
-    from workflows.contracts import SEARCH_ATTRIBUTES
+    from contracts import SEARCH_ATTRIBUTES
 
     address = f"127.0.0.1:{opts.temporal_port}"
     argv = [str(shutil.which("temporal")), "server", "start-dev", "--ip", "127.0.0.1",

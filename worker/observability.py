@@ -1,7 +1,7 @@
 """What the worker tells operators besides its work: Prometheus metrics, and logs.
 
 With ``--metrics-address`` the worker's Temporal runtime serves Prometheus metrics: the
-SDK's own and lockwright's (:mod:`workflows.metrics`), through one meter, with durations
+SDK's own and lockwright's (:mod:`contracts.metrics`), through one meter, with durations
 in seconds. The runtime's own log lines are forwarded to Python's logging, so
 :mod:`lockwright.log` renders them as every other line.
 """
@@ -20,7 +20,7 @@ from temporalio.runtime import (
     TelemetryConfig,
 )
 
-from workflows.metrics import BUCKETS
+from contracts.metrics import BUCKETS
 
 
 def worker_runtime(metrics_address: str) -> Runtime:

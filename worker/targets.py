@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
-from workflows.contracts import (
+from contracts import (
     CONFIGURATION,
     FUNCTION,
     PAUSED_ANNOTATION,

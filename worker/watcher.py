@@ -210,7 +210,7 @@ def raw_get(api: Any, path: str, query: list[tuple[str, Any]], headers: dict[str
 
 def workflow_tuning(raw: str) -> Any:
     """The workflows' ``Tuning`` from the ``LOCKWRIGHT_TUNING`` setting (JSON overrides)."""
-    from workflows.contracts import Tuning
+    from contracts import Tuning
 
     if not raw:
         return Tuning()
@@ -309,7 +309,7 @@ class Watcher:
         from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
         from workflows import PackageWorkflow
-        from workflows import contracts as c
+        import contracts as c
 
         pairs = [SearchAttributePair(c.SA_PACKAGE_KIND, target.kind),
                  SearchAttributePair(c.SA_PACKAGE_NAME, target.name)]
@@ -330,7 +330,7 @@ class Watcher:
     async def signal_resolver(self, target: Target) -> None:
         """Signal-with-start the dependency resolver."""
         from workflows import ResolveDependencies
-        from workflows import contracts as c
+        import contracts as c
 
         handle = await self.client.start_workflow(
             ResolveDependencies.run, c.ResolveInput(tuning=self._tuning),

@@ -123,7 +123,7 @@ async def resolve_again(client: Any, settings: Settings) -> None:
     """
     from worker.watcher import workflow_tuning
     from workflows import ResolveDependencies
-    from workflows import contracts as c
+    import contracts as c
 
     try:
         await client.start_workflow(

@@ -5,6 +5,19 @@ per revision; ``ResolveDependencies`` resolves the cluster's package graph;
 ``PlanCandidate`` plans a candidate package reference (``lockwright plan --package``). Register ``ALL_WORKFLOWS`` on the worker.
 """
 
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    # Each module by its dotted name: the sandbox then knows every contracts module, and
+    # the payload converter finds the names a dataclass's string annotations refer to
+    # (``typing.get_type_hints`` looks them up in ``sys.modules[cls.__module__]``).
+    import contracts.names
+    import contracts.package
+    import contracts.plan
+    import contracts.resolve
+    import contracts.revision
+    import contracts.shared  # noqa: F401
+
 from workflows.package import PackageWorkflow
 from workflows.plan import PlanCandidate
 from workflows.resolve import ResolveDependencies

@@ -21,7 +21,7 @@ from temporalio.exceptions import (
     TimeoutError,
 )
 
-from workflows import contracts as c
+import contracts as c
 from workflows.retry import TIMEOUTS, Where, retry_policy
 
 R = TypeVar("R")
@@ -40,7 +40,7 @@ async def call(name: str, arg: Any, result_type: type[R], summary: str,
     """Run activity ``name`` with its timeouts and the shared retry policy.
 
     Args:
-        name: One of the activity name constants in :mod:`workflows.contracts`.
+        name: One of the activity name constants in :mod:`contracts`.
         arg: The activity's ``<Op>Input`` dataclass.
         result_type: The activity's ``<Op>Result`` dataclass, for decoding.
         summary: One line for the Temporal UI.

@@ -62,8 +62,9 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from lockwright.conditions import SYNCED
     from lockwright.upgrade.plan import Plan
-    from workflows import contracts as c
+    import contracts as c
     from workflows import status as conditions
     from workflows.calls import Failure, R, call, classify
     from workflows.retry import loop_backoff
@@ -231,7 +232,7 @@ class PackageWorkflow(Upgrades):
             return
         self._meet(pkg)
         if pkg.synced_paused:  # the pause annotation is gone: resume
-            await self._write_status([], "", drop=[conditions.SYNCED])
+            await self._write_status([], "", drop=[SYNCED])
             if workflow.patched(PATCH_RESUME_REINSTALLS):
                 # As a resumed Crossplane reconciles in full: what changed while paused
                 # (an object deleted, a role edited) is put back.

@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from lockwright.upgrade.plan import Plan
-    from workflows import contracts as c
+    import contracts as c
     from workflows.calls import call
 
 

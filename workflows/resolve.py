@@ -28,8 +28,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contracts as c
-    from workflows import metrics
+    import contracts as c
+    from contracts import metrics
     from workflows.calls import call, classify
     from workflows.retry import loop_backoff
 

@@ -33,7 +33,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from workflows import contracts as c
+import contracts as c
 
 
 def retry_policy(tuning: c.Tuning) -> RetryPolicy:

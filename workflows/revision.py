@@ -32,8 +32,9 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from lockwright.upgrade.plan import Plan
-    from workflows import contracts as c
-    from workflows import metrics, status
+    import contracts as c
+    from contracts import metrics
+    from workflows import status
     from workflows.calls import (
         PATCH_LOCAL_STEPS,
         Failure,

@@ -9,32 +9,43 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import contracts as c
+from lockwright.conditions import (
+    ACTIVE_PACKAGE_REVISION,
+    ACTIVE_RUNTIME,
+    FALSE,
+    HEALTHY,
+    HEALTHY_PACKAGE_REVISION,
+    INACTIVE_PACKAGE_REVISION,
+    INSTALLED,
+    MSG_ESTABLISH,
+    MSG_GET_PACKAGE,
+    MSG_INACTIVE,
+    MSG_PAUSED,
+    MSG_POST_HOOK,
+    MSG_PRE_HOOK,
+    MSG_RESOLVE_DEPENDENCIES,
+    RECONCILE_PAUSED,
+    REVISION_HEALTHY,
+    RUNTIME_ACTIVE,
+    RUNTIME_HEALTHY,
+    SYNCED,
+    TRUE,
+    UNHEALTHY_PACKAGE_REVISION,
+    UNPACKING_PACKAGE,
+)
 from lockwright.upgrade.plan import PLAN_CONDITION, Plan
-from workflows import contracts as c
-
-TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
-SYNCED, RECONCILE_PAUSED = "Synced", "ReconcilePaused"
-MSG_PAUSED = "Reconciliation (including deletion) is paused via the pause annotation"
-INSTALLED, HEALTHY = "Installed", "Healthy"
-REVISION_HEALTHY, RUNTIME_HEALTHY, RUNTIME_ACTIVE = (
-    "RevisionHealthy", "RuntimeHealthy", "RuntimeActive")
-ACTIVE_PACKAGE_REVISION = "ActivePackageRevision"
-INACTIVE_PACKAGE_REVISION = "InactivePackageRevision"
-UNPACKING_PACKAGE = "UnpackingPackage"
-HEALTHY_PACKAGE_REVISION = "HealthyPackageRevision"
-UNHEALTHY_PACKAGE_REVISION = "UnhealthyPackageRevision"
-ACTIVE_RUNTIME = "ActiveRuntime"
 
 # Steps whose failure means "we could not even get the package" (Installed=False).
 UNPACK_STEPS = (c.RESOLVE_DIGEST, c.FETCH_PACKAGE, c.PARSE_PACKAGE)
 
 # Crossplane's message prefix per failing revision step.
 STEP_PREFIX = {
-    c.FETCH_PACKAGE: "cannot get package: ",
-    c.TAKE_LOCK: "cannot resolve package dependencies: ",
-    c.ENSURE_TLS: "pre establish runtime hook failed for package: ",
-    c.ESTABLISH_OBJECTS: "cannot establish control of object: ",
-    c.ENSURE_RUNTIME: "post establish runtime hook failed for package: ",
+    c.FETCH_PACKAGE: MSG_GET_PACKAGE,
+    c.TAKE_LOCK: MSG_RESOLVE_DEPENDENCIES,
+    c.ENSURE_TLS: MSG_PRE_HOOK,
+    c.ESTABLISH_OBJECTS: MSG_ESTABLISH,
+    c.ENSURE_RUNTIME: MSG_POST_HOOK,
 }
 
 
@@ -51,7 +62,7 @@ def package_ok(active: bool, healthy: bool, health_message: str,
     met) and ``health_message`` is its message; otherwise the runtime's.
     """
     installed = (cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION) if active
-                 else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, "Package is inactive"))
+                 else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, MSG_INACTIVE))
     if healthy:
         return [installed, cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
     message = (f'Package revision health is "False" with message: {health_message}'
@@ -68,7 +79,7 @@ def reconcile_paused() -> c.Condition:
 def package_reverted(active_revision: str, message: str) -> list[c.Condition]:
     """Conditions of a package whose switch to its current revision was reverted."""
     return [cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION,
-                 f"Package is inactive: the switch to it was reverted, {active_revision} "
+                 f"{MSG_INACTIVE}: the switch to it was reverted, {active_revision} "
                  "is active"),
             cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION,
                  f'Package runtime health is "False" with message: {runtime_failed(message)}'
@@ -78,7 +89,7 @@ def package_reverted(active_revision: str, message: str) -> list[c.Condition]:
 def package_plan_refused(active_revision: str, plan: Plan) -> list[c.Condition]:
     """Conditions of a package whose upgrade waits: its plan breaks and nobody accepted it."""
     return [cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION,
-                 f"Package is inactive: the upgrade plan breaks, {active_revision} stays "
+                 f"{MSG_INACTIVE}: the upgrade plan breaks, {active_revision} stays "
                  f"active: {plan.summary()}"[:4000]),
             cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
 
@@ -86,7 +97,7 @@ def package_plan_refused(active_revision: str, plan: Plan) -> list[c.Condition]:
 def package_installing(active: bool) -> list[c.Condition]:
     """Conditions while a revision installs: health not known yet (Crossplane says the same)."""
     installed = (cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION) if active
-                 else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, "Package is inactive"))
+                 else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, MSG_INACTIVE))
     return [installed, cond(HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION,
                             'Package revision health is "Unknown"')]
 

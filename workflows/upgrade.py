@@ -33,8 +33,8 @@ from temporalio.exceptions import ActivityError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from lockwright.upgrade.activation import Situation, Step, next_step
     from lockwright.upgrade.plan import Plan, blocks, refusal
-    from workflows import contracts as c
-    from workflows import metrics
+    import contracts as c
+    from contracts import metrics
     from workflows import status as conditions
     from workflows.calls import R, classify
 

@@ -25,7 +25,7 @@ from tests.e2e.test_failures import write_pull_secret
 from tests.fixtures.registry import RegistryServer
 from tests.fixtures.stack import PKG_GROUP, PLURALS, Stack, running_stack
 from tests.helpers import unique, wait_for
-from workflows import contracts as c
+import contracts as c
 
 Obj = dict[str, Any]
 PKG = "pkg.crossplane.io/v1"

@@ -30,7 +30,7 @@ from tests.fixtures import registry as registry_fixture
 from tests.fixtures.registry import RegistryServer
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for, wait_for_async
-from workflows import contracts as c
+import contracts as c
 
 SYSTEM_NAMESPACE = "crossplane-system"
 Obj = dict[str, Any]

@@ -29,7 +29,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
-from workflows import contracts as c
+import contracts as c
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PACKAGES = DATA / "packages"

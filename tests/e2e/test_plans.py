@@ -24,7 +24,7 @@ from tests.e2e.test_failures import crd_exists
 from tests.e2e.test_upgrade import GOOD_IMAGE, temporal_cli, upgrade_to, wait_active
 from tests.fixtures.stack import PKG_GROUP, Stack, running_stack
 from tests.helpers import unique, wait_for
-from workflows import contracts as c
+import contracts as c
 
 Obj = dict[str, Any]
 META_API = "meta.pkg.crossplane.io/v1"

@@ -33,7 +33,7 @@ from tests.e2e.test_install import (
 from tests.e2e.test_resilience import everything, lock_entries, mentions
 from tests.fixtures.stack import PKG_GROUP, PLURALS, REVISION_PLURALS, Stack
 from tests.helpers import unique, wait_for, wait_for_async
-from workflows import contracts as c
+import contracts as c
 
 SOAK_PACKAGES = 30
 SOAK_ROUNDS = int(os.environ.get("LOCKWRIGHT_SOAK_ROUNDS", "3"))

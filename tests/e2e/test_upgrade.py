@@ -18,7 +18,7 @@ from kubernetes import client, watch
 from tests.e2e.test_failures import crd_exists, provider_dir, push_unlinted, unique_group
 from tests.fixtures.stack import PKG_GROUP, Stack
 from tests.helpers import unique, wait_for
-from workflows import contracts as c
+import contracts as c
 
 NS = "crossplane-system"
 GOOD_IMAGE = "registry.example.org/example/provider-gadgets:{tag}"

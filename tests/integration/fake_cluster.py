@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from lockwright.upgrade.plan import Plan
-from workflows import contracts as c
+import contracts as c
 
 PULL_SECRET_VALUE = "s3cr3t-pull-token-never-in-history"
 

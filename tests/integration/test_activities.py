@@ -43,7 +43,7 @@ from lockwright.oci.local import read_tarball
 from lockwright.oci.push import push_package
 from lockwright.xpkg.build import build_package
 from tests.helpers import unique, wait_for
-from workflows import contracts as c
+import contracts as c
 from workflows import status as wst
 
 pytestmark = pytest.mark.registry

@@ -18,7 +18,7 @@ from tests.helpers import wait_for_async
 from tests.integration.fake_cluster import FakeCluster, FakePackage, transient
 from tests.integration.test_workflows import cluster, provider, record, settled, start
 from workflows import ResolveDependencies
-from workflows import contracts as c
+import contracts as c
 
 pytestmark = pytest.mark.temporal
 __all__ = ["cluster"]  # the fixture, imported for this module's tests

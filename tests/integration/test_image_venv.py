@@ -51,7 +51,7 @@ from lockwright.settings import Settings
 from tests.fixtures.compose import dockerfile
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 from tests.helpers import wait_for_async
-from workflows.contracts import SEARCH_ATTRIBUTES
+from contracts import SEARCH_ATTRIBUTES
 
 pytestmark = pytest.mark.temporal
 

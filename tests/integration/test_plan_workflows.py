@@ -24,7 +24,7 @@ from tests.integration.test_workflows import (  # noqa: F401 - the fixture
     settled,
     start,
 )
-from workflows import contracts as c
+import contracts as c
 from workflows.package import PackageWorkflow
 from workflows.plan import PlanCandidate
 

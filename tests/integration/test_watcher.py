@@ -30,7 +30,7 @@ from tests.fixtures.devcluster import DevCluster, start_devcluster
 from tests.helpers import unique, wait_for_async
 from worker.targets import Obj
 from worker.watcher import Message, Synced, Watcher
-from workflows import contracts as c
+import contracts as c
 
 pytestmark = pytest.mark.temporal
 

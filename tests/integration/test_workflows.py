@@ -52,7 +52,7 @@ from tests.integration.fake_cluster import (
     transient,
 )
 from workflows import ALL_WORKFLOWS, PackageWorkflow
-from workflows import contracts as c
+import contracts as c
 
 pytestmark = pytest.mark.temporal
 

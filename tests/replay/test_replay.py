@@ -19,7 +19,7 @@ from temporalio.worker import Replayer
 
 from tests.histories import steps_after_clean_up
 from workflows import ALL_WORKFLOWS, InstallRevision, PackageWorkflow
-from workflows import contracts as c
+import contracts as c
 
 HISTORIES = Path(__file__).parent / "histories"
 SHAPES = {

@@ -9,7 +9,7 @@ from temporalio import activity
 from activities import Activities
 from activities.base import Settings
 from tests.integration.fake_cluster import FakeCluster
-from workflows import contracts as c
+import contracts as c
 from workflows.retry import TIMEOUTS
 
 

@@ -24,7 +24,7 @@ def test_import_contracts_kept() -> None:
 def test_product_code_is_strictly_typed(tmp_path: object) -> None:
     """mypy --strict (configured in pyproject.toml) passes on every product package."""
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path), "lockwright", "workflows",
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path), "lockwright", "contracts", "workflows",
          "activities", "worker", "devcluster", "controlplane", "commands"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

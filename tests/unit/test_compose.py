@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from lockwright.names import FULLY_QUALIFIED_PACKAGE
 from lockwright.settings import SPECS, from_args
 from tests.fixtures.compose import dockerfile
-from workflows.contracts import SEARCH_ATTRIBUTES
+from contracts import SEARCH_ATTRIBUTES
 
 ROOT = dockerfile.ROOT
 COMPOSE = ROOT / "docker-compose.yml"

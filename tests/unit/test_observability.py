@@ -19,8 +19,8 @@ from activities.lock import LockActivities
 from lockwright.errors import KubeConflict
 from lockwright.log import log_format, stdlib_formatter
 from lockwright.settings import SettingsError, from_args
-from workflows import contracts as c
-from workflows import metrics as m
+import contracts as c
+from contracts import metrics as m
 
 Update = tuple[str, Any, dict[str, str]]
 

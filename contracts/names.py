@@ -1,0 +1,117 @@
+"""Names that cross a Temporal boundary: the task queue, package kinds and annotations,
+error types, activity, signal, update and query names, search attributes and workflow ids.
+
+One source of truth: workflows, activities, the watcher, the CLI and test fakes all take
+these from here, so none has to import another to agree on a name.
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+TASK_QUEUE = "lockwright"
+
+# Package kinds, as they appear in workflow ids (lower case) and in Kubernetes (title case).
+PROVIDER, CONFIGURATION, FUNCTION = "provider", "configuration", "function"
+KINDS_WITH_RUNTIME = (PROVIDER, FUNCTION)
+
+AUTOMATIC, MANUAL = "Automatic", "Manual"
+ACTIVE, INACTIVE = "Active", "Inactive"
+# Package annotation: seconds an upgrade waits for the new runtime before reverting.
+SWITCH_DEADLINE_ANNOTATION = "lockwright.dev/switch-deadline-seconds"
+# Package annotation that stops every step for the package while it is "true".
+PAUSED_ANNOTATION = "crossplane.io/paused"
+# Revision annotation: the digest a revision was made from (its name keeps only 12 hex).
+DIGEST_ANNOTATION = "lockwright.dev/digest"
+
+# Permanent error types: the PermanentError classes of lockwright/errors.py, by name (a
+# test keeps the two in step). Only a new spec can fix them; the attempt ends, the error is
+# written to status and the workflow waits for a change (invariant 6). Everything else
+# heals on its own and is retried with capped backoff.
+PERMANENT_ERRORS = (
+    "InvalidPackage",
+    "InvalidReference",
+    "LintError",
+    "ConstraintError",
+    "PermissionRejected",
+    "PreflightError",
+    "KubeInvalid",
+    "KubeForbidden",
+)
+# lockwright.errors.ObjectGone: the object a step acts on is gone or being deleted. Not
+# retried and not a failure: the branch ends and the workflow looks again (invariant 8).
+OBJECT_GONE = "ObjectGone"
+
+# --- activity names -------------------------------------------------------------------
+READ_PACKAGE = "read_package"
+RESOLVE_DIGEST = "resolve_digest"
+ENSURE_REVISION = "ensure_revision"
+SET_ACTIVE_REVISION = "set_active_revision"
+COLLECT_REVISIONS = "collect_revisions"
+WRITE_PACKAGE_STATUS = "write_package_status"
+CLEANUP_PACKAGE = "cleanup_package"
+FETCH_PACKAGE = "fetch_package"
+PARSE_PACKAGE = "parse_package"
+CHECK_CROSSPLANE_VERSION = "check_crossplane_version"
+TAKE_LOCK = "take_lock"
+ENSURE_TLS = "ensure_tls"
+ESTABLISH_OBJECTS = "establish_objects"
+ENSURE_RBAC = "ensure_rbac"
+ENSURE_RUNTIME = "ensure_runtime"
+CHECK_HEALTH = "check_health"
+WRITE_REVISION_STATUS = "write_revision_status"
+RECORD_EVENT = "record_event"
+RECORD_APPROVAL = "record_approval"
+RESOLVE_DEPENDENCIES = "resolve_dependencies"
+APPLY_RESOLUTION = "apply_resolution"
+PLAN_REVISION = "plan_revision"
+
+ALL_ACTIVITY_NAMES = (
+    READ_PACKAGE, RESOLVE_DIGEST, ENSURE_REVISION, SET_ACTIVE_REVISION, COLLECT_REVISIONS,
+    WRITE_PACKAGE_STATUS, CLEANUP_PACKAGE, FETCH_PACKAGE, PARSE_PACKAGE,
+    CHECK_CROSSPLANE_VERSION, TAKE_LOCK, ENSURE_TLS, ESTABLISH_OBJECTS, ENSURE_RBAC,
+    ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS, RECORD_EVENT, RECORD_APPROVAL,
+    RESOLVE_DEPENDENCIES, APPLY_RESOLUTION, PLAN_REVISION,
+)
+
+# --- signal, update and query names ----------------------------------------------------
+SIGNAL_LOOK_AGAIN = "look_again"
+SIGNAL_REQUEST_ACTIVATION = "request_activation"
+UPDATE_ACTIVATE_REVISION = "activate_revision"
+QUERY_STATUS = "status"
+# The plan of the last prepared upgrade (``Plan``), or None.
+QUERY_PLAN = "plan"
+
+# --- search attributes (register them on the server before use) -----------------------
+SA_PACKAGE_KIND = SearchAttributeKey.for_keyword("LockwrightPackageKind")
+SA_PACKAGE_NAME = SearchAttributeKey.for_keyword("LockwrightPackageName")
+SA_PACKAGE_SOURCE = SearchAttributeKey.for_keyword("LockwrightPackageSource")
+SA_PACKAGE_DIGEST = SearchAttributeKey.for_keyword("LockwrightPackageDigest")
+SA_REVISION = SearchAttributeKey.for_keyword("LockwrightRevision")
+SEARCH_ATTRIBUTES = (SA_PACKAGE_KIND, SA_PACKAGE_NAME, SA_PACKAGE_SOURCE, SA_PACKAGE_DIGEST,
+                     SA_REVISION)
+
+
+def package_workflow_id(kind: str, name: str) -> str:
+    """Return the id of a package's entity workflow; it is the dedup key for watchers."""
+    return f"package:{kind}:{name}"
+
+
+def revision_workflow_id(kind: str, revision: str) -> str:
+    """Return the id of the child workflow that installs one revision."""
+    return f"revision:{kind}:{revision}"
+
+
+def plan_workflow_id(kind: str, name: str, nonce: str) -> str:
+    """Return the id of one ``PlanCandidate`` run (``nonce`` makes each run its own)."""
+    return f"plan:{kind}:{name}:{nonce}"
+
+
+def resolve_workflow_id(task_queue: str = TASK_QUEUE) -> str:
+    """Return the id of the cluster's one dependency resolution workflow.
+
+    ``resolve:lock`` on the default task queue. A Temporal namespace shared by several
+    clusters gives each its own task queue, and then its own resolver:
+    ``resolve:lock:<task queue>``.
+    """
+    return "resolve:lock" if task_queue == TASK_QUEUE else f"resolve:lock:{task_queue}"
