@@ -6,6 +6,9 @@ client and Temporal are imported by the functions that connect.
 
 from __future__ import annotations
 
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
+
 import argparse
 import functools
 import os

@@ -8,6 +8,9 @@ approved a revision with the identity that sent them.
 
 from __future__ import annotations
 
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
+
 import argparse
 import asyncio
 import json

@@ -10,6 +10,9 @@ plan, 2 for a breaking one (so it can gate a pipeline), 1 when there is no plan.
 
 from __future__ import annotations
 
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
+
 import argparse
 import asyncio
 import dataclasses
@@ -58,9 +61,9 @@ async def _plan(s: Any, ref: common.PackageRef, candidate: str | None,
                 timeout: float) -> Plan | None:
     from temporalio.client import WorkflowFailureError
 
+    import contracts as c
     from lockwright.errors import LockwrightError
     from lockwright.upgrade.plan import Plan
-    import contracts as c
 
     client = await common.temporal(s)
     if not candidate:

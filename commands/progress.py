@@ -14,6 +14,9 @@ a ``rich`` live table of every step, running ones included, when it is.
 
 from __future__ import annotations
 
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
+
 import asyncio
 import time
 from dataclasses import dataclass

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from commands import text
-from lockwright.resolution.dependencies import Graph, Requirement, graph_of, requirements_of
 from lockwright.names import parse_reference
+from lockwright.resolution.dependencies import Graph, Requirement, graph_of, requirements_of
 from lockwright.runtime.manifests import deployment_health
 
 Obj = dict[str, Any]

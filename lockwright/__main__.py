@@ -1,9 +1,10 @@
 """``python -m lockwright``: the operator CLI, for processes that spawn lockwright by module.
 
-The one place the core names the CLI above it (an import-linter contract allows exactly
-this import): the worker's ``dev up`` and the tests start ``python -m lockwright worker``.
+``dev up`` and the tests start ``python -m lockwright worker``. The core does not import the
+CLI above it: this launcher hands the process to the ``commands`` package by name, as
+``python -m commands.main`` would, and ``commands.main.run`` is also the console script.
 """
 
-from commands.main import run
+import runpy
 
-run()
+runpy.run_module("commands.main", run_name="__main__", alter_sys=True)

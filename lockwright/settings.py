@@ -1,7 +1,7 @@
 """Settings shared by the worker, the watcher, activities and ``lockwright crds install``.
 
 Every setting is both a flag and an environment variable; a flag beats the environment,
-which beats the default. :func:`add_arguments` adds the flags to a parser (their argparse
+which beats the default. :func:`commands.settings.add_arguments` adds the flags to a parser (their argparse
 default is ``None`` so "not given" can be told apart), and :func:`from_args` resolves them.
 Invalid values raise :class:`SettingsError` naming the flag, the variable and the fix.
 """
@@ -223,14 +223,6 @@ _CHECKS: tuple[Callable[[Settings], None], ...] = (_check_address, _check_names,
                                                    _check_metrics_address)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one flag per setting; each flag's help names its environment variable."""
-    group = parser.add_argument_group("settings (flag beats environment beats default)")
-    for spec in SPECS:
-        group.add_argument(spec.flag, dest=spec.field, default=None, metavar="VALUE",
-                           help=f"{spec.help} [${spec.env}, default {spec.default or '-'}]")
-
-
 def _convert(name: str, raw: str) -> Any:
     kind = {f.name: f.type for f in fields(Settings)}[name]
     try:
@@ -263,7 +255,8 @@ def from_args(args: argparse.Namespace | None = None,
     """Resolve settings: the flag if given, else the environment variable, else the default.
 
     Args:
-        args: parsed arguments from a parser set up with :func:`add_arguments` (or None).
+        args: parsed arguments from a parser set up with ``commands.settings.add_arguments``
+            (or None).
         environ: the environment to read (default ``os.environ``).
 
     Returns:

@@ -8,10 +8,8 @@ when missing, so administrators' edits of the DRC or the Lock survive.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,25 +207,3 @@ def bootstrap(api_client: Any, namespace: str) -> BootstrapReport:
     log.info("bootstrap done", created=len(report.created), updated=len(report.updated),
              unchanged=len(report.unchanged), namespace=namespace)
     return report
-
-
-def install_command(args: argparse.Namespace) -> int:
-    """Handler of ``lockwright crds install``."""
-    from lockwright.log import configure
-    from lockwright.settings import SettingsError, from_args
-
-    configure()
-    try:
-        settings = from_args(args)
-    except SettingsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        with settings.kube_api_client() as api_client:
-            report = bootstrap(api_client, settings.system_namespace)
-    except PermissionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"created {len(report.created)}, updated {len(report.updated)}, "
-          f"unchanged {len(report.unchanged)}")
-    return 0

@@ -41,6 +41,7 @@ from lockwright.oci.auth import (
 from lockwright.oci.reference import Reference, is_digest
 from lockwright.oci.transport import OrasTransport
 from lockwright.oci.types import MANIFEST_TYPES, Call, Manifest
+from lockwright.xpkg.constraints import parse_version, sort_semver_tags
 
 log = structlog.get_logger(__name__)
 
@@ -186,8 +187,6 @@ class RegistryClient:
         Partial tags such as ``v1`` or ``v1.2`` are skipped, so a floating tag can never
         satisfy a dependency on ``v1.0.0``.
         """
-        from lockwright.xpkg.constraints import parse_version, sort_semver_tags
-
         return sort_semver_tags(t for t in self.list_tags(ref) if parse_version(t) is not None)
 
     # -- writing -----------------------------------------------------------------------

@@ -24,6 +24,7 @@ from lockwright.oci.fetch import DEFAULT_LIMITS, Limits
 from lockwright.oci.push import LayerLike, TarballLike, manifest_digest
 from lockwright.oci.reference import parse
 from lockwright.oci.validate import validate_package
+from lockwright.xpkg.tarball import read_image_tarball
 
 if TYPE_CHECKING:
     from lockwright.xpkg.parse import PackageSummary
@@ -45,8 +46,6 @@ class LocalPackage:
 
 def read_tarball(path: str | Path) -> TarballLike:
     """Read an image tarball written by ``xpkg build`` (or ``docker save``)."""
-    from lockwright.xpkg.tarball import read_image_tarball
-
     try:
         return read_image_tarball(path)
     except (OSError, ValueError, KeyError) as exc:

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from lockwright.errors import ConstraintError, InvalidPackage
+from lockwright.xpkg import documents as jsonl
+from lockwright.xpkg.documents import iter_documents
+from lockwright.xpkg.parse import iter_objects, scan_documents
 
 if TYPE_CHECKING:
     from lockwright.xpkg.parse import PackageSummary
@@ -33,9 +36,6 @@ def validate_package(path: Path, expected_kind: str | None = None,
         InvalidPackage: it does not parse, or breaks a lint rule (``LintError``); a
             malformed constraint met while parsing is reported the same way.
     """
-    from lockwright.xpkg import documents as jsonl
-    from lockwright.xpkg.parse import iter_objects
-
     with path.open("rb") as f:
         docs = iter_objects(f)
         return _scan(jsonl.tee(docs, documents) if documents is not None else docs,
@@ -48,16 +48,12 @@ def validate_documents(path: Path, expected_kind: str | None = None) -> PackageS
     Raises:
         InvalidPackage: as `validate_package` (the same rules over the same objects).
     """
-    from lockwright.xpkg.documents import iter_documents
-
     with path.open("rb") as f:
         return _scan(iter_documents(f), expected_kind)
 
 
 def _scan(documents: Iterable[tuple[int, dict[str, Any]]],
           expected_kind: str | None) -> PackageSummary:
-    from lockwright.xpkg.parse import scan_documents
-
     try:
         return scan_documents(documents, expect=expected_kind)
     except ConstraintError as exc:

@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from lockwright.settings import SPECS, Settings, SettingsError, add_arguments, from_args
+from commands.settings import add_arguments
+from lockwright.settings import SPECS, Settings, SettingsError, from_args
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -1,4 +1,5 @@
-"""Commands of the worker area: ``crds install``, ``worker``, ``watcher`` and ``dev up``.
+"""The long-running processes and the cluster's set-up: ``crds install``, ``worker``,
+``watcher`` and ``dev up``.
 
 Only parsers are built here (argparse and the light settings module); each handler
 imports Temporal, the Kubernetes client and structlog when it runs, so ``lockwright
@@ -7,17 +8,38 @@ imports Temporal, the Kubernetes client and structlog when it runs, so ``lockwri
 
 from __future__ import annotations
 
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
+
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from lockwright.settings import add_arguments
+from commands.settings import add_arguments
 
 
 def _crds_install(args: argparse.Namespace) -> int:
-    from lockwright.k8s.bootstrap import install_command
+    """Handler of ``lockwright crds install``."""
+    from lockwright.k8s.bootstrap import bootstrap
+    from lockwright.log import configure
+    from lockwright.settings import SettingsError, from_args
 
-    return install_command(args)
+    configure()
+    try:
+        settings = from_args(args)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with settings.kube_api_client() as api_client:
+            report = bootstrap(api_client, settings.system_namespace)
+    except PermissionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created {len(report.created)}, updated {len(report.updated)}, "
+          f"unchanged {len(report.unchanged)}")
+    return 0
 
 
 def _worker(args: argparse.Namespace) -> int:
