@@ -8,6 +8,12 @@ everything it decides on from Kubernetes (invariant 1), so a lost, repeated or r
 signal changes nothing; a pass whose revision, generation and activation were already
 installed healthy starts no child, so duplicates install nothing twice.
 
+**Upgrades** are a collaborator's: the workflow composes a :class:`workflows.upgrade.Upgrader`,
+asks it for each pass's step and hands it the pass when another revision is active. The
+workflow is its :class:`workflows.upgrade.Host`: ``state`` and the steps both use
+(``activity``, ``install``, ``write_status``, ``collect``, ``settle``, ``wait_for_gone``,
+``fail_activation``) are its only public members besides ``run`` and the handlers.
+
 **Errors while Temporal retries.** Each activity gets a few quick attempts from the shared
 retry policy (``workflows.retry``). If they are spent on a transient error, the pass ends,
 the status is written with the error and "retrying in Ns, attempt n", and the loop waits on

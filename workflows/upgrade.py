@@ -1,4 +1,4 @@
-"""Upgrades of ``PackageWorkflow``: prepare, switch, then finish or revert.
+"""Upgrades of a package: prepare, switch, then finish or revert.
 
 A package whose ``spec.package`` now names another revision than the active one is
 upgraded without ever leaving the cluster without a working runtime
@@ -21,6 +21,14 @@ upgraded without ever leaving the cluster without a working runtime
 Runs started before this (``PATCH_PREPARE_THEN_SWITCH``) activated first and installed
 after, and replay that way.
 
+**Shape.** :class:`Upgrader` carries the steps out; ``PackageWorkflow`` composes one and,
+each pass, asks it for the next step (:meth:`Upgrader.next_step`), has it put a Manual
+approval on record (:meth:`Upgrader.audit`) and, when another revision is active
+(:meth:`Upgrader.upgrading`), has it upgrade (:meth:`Upgrader.upgrade`). The workflow is its
+:class:`Host`: the package's state, read and replaced as the steps go, and the workflow's
+own steps the upgrade shares (an activity, the ``InstallRevision`` child, the status, the
+collection of old revisions, the end of a pass, an approval's failure). The upgrade sees
+nothing else of the workflow.
 """
 
 from __future__ import annotations
