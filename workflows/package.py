@@ -8,6 +8,12 @@ everything it decides on from Kubernetes (invariant 1), so a lost, repeated or r
 signal changes nothing; a pass whose revision, generation and activation were already
 installed healthy starts no child, so duplicates install nothing twice.
 
+**Upgrades** are a collaborator's: the workflow composes a :class:`workflows.upgrade.Upgrader`,
+asks it for each pass's step and hands it the pass when another revision is active. The
+workflow is its :class:`workflows.upgrade.Host`: ``state`` and the steps both use
+(``activity``, ``install``, ``write_status``, ``collect``, ``settle``, ``wait_for_gone``,
+``fail_activation``) are its only public members besides ``run`` and the handlers.
+
 **Errors while Temporal retries.** Each activity gets a few quick attempts from the shared
 retry policy (``workflows.retry``). If they are spent on a transient error, the pass ends,
 the status is written with the error and "retrying in Ns, attempt n", and the loop waits on
@@ -69,7 +75,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.calls import Failure, R, call, classify
     from workflows.retry import loop_backoff
     from workflows.revision import InstallRevision
-    from workflows.upgrade import Install, Upgrades
+    from workflows.upgrade import Install, Upgrader
 
 
 # workflow.patched() id: a re-attempt no longer writes "installing" over the last outcome.
@@ -87,7 +93,7 @@ PATCH_GONE_LOOKS_AGAIN = "gone-looks-again"
 
 
 @workflow.defn
-class PackageWorkflow(Upgrades):
+class PackageWorkflow:
     """Keeps one package installed as its Kubernetes object says; never ends while it exists."""
 
     @workflow.init
@@ -100,6 +106,16 @@ class PackageWorkflow(Upgrades):
         self._updates_waiting = 0
         self._settled_active = ""
         self._activation_errors: dict[str, str] = {}
+        self._upgrader = Upgrader(self, inp.kind, inp.name, inp.tuning)
+
+    @property
+    def state(self) -> c.PackageState:
+        """The package's durable state, carried across continue-as-new."""
+        return self._s
+
+    @state.setter
+    def state(self, state: c.PackageState) -> None:
+        self._s = state
 
     @workflow.run
     async def run(self, inp: c.PackageInput) -> c.PackageResult:
@@ -210,7 +226,7 @@ class PackageWorkflow(Upgrades):
             failure = (classify(err) if not isinstance(err, WorkflowAlreadyStartedError)
                        else Failure("WorkflowAlreadyStarted", str(err), False))
             if failure.type == c.OBJECT_GONE:
-                self._wait_for_gone(failure.message)
+                self.wait_for_gone(failure.message)
             else:
                 await self._record_failure(failure)
 
@@ -232,7 +248,7 @@ class PackageWorkflow(Upgrades):
             return
         self._meet(pkg)
         if pkg.synced_paused:  # the pause annotation is gone: resume
-            await self._write_status([], "", drop=[SYNCED])
+            await self.write_status([], "", drop=[SYNCED])
             if workflow.patched(PATCH_RESUME_REINSTALLS):
                 # As a resumed Crossplane reconciles in full: what changed while paused
                 # (an object deleted, a role edited) is put back.
@@ -243,11 +259,11 @@ class PackageWorkflow(Upgrades):
         resolved, ensured = await self._resolve_and_ensure(pkg)
         rev = ensured.revision
         approved = ensured.desired_state == c.ACTIVE or self._s.approved_revision == rev
-        step = self._next_step(pkg, rev, approved)
-        await self._audit(pkg, rev, step, by_hand=self._s.approved_revision != rev)
+        step = self._upgrader.next_step(pkg, rev, approved)
+        await self._upgrader.audit(pkg, rev, step, by_hand=self._s.approved_revision != rev)
         current = Install(rev, _source(pkg, resolved), resolved.digest, True)
-        if self._upgrading(pkg, step):
-            await self._upgrade(pkg, current, step)
+        if self._upgrader.upgrading(pkg, step):
+            await self._upgrader.upgrade(pkg, current, step)
         else:
             await self._install_current(pkg, ensured, current, approved)
 
@@ -259,7 +275,7 @@ class PackageWorkflow(Upgrades):
         active = pkg.activation_policy != c.MANUAL or approved
         if active and (ensured.desired_state != c.ACTIVE or pkg.active_revision != rev):
             # Nothing to hand over when this is the only revision: a quick local step.
-            await self._call(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
+            await self.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
                 kind=inp.kind, package=inp.name, revision=rev),
                 c.SetActiveRevisionResult, f"activate {rev}",
                 small=set(pkg.revisions) <= {rev})
@@ -272,28 +288,28 @@ class PackageWorkflow(Upgrades):
             # unhealthy runtime) on the status until it has a new one. Runs started before
             # this change replay the old way (said it on every attempt).
             if fresh or not workflow.patched(PATCH_KEEP_LAST_OUTCOME):
-                await self._write_status(conditions.package_installing(active), current.source)
+                await self.write_status(conditions.package_installing(active), current.source)
             self._s = replace(self._s, attempted_key=key)
-            result = await self._install(pkg, replace(current, active=active))
+            result = await self.install(pkg, replace(current, active=active))
             if result.gone:
-                self._wait_for_gone(f"{rev} or its package went away while installing")
+                self.wait_for_gone(f"{rev} or its package went away while installing")
                 return
             self._s = replace(self._s, installed_key=key, healthy=result.healthy,
                               health_message=result.message, installs=self._s.installs + 1,
                               dependencies_unmet=result.dependencies_unmet)
-        await self._collect(pkg, rev)
-        await self._write_status(conditions.package_ok(
+        await self.collect(pkg, rev)
+        await self.write_status(conditions.package_ok(
             active, self._s.healthy, self._s.health_message, self._s.dependencies_unmet),
             current.source)
-        self._settle(active, rev)
+        self.settle(active, rev)
 
     async def _resolve_and_ensure(
             self, pkg: c.ReadPackageResult) -> tuple[c.ResolveDigestResult, c.EnsureRevisionResult]:
         inp = self._inp
-        resolved = await self._call(c.RESOLVE_DIGEST, c.ResolveDigestInput(
+        resolved = await self.activity(c.RESOLVE_DIGEST, c.ResolveDigestInput(
             kind=inp.kind, name=inp.name, source=pkg.source), c.ResolveDigestResult,
             f"resolve {pkg.source}")
-        ensured = await self._call(c.ENSURE_REVISION, c.EnsureRevisionInput(
+        ensured = await self.activity(c.ENSURE_REVISION, c.EnsureRevisionInput(
             kind=inp.kind, package=inp.name, source=pkg.source, digest=resolved.digest,
             generation=pkg.generation), c.EnsureRevisionResult,
             f"ensure revision for {resolved.digest[:19]}")
@@ -302,11 +318,12 @@ class PackageWorkflow(Upgrades):
         self._upsert(_source(pkg, resolved), resolved.digest, ensured.revision)
         return resolved, ensured
 
-    async def _collect(self, pkg: c.ReadPackageResult, rev: str) -> None:
+    async def collect(self, pkg: c.ReadPackageResult, rev: str) -> None:
+        """Delete the revisions beyond ``spec.revisionHistoryLimit``, never ``rev``."""
         limit = pkg.revision_history_limit
         if limit <= 0 or len(_merge(pkg.revisions, [rev])) <= limit + 1:
             return  # 0 turns collection off; otherwise only call when there is work
-        collected = await self._call(c.COLLECT_REVISIONS, c.CollectRevisionsInput(
+        collected = await self.activity(c.COLLECT_REVISIONS, c.CollectRevisionsInput(
             kind=self._inp.kind, package=self._inp.name, current_revision=rev, keep=limit),
             c.CollectRevisionsResult, f"collect revisions beyond {limit}")
         self._s = replace(self._s, revisions=[r for r in self._s.revisions
@@ -315,7 +332,7 @@ class PackageWorkflow(Upgrades):
     async def _pause(self, pkg: c.ReadPackageResult) -> None:
         """``crossplane.io/paused: "true"``: say so and do nothing else (reference §1)."""
         self._s = replace(self._s, phase="Paused", generation=pkg.generation, wake_after_s=0.0)
-        await self._write_status([conditions.reconcile_paused()], "")
+        await self.write_status([conditions.reconcile_paused()], "")
         workflow.set_current_details("**paused** by the crossplane.io/paused annotation")
 
     def _meet(self, pkg: c.ReadPackageResult) -> None:
@@ -330,12 +347,13 @@ class PackageWorkflow(Upgrades):
 
     async def _read(self, step: bool = True) -> c.ReadPackageResult:
         inp = self._inp
-        return await self._call(c.READ_PACKAGE, c.ReadPackageInput(kind=inp.kind, name=inp.name),
-                                c.ReadPackageResult, f"read {inp.kind} {inp.name}", step=step)
+        return await self.activity(
+            c.READ_PACKAGE, c.ReadPackageInput(kind=inp.kind, name=inp.name),
+            c.ReadPackageResult, f"read {inp.kind} {inp.name}", step=step)
 
     async def _clean_up(self, pkg: c.ReadPackageResult) -> None:
         inp = self._inp
-        done = await self._call(c.CLEANUP_PACKAGE, c.CleanupPackageInput(
+        done = await self.activity(c.CLEANUP_PACKAGE, c.CleanupPackageInput(
             kind=inp.kind, name=inp.name), c.CleanupPackageResult,
             f"clean up after {inp.kind} {inp.name}")
         if pkg.found or done.waiting:
@@ -358,14 +376,15 @@ class PackageWorkflow(Upgrades):
         workflow.set_current_details(
             f"**deleting**: {done.waiting} revision(s) left for Kubernetes to remove")
 
-    def _wait_for_gone(self, message: str) -> None:
+    def wait_for_gone(self, message: str) -> None:
         """A step found its package or revision gone: look again on the next signal."""
         workflow.logger.info("object gone, waiting for the next signal: %s", message,
                              extra=self._log_fields())
         self._s = replace(self._s, wake_after_s=self._inp.tuning.gone_recheck_s)
         workflow.set_current_details(f"**waiting**: {message[:160]}")
 
-    async def _install(self, pkg: c.ReadPackageResult, it: Install) -> c.InstallRevisionResult:
+    async def install(self, pkg: c.ReadPackageResult, it: Install) -> c.InstallRevisionResult:
+        """Run the ``InstallRevision`` child for ``it`` and return its result."""
         inp = self._inp
         self._step = "InstallRevision"
         self._s = replace(self._s, phase="Preparing" if it.prepare else "Installing")
@@ -410,7 +429,9 @@ class PackageWorkflow(Upgrades):
                 pass  # cancelled between two steps, as asked
             return c.InstallRevisionResult(revision=child.id, gone=True)
 
-    def _settle(self, active: bool, rev: str) -> None:
+    def settle(self, active: bool, rev: str) -> None:
+        """End the pass with ``rev`` installed (``active``: in control); an update waiting
+        for ``rev`` to be active returns."""
         phase = ("Healthy" if self._s.healthy else "WaitingForDependencies"
                  if self._s.dependencies_unmet else "Unhealthy") if active else "Inactive"
         # An unhealthy runtime is re-checked later even if no signal comes.
@@ -433,7 +454,7 @@ class PackageWorkflow(Upgrades):
                           last_error_type=failure.type, phase=phase, next_retry_at=next_at,
                           wake_after_s=wake.total_seconds() if wake else 0.0)
         if failure.permanent and self._s.approved_revision:
-            self._activation_errors[self._s.approved_revision] = failure.message
+            self.fail_activation(self._s.approved_revision, failure.message)
         step = failure.step or self._step
         workflow.logger.warning("pass failed step=%s type=%s permanent=%s attempt=%d",
                                 step, failure.type, failure.permanent, attempt,
@@ -442,27 +463,35 @@ class PackageWorkflow(Upgrades):
         workflow.set_current_details(f"**{phase}** at {step}{retry}: {failure.message[:120]}")
         written = conditions.package_failed(step, failure.message, wake, attempt)
         try:
-            await self._write_status(written, "")
+            await self.write_status(written, "")
         except ActivityError:
             # Writing status needs the API that may be down; the next pass tries again.
             workflow.logger.warning("could not write failure status step=%s", step,
                                     extra=self._log_fields())
 
-    async def _write_status(self, conds: list[c.Condition], resolved: str,
-                            drop: list[str] | None = None) -> None:
+    async def write_status(self, conds: list[c.Condition], resolved: str,
+                           drop: list[str] | None = None) -> None:
+        """Write the package's status: ``conds`` set, ``drop`` removed, ``resolved`` the
+        reference pulled ("" when not known)."""
         s = self._s
-        await self._call(c.WRITE_PACKAGE_STATUS, c.WritePackageStatusInput(
+        await self.activity(c.WRITE_PACKAGE_STATUS, c.WritePackageStatusInput(
             kind=self._inp.kind, name=self._inp.name, observed_generation=s.generation,
             current_revision=s.current_revision, current_identifier=s.source,
             resolved_package=resolved, conditions=conds, drop=drop or []),
             c.WritePackageStatusResult, f"status of {self._inp.kind} {self._inp.name}",
             step=False)
 
-    async def _call(self, name: str, arg: object, result_type: type[R], summary: str,
-                    step: bool = True, small: bool = False) -> R:
+    async def activity(self, name: str, arg: object, result_type: type[R], summary: str,
+                       step: bool = True, small: bool = False) -> R:
+        """Run activity ``name`` (see :func:`workflows.calls.call`); ``step``: its failure
+        is reported as the pass's failed step."""
         if step:
             self._step = name
         return await call(name, arg, result_type, summary, self._inp.tuning, small)
+
+    def fail_activation(self, rev: str, reason: str) -> None:
+        """Answer an approval of ``rev`` waiting for it: it failed, because of ``reason``."""
+        self._activation_errors[rev] = reason
 
     # --- small helpers ------------------------------------------------------------------
     def _approve(self, inp: c.ActivateRevisionInput, via: str) -> None:

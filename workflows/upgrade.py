@@ -1,4 +1,4 @@
-"""Upgrades of ``PackageWorkflow``: prepare, switch, then finish or revert.
+"""Upgrades of a package: prepare, switch, then finish or revert.
 
 A package whose ``spec.package`` now names another revision than the active one is
 upgraded without ever leaving the cluster without a working runtime
@@ -20,6 +20,15 @@ upgraded without ever leaving the cluster without a working runtime
 
 Runs started before this (``PATCH_PREPARE_THEN_SWITCH``) activated first and installed
 after, and replay that way.
+
+**Shape.** :class:`Upgrader` carries the steps out; ``PackageWorkflow`` composes one and,
+each pass, asks it for the next step (:meth:`Upgrader.next_step`), has it put a Manual
+approval on record (:meth:`Upgrader.audit`) and, when another revision is active
+(:meth:`Upgrader.upgrading`), has it upgrade (:meth:`Upgrader.upgrade`). The workflow is its
+:class:`Host`: the package's state, read and replaced as the steps go, and the workflow's
+own steps the upgrade shares (an activity, the ``InstallRevision`` child, the status, the
+collection of old revisions, the end of a pass, an approval's failure). The upgrade sees
+nothing else of the workflow.
 """
 
 from __future__ import annotations
@@ -62,195 +71,226 @@ class Install:
         return f"install {self.revision} ({'active' if self.active else 'inactive'})"
 
 
-class _Host(Protocol):
-    """What the upgrade steps use of ``PackageWorkflow``."""
+class Host(Protocol):
+    """What the upgrade steps use of the workflow that runs them (``PackageWorkflow``)."""
 
-    _inp: c.PackageInput
-    _s: c.PackageState
-    _activation_errors: dict[str, str]
+    state: c.PackageState
+    """The package's durable state; the steps read it and replace it as they go."""
 
-    async def _call(self, name: str, arg: object, result_type: type[R], summary: str,
-                    step: bool = True, small: bool = False) -> R: ...
+    async def activity(self, name: str, arg: object, result_type: type[R], summary: str,
+                       step: bool = True, small: bool = False) -> R:
+        """Run activity ``name``; ``step``: its failure is reported as the pass's step."""
 
-    async def _install(self, pkg: c.ReadPackageResult, it: Install
-                       ) -> c.InstallRevisionResult: ...
+    async def install(self, pkg: c.ReadPackageResult, it: Install) -> c.InstallRevisionResult:
+        """Run the ``InstallRevision`` child for ``it`` and return its result."""
 
-    async def _write_status(self, conds: list[c.Condition], resolved: str) -> None: ...
+    async def write_status(self, conds: list[c.Condition], resolved: str) -> None:
+        """Write the package's status with ``conds`` and the reference ``resolved``."""
 
-    async def _collect(self, pkg: c.ReadPackageResult, rev: str) -> None: ...
+    async def collect(self, pkg: c.ReadPackageResult, rev: str) -> None:
+        """Delete the revisions beyond the package's history limit, never ``rev``."""
 
-    def _settle(self, active: bool, rev: str) -> None: ...
+    def settle(self, active: bool, rev: str) -> None:
+        """End the pass with ``rev`` installed (``active``: in control)."""
 
-    def _wait_for_gone(self, message: str) -> None: ...
+    def wait_for_gone(self, message: str) -> None:
+        """A step found the package or a revision gone: look again on the next signal."""
+
+    def fail_activation(self, rev: str, reason: str) -> None:
+        """Answer an approval of ``rev`` waiting for it with ``reason``: it failed."""
 
 
-class Upgrades:
-    """The upgrade steps; mixed into ``PackageWorkflow``."""
+class Upgrader:
+    """The upgrade steps of one package; ``PackageWorkflow`` asks them what to do and runs
+    them when another revision is active."""
 
-    def _next_step(self: _Host, pkg: c.ReadPackageResult, rev: str, approved: bool) -> Step:
+    def __init__(self, host: Host, kind: str, name: str, tuning: c.Tuning) -> None:
+        """Upgrade package ``kind``/``name`` through ``host``.
+
+        Args:
+            host: The workflow: its state, its activities, its child and its status.
+            kind: The package's kind.
+            name: The package's name.
+            tuning: The workflow's knobs (the switch's default deadline).
+        """
+        self._host = host
+        self._kind = kind
+        self._name = name
+        self._tuning = tuning
+
+    def next_step(self, pkg: c.ReadPackageResult, rev: str, approved: bool) -> Step:
         """What :func:`lockwright.upgrade.activation.next_step` says for this pass."""
+        s = self._host.state
         return next_step(Situation(
             policy=pkg.activation_policy, current=rev, active=pkg.active_revision,
             approved=approved, generation=pkg.generation,
-            reverted=self._s.reverted_revision,
-            reverted_generation=self._s.reverted_generation))
+            reverted=s.reverted_revision, reverted_generation=s.reverted_generation))
 
-    def _upgrading(self: _Host, pkg: c.ReadPackageResult, step: Step) -> bool:
+    def upgrading(self, pkg: c.ReadPackageResult, step: Step) -> bool:
         """True when another revision is active: prepare first, switch after."""
         return (step is not Step.KEEP and bool(pkg.active_revision)
                 and workflow.patched(PATCH_PREPARE_THEN_SWITCH))
 
-    async def _upgrade(self: _Host, pkg: c.ReadPackageResult, new: Install,
-                       step: Step) -> None:
+    async def upgrade(self, pkg: c.ReadPackageResult, new: Install, step: Step) -> None:
         """Prepare ``new``; switch to it when the policy allows; see the module docstring."""
+        host = self._host
         if step is Step.HOLD:
-            await Upgrades._hold(self, pkg, new)
+            await self._hold(pkg, new)
             return
         key = f"{new.revision}/{pkg.generation}/prepared"
-        if step is Step.PREPARE_AND_WAIT and self._s.installed_key == key:
-            self._settle(False, new.revision)  # prepared already: wait for the approval
+        if step is Step.PREPARE_AND_WAIT and host.state.installed_key == key:
+            host.settle(False, new.revision)  # prepared already: wait for the approval
             return
-        prepared = await self._install(pkg, replace(new, active=False, prepare=True))
+        prepared = await host.install(pkg, replace(new, active=False, prepare=True))
         if prepared.gone:
-            self._wait_for_gone(f"{new.revision} or its package went away while preparing")
+            host.wait_for_gone(f"{new.revision} or its package went away while preparing")
             return
-        self._s = replace(self._s, plan=prepared.plan)
+        host.state = replace(host.state, plan=prepared.plan)
         if step is Step.PREPARE_AND_WAIT:
-            self._s = replace(self._s, installed_key=key, healthy=True)
-            await self._write_status(conditions.package_ok(False, True, ""), new.source)
-            self._settle(False, new.revision)
+            host.state = replace(host.state, installed_key=key, healthy=True)
+            await host.write_status(conditions.package_ok(False, True, ""), new.source)
+            host.settle(False, new.revision)
             return
         if prepared.plan is not None and not prepared.plan.compatible:
-            if blocks(prepared.plan, Upgrades._accepted(self, pkg)):
-                await Upgrades._refuse_plan(self, pkg, new, prepared.plan)
+            if blocks(prepared.plan, self._accepted(pkg)):
+                await self._refuse_plan(pkg, new, prepared.plan)
                 return
-            await Upgrades._record_acceptance(self, pkg, new.revision)
-        await Upgrades._switch(self, pkg, new)
+            await self._record_acceptance(pkg, new.revision)
+        await self._switch(pkg, new)
 
-    def _accepted(self: _Host, pkg: c.ReadPackageResult) -> str:
+    async def audit(self, pkg: c.ReadPackageResult, rev: str, step: Step,
+                    by_hand: bool) -> None:
+        """Put a Manual approval on record once, as it is carried out: who, when, how.
+
+        Args:
+            pkg: The package as this pass read it.
+            rev: The current revision.
+            step: What the pass does with it.
+            by_hand: the revision was set Active with kubectl, not approved through
+                Temporal (its managedFields tell who and when).
+        """
+        s = self._host.state
+        carried_out = step in (Step.INSTALL, Step.PREPARE_AND_SWITCH)
+        if (pkg.activation_policy != c.MANUAL or not carried_out or s.recorded_approval == rev
+                or not workflow.patched(PATCH_RECORD_APPROVALS)):
+            return
+        info = workflow.info()
+        done = await self._host.activity(c.RECORD_APPROVAL, c.RecordApprovalInput(
+            kind=self._kind, package=self._name, revision=rev,
+            via="kubectl" if by_hand else s.approved_via, by="" if by_hand else s.approved_by,
+            at="" if by_hand else s.approved_at, workflow_id=info.workflow_id,
+            run_id=info.run_id), c.RecordApprovalResult, f"record the approval of {rev}",
+            step=False)
+        self._host.state = replace(self._host.state, recorded_approval=rev,
+                                   approved_by=done.by, approved_at=done.at)
+        workflow.set_current_details(f"**approved** `{rev}` by {done.by} at {done.at}")
+
+    def _accepted(self, pkg: c.ReadPackageResult) -> str:
         """The revision whose breaking plan an operator accepted (annotation or update)."""
-        return pkg.accept_plan or self._s.accepted_plan
+        return pkg.accept_plan or self._host.state.accepted_plan
 
-    async def _refuse_plan(self: _Host, pkg: c.ReadPackageResult, new: Install,
-                           plan: Plan) -> None:
+    async def _refuse_plan(self, pkg: c.ReadPackageResult, new: Install, plan: Plan) -> None:
         """The plan breaks: the new revision stays Inactive, the old one keeps running,
         and an Event (once per revision and generation) says how to go on."""
+        host = self._host
         key = f"{new.revision}/{pkg.generation}/refused"
-        if self._s.installed_key != key:
-            inp = self._inp
-            await self._call(c.RECORD_EVENT, c.RecordEventInput(
-                kind=inp.kind, name=inp.name, type="Warning", reason="BreakingUpgrade",
-                message=refusal(inp.kind, inp.name, plan)), c.RecordEventResult,
+        if host.state.installed_key != key:
+            await host.activity(c.RECORD_EVENT, c.RecordEventInput(
+                kind=self._kind, name=self._name, type="Warning", reason="BreakingUpgrade",
+                message=refusal(self._kind, self._name, plan)), c.RecordEventResult,
                 f"event: plan of {new.revision} breaks", step=False)
-        self._s = replace(self._s, installed_key=key, healthy=True)
-        self._activation_errors[new.revision] = (
+        host.state = replace(host.state, installed_key=key, healthy=True)
+        host.fail_activation(new.revision, (
             f"the upgrade plan of {new.revision} breaks ({plan.breaking_count} change(s)); "
-            "approve it again accepting the plan, or fix the package")
-        await self._write_status(conditions.package_plan_refused(pkg.active_revision, plan),
-                                 new.source)
-        self._settle(False, new.revision)
+            "approve it again accepting the plan, or fix the package"))
+        await host.write_status(conditions.package_plan_refused(pkg.active_revision, plan),
+                                new.source)
+        host.settle(False, new.revision)
 
-    async def _record_acceptance(self: _Host, pkg: c.ReadPackageResult, rev: str) -> None:
+    async def _record_acceptance(self, pkg: c.ReadPackageResult, rev: str) -> None:
         """Put the acceptance of a breaking plan on record: who, when, how."""
-        info, s = workflow.info(), self._s
+        info, s = workflow.info(), self._host.state
         by_annotation = pkg.accept_plan == rev
-        await self._call(c.RECORD_APPROVAL, c.RecordApprovalInput(
-            kind=self._inp.kind, package=self._inp.name, revision=rev,
+        await self._host.activity(c.RECORD_APPROVAL, c.RecordApprovalInput(
+            kind=self._kind, package=self._name, revision=rev,
             via="annotation" if by_annotation else s.approved_via,
             by="" if by_annotation else s.approved_by,
             at="" if by_annotation else s.approved_at, workflow_id=info.workflow_id,
             run_id=info.run_id, plan=True), c.RecordApprovalResult,
             f"record the acceptance of {rev}'s plan", step=False)
 
-    async def _audit(self: _Host, pkg: c.ReadPackageResult, rev: str, step: Step,
-                     by_hand: bool) -> None:
-        """Put a Manual approval on record once, as it is carried out: who, when, how.
-
-        Args:
-            by_hand: the revision was set Active with kubectl, not approved through
-                Temporal (its managedFields tell who and when).
-        """
-        s = self._s
-        carried_out = step in (Step.INSTALL, Step.PREPARE_AND_SWITCH)
-        if (pkg.activation_policy != c.MANUAL or not carried_out or s.recorded_approval == rev
-                or not workflow.patched(PATCH_RECORD_APPROVALS)):
-            return
-        info = workflow.info()
-        done = await self._call(c.RECORD_APPROVAL, c.RecordApprovalInput(
-            kind=self._inp.kind, package=self._inp.name, revision=rev,
-            via="kubectl" if by_hand else s.approved_via, by="" if by_hand else s.approved_by,
-            at="" if by_hand else s.approved_at, workflow_id=info.workflow_id,
-            run_id=info.run_id), c.RecordApprovalResult, f"record the approval of {rev}",
-            step=False)
-        self._s = replace(self._s, recorded_approval=rev, approved_by=done.by,
-                          approved_at=done.at)
-        workflow.set_current_details(f"**approved** `{rev}` by {done.by} at {done.at}")
-
-    async def _switch(self: _Host, pkg: c.ReadPackageResult, new: Install) -> None:
-        old, began = pkg.active_revision, workflow.time()
-        await Upgrades._activate(self, new.revision, keep_runtime=True,
-                                 why=f"switch {old} → {new.revision}")
-        deadline = pkg.switch_deadline_s or self._inp.tuning.switch_deadline_s
+    async def _switch(self, pkg: c.ReadPackageResult, new: Install) -> None:
+        """Hand control to ``new`` and wait for its runtime; finish, or revert."""
+        host, old, began = self._host, pkg.active_revision, workflow.time()
+        await self._activate(new.revision, keep_runtime=True,
+                             why=f"switch {old} → {new.revision}")
+        deadline = pkg.switch_deadline_s or self._tuning.switch_deadline_s
         try:
-            result = await self._install(pkg, replace(new, active=True, deadline_s=deadline))
+            result = await host.install(pkg, replace(new, active=True, deadline_s=deadline))
         except (ActivityError, ChildWorkflowError) as err:
             # Back to the old revision; a failure that can heal is tried again later.
             failure = classify(err)
-            await Upgrades._revert(self, pkg, new, failure.message, hold=failure.permanent)
-            _switched(self._inp.kind, began, "failed")
+            await self._revert(pkg, new, failure.message, hold=failure.permanent)
+            _switched(self._kind, began, "failed")
             raise
         if result.gone:
-            self._wait_for_gone(f"{new.revision} or its package went away while switching")
+            host.wait_for_gone(f"{new.revision} or its package went away while switching")
             return
         if not result.healthy:
-            await Upgrades._revert(self, pkg, new, result.message)
-            _switched(self._inp.kind, began, "reverted")
+            await self._revert(pkg, new, result.message)
+            _switched(self._kind, began, "reverted")
             return
-        await Upgrades._activate(self, new.revision, keep_runtime=False,
-                                 why=f"finish the switch to {new.revision}", finish=True)
-        self._s = replace(self._s, installed_key=f"{new.revision}/{pkg.generation}/active",
-                          healthy=True, health_message="", installs=self._s.installs + 1,
-                          active_revision=new.revision)
-        await self._collect(pkg, new.revision)
-        await self._write_status(conditions.package_ok(True, True, ""), new.source)
-        self._settle(True, new.revision)
-        _switched(self._inp.kind, began, "finished")
+        await self._finish(pkg, new)
+        _switched(self._kind, began, "finished")
 
-    async def _revert(self: _Host, pkg: c.ReadPackageResult, new: Install,
+    async def _finish(self, pkg: c.ReadPackageResult, new: Install) -> None:
+        """``new`` is healthy: the old revision lets go of the rest and leaves."""
+        host = self._host
+        await self._activate(new.revision, keep_runtime=False,
+                             why=f"finish the switch to {new.revision}", finish=True)
+        host.state = replace(host.state, installed_key=f"{new.revision}/{pkg.generation}/active",
+                             healthy=True, health_message="", installs=host.state.installs + 1,
+                             active_revision=new.revision)
+        await host.collect(pkg, new.revision)
+        await host.write_status(conditions.package_ok(True, True, ""), new.source)
+        host.settle(True, new.revision)
+
+    async def _revert(self, pkg: c.ReadPackageResult, new: Install,
                       message: str, hold: bool = True) -> None:
         """The old revision takes control back; the new one is retired, Inactive."""
-        old = pkg.active_revision
-        await Upgrades._activate(self, old, keep_runtime=True, why=f"revert to {old}")
+        host, old = self._host, pkg.active_revision
+        await self._activate(old, keep_runtime=True, why=f"revert to {old}")
         if pkg.active_digest:  # revisions made before lockwright.dev/digest: no reinstall
-            await self._install(pkg, Install(old, pkg.active_source, pkg.active_digest, True))
-        await Upgrades._activate(self, old, keep_runtime=False,
-                                 why=f"retire {new.revision}")
-        self._s = replace(self._s, active_revision=old, installed_key="",
-                          health_message=message)
+            await host.install(pkg, Install(old, pkg.active_source, pkg.active_digest, True))
+        await self._activate(old, keep_runtime=False, why=f"retire {new.revision}")
+        host.state = replace(host.state, active_revision=old, installed_key="",
+                             health_message=message)
         if not hold:
             return
-        self._s = replace(self._s, reverted_revision=new.revision,
-                          reverted_generation=pkg.generation)
-        self._activation_errors[new.revision] = f"reverted to {old}: {message}"
-        await self._call(c.RECORD_EVENT, c.RecordEventInput(
-            kind=self._inp.kind, name=self._inp.name, type="Warning", reason="RevertRevision",
+        host.state = replace(host.state, reverted_revision=new.revision,
+                             reverted_generation=pkg.generation)
+        host.fail_activation(new.revision, f"reverted to {old}: {message}")
+        await host.activity(c.RECORD_EVENT, c.RecordEventInput(
+            kind=self._kind, name=self._name, type="Warning", reason="RevertRevision",
             message=f"Reverted to revision {old}: revision {new.revision} did not become "
                     f"healthy: {message}"[:1000]),
             c.RecordEventResult, f"event: reverted {new.revision} → {old}", step=False)
-        await Upgrades._hold(self, pkg, new)
+        await self._hold(pkg, new)
 
-    async def _hold(self: _Host, pkg: c.ReadPackageResult, new: Install) -> None:
+    async def _hold(self, pkg: c.ReadPackageResult, new: Install) -> None:
         """The switch to ``new`` was reverted: say so until the spec changes."""
-        await self._write_status(conditions.package_reverted(
-            pkg.active_revision, self._s.health_message), new.source)
-        self._settle(False, new.revision)
-        self._s = replace(self._s, phase="Reverted", healthy=False, wake_after_s=0.0)
+        host = self._host
+        await host.write_status(conditions.package_reverted(
+            pkg.active_revision, host.state.health_message), new.source)
+        host.settle(False, new.revision)
+        host.state = replace(host.state, phase="Reverted", healthy=False, wake_after_s=0.0)
 
-    async def _activate(self: _Host, rev: str, keep_runtime: bool, why: str,
+    async def _activate(self, rev: str, keep_runtime: bool, why: str,
                         finish: bool = False) -> None:
-        inp = self._inp
-        await self._call(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
-            kind=inp.kind, package=inp.name, revision=rev, keep_runtime=keep_runtime,
+        """Mark ``rev`` Active, the others Inactive (``finish``: drop what it no longer
+        ships)."""
+        await self._host.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
+            kind=self._kind, package=self._name, revision=rev, keep_runtime=keep_runtime,
             drop_unshipped=finish), c.SetActiveRevisionResult, why)
 
 
