@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from activities.base import PKG_V1, Base, kind_of, meta
 from lockwright import conditions
 from lockwright.images import verification
-from lockwright.cosign import Attestation as Wanted
-from lockwright.cosign import KeyAuthority, SignatureError, Verified, verify_image
+from lockwright.images.cosign import Attestation as Wanted
+from lockwright.images.cosign import KeyAuthority, SignatureError, Verified, verify_image
 from lockwright.images.imageconfig import Reason, Resolution
 from lockwright.k8s import WARNING, Obj
 from lockwright.oci.client import RegistryClient

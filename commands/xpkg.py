@@ -110,7 +110,7 @@ def _guard(handler: Handler) -> Handler:
 def _signature_guard(handler: Handler) -> Handler:
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
-        from lockwright.cosign import SignatureError
+        from lockwright.images.cosign import SignatureError
 
         try:
             return handler(args)
@@ -264,7 +264,7 @@ def _password(confirm: bool = False) -> bytes | None:
 
     first = getpass.getpass("Enter password for private key: ")
     if confirm and getpass.getpass("Enter password for private key again: ") != first:
-        from lockwright.cosign import SignatureError
+        from lockwright.images.cosign import SignatureError
 
         raise SignatureError("the passwords do not match")
     return first.encode()
@@ -274,7 +274,7 @@ def _read_key(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        from lockwright.cosign import SignatureError
+        from lockwright.images.cosign import SignatureError
 
         raise SignatureError(f"cannot read key file {path}: {exc.strerror}") from None
 
@@ -286,7 +286,7 @@ def _reference(text: str) -> Any:
 
 
 def _sign(args: argparse.Namespace) -> int:
-    from lockwright.cosign import SignatureError, load_private_key, sign_image
+    from lockwright.images.cosign import SignatureError, load_private_key, sign_image
 
     annotations = dict(a.partition("=")[::2] for a in args.annotations)
     if any(not k for k in annotations):
@@ -298,7 +298,7 @@ def _sign(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from lockwright.cosign import Attestation, KeyAuthority, verify_image
+    from lockwright.images.cosign import Attestation, KeyAuthority, verify_image
 
     authority = KeyAuthority(str(args.key), _read_key(args.key),
                              args.signature_digest_algorithm,
@@ -311,7 +311,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _generate_key_pair(args: argparse.Namespace) -> int:
-    from lockwright.cosign import SignatureError, generate_key_pair
+    from lockwright.images.cosign import SignatureError, generate_key_pair
 
     private, public = Path(f"{args.output_key_prefix}.key"), Path(f"{args.output_key_prefix}.pub")
     for path in (private, public):

@@ -1,1 +1,1 @@
-"""Images: ImageConfig matching and the verification policy."""
+"""Images: ImageConfig matching, the verification policy, and cosign signatures (sign, verify)."""

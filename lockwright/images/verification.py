@@ -4,7 +4,7 @@ Pure: :func:`policy` finds the ImageConfig that verifies a (rewritten) reference
 its authorities into plain data. Verification fails closed: a setting lockwright does not
 implement is an authority that cannot pass (``keyless`` needs online trust roots this
 offline verifier does not have), and a block it cannot read at all fails the package. The
-activities read each key Secret and run the check (``lockwright.cosign``).
+activities read each key Secret and run the check (``lockwright.images.cosign``).
 """
 
 from __future__ import annotations

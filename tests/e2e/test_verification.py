@@ -264,7 +264,7 @@ def test_a_signature_pushed_later_heals_the_package(stack: Stack, tmp_path: Path
 
 def attest(stack: Stack, keys: Keys, ref: str, predicate_type: str) -> None:
     """Attach an in-toto attestation signed by ``keys``, as ``cosign attest --key`` does."""
-    from lockwright.cosign import attest_image, load_private_key
+    from lockwright.images.cosign import attest_image, load_private_key
     from lockwright.oci.client import RegistryClient
     from lockwright.oci.reference import parse
 

@@ -11,7 +11,7 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from lockwright.cosign import (
+from lockwright.images.cosign import (
     Attestation,
     KeyAuthority,
     SignatureError,
@@ -21,8 +21,8 @@ from lockwright.cosign import (
     sign_image,
     verify_image,
 )
-from lockwright.cosign.model import SIMPLE_SIGNING
-from lockwright.cosign.registry import tag_for
+from lockwright.images.cosign.model import SIMPLE_SIGNING
+from lockwright.images.cosign.registry import tag_for
 from lockwright.oci.auth import DockerAuths
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import Reference, parse

@@ -18,10 +18,10 @@ from typing import IO, Any
 
 import requests
 
-from lockwright.cosign import PrivateKey
-from lockwright.cosign.crypto import pae, sign
-from lockwright.cosign.model import BUNDLE_V03, COSIGN_SIGN_PREDICATE, INTOTO_PAYLOAD, OCI_EMPTY
-from lockwright.cosign.registry import tag_for
+from lockwright.images.cosign import PrivateKey
+from lockwright.images.cosign.crypto import pae, sign
+from lockwright.images.cosign.model import BUNDLE_V03, COSIGN_SIGN_PREDICATE, INTOTO_PAYLOAD, OCI_EMPTY
+from lockwright.images.cosign.registry import tag_for
 from lockwright.errors import InvalidPackage, PackageNotFound
 from lockwright.oci.reference import Reference
 from lockwright.oci.types import OCI_INDEX, OCI_MANIFEST, Call, Manifest
@@ -38,7 +38,7 @@ def digest_of(data: bytes) -> str:
 
 
 class FakeRegistry:
-    """The calls lockwright.cosign makes on a RegistryClient, answered from dicts."""
+    """The calls lockwright.images.cosign makes on a RegistryClient, answered from dicts."""
 
     def __init__(self, referrers_api: bool = False) -> None:
         self.blobs: dict[str, bytes] = {}
@@ -198,7 +198,7 @@ def _list_referrer(registry: Any, repository: Reference, digest: str, referrer: 
 def test_builders_write_bundles_sigstore_models_reads() -> None:
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    from lockwright.cosign.bundle import parse_bundle
+    from lockwright.images.cosign.bundle import parse_bundle
 
     key = ec.generate_private_key(ec.SECP256R1())
     assert parse_bundle(message_bundle(key, b"{}")).message_signature is not None

@@ -9,16 +9,16 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 
-from lockwright.cosign import (
+from lockwright.images.cosign import (
     SignatureError,
     generate_key_pair,
     load_private_key,
     load_public_key,
     public_pem,
 )
-from lockwright.cosign.crypto import sign, verifies
-from lockwright.cosign.encrypted import decrypt, encrypt
-from lockwright.cosign.keys import encrypted_private_pem, hash_algorithm, pem_blocks
+from lockwright.images.cosign.crypto import sign, verifies
+from lockwright.images.cosign.encrypted import decrypt, encrypt
+from lockwright.images.cosign.keys import encrypted_private_pem, hash_algorithm, pem_blocks
 
 
 def pkcs8(key: object) -> bytes:

@@ -11,7 +11,7 @@ import json
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from lockwright.cosign import (
+from lockwright.images.cosign import (
     PREDICATE_ALIASES,
     SignatureError,
     build_payload,
@@ -20,8 +20,8 @@ from lockwright.cosign import (
     public_pem,
     sign_image,
 )
-from lockwright.cosign.crypto import verifies
-from lockwright.cosign.payload import go_json, loads, payload_digest
+from lockwright.images.cosign.crypto import verifies
+from lockwright.images.cosign.payload import go_json, loads, payload_digest
 from lockwright.oci.reference import Reference, parse
 from tests.unit.test_cosign_builders import FakeRegistry, image
 

@@ -14,7 +14,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from lockwright.cosign import (
+from lockwright.images.cosign import (
     Attestation,
     KeyAuthority,
     SignatureError,
@@ -23,13 +23,13 @@ from lockwright.cosign import (
     load_public_key,
     public_pem,
 )
-from lockwright.cosign.bundle import parse_bundle
-from lockwright.cosign.candidates import dsse, simple_signing
-from lockwright.cosign.crypto import sign, verifies
-from lockwright.cosign.intoto import parse_envelope
-from lockwright.cosign.model import DSSE_ENVELOPE, SIGNATURE_ANNOTATION, SIMPLE_SIGNING
-from lockwright.cosign.registry import tag_for
-from lockwright.cosign.verify import verify_image
+from lockwright.images.cosign.bundle import parse_bundle
+from lockwright.images.cosign.candidates import dsse, simple_signing
+from lockwright.images.cosign.crypto import sign, verifies
+from lockwright.images.cosign.intoto import parse_envelope
+from lockwright.images.cosign.model import DSSE_ENVELOPE, SIGNATURE_ANNOTATION, SIMPLE_SIGNING
+from lockwright.images.cosign.registry import tag_for
+from lockwright.images.cosign.verify import verify_image
 from lockwright.oci.reference import parse
 from lockwright.oci.types import OCI_MANIFEST
 from tests.unit.test_cosign_builders import FakeRegistry, attach_bundle, digest_of

@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 
-from lockwright.cosign import (
+from lockwright.images.cosign import (
     Attestation,
     KeyAuthority,
     SignatureError,
@@ -19,8 +19,8 @@ from lockwright.cosign import (
     sign_image,
     verify_image,
 )
-from lockwright.cosign.model import MAX_CANDIDATES, SIMPLE_SIGNING
-from lockwright.cosign.registry import tag_for
+from lockwright.images.cosign.model import MAX_CANDIDATES, SIMPLE_SIGNING
+from lockwright.images.cosign.registry import tag_for
 from lockwright.errors import RegistryUnavailable
 from lockwright.oci.reference import Reference, parse
 from lockwright.oci.types import OCI_MANIFEST

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 import pydantic
 from sigstore_models.intoto import Envelope
 
-from lockwright.cosign.model import INTOTO_PAYLOAD, SignatureError
-from lockwright.cosign.payload import field, loads
+from lockwright.images.cosign.model import INTOTO_PAYLOAD, SignatureError
+from lockwright.images.cosign.payload import field, loads
 from lockwright.oci.reference import is_digest
 
 # cosign's `--type` aliases (cmd/cosign/cli/options/predicate.go).

@@ -15,18 +15,18 @@ from typing import Any
 
 import structlog
 
-from lockwright.cosign.crypto import pae, sign
-from lockwright.cosign.intoto import expand_predicate_type
-from lockwright.cosign.keys import PrivateKey
-from lockwright.cosign.model import (
+from lockwright.images.cosign.crypto import pae, sign
+from lockwright.images.cosign.intoto import expand_predicate_type
+from lockwright.images.cosign.keys import PrivateKey
+from lockwright.images.cosign.model import (
     DSSE_ENVELOPE,
     INTOTO_PAYLOAD,
     SIGNATURE_ANNOTATION,
     SIMPLE_SIGNING,
     SignatureError,
 )
-from lockwright.cosign.payload import build_payload, go_json
-from lockwright.cosign.registry import layers_of, optional_manifest, push_bytes, tag_for
+from lockwright.images.cosign.payload import build_payload, go_json
+from lockwright.images.cosign.registry import layers_of, optional_manifest, push_bytes, tag_for
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import Reference
 from lockwright.oci.types import OCI_MANIFEST

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 
 import structlog
 
-from lockwright.cosign.candidates import Candidate
-from lockwright.cosign.collect import Material
-from lockwright.cosign.intoto import expand_predicate_type
-from lockwright.cosign.keys import PublicKey, hash_algorithm, load_public_key
-from lockwright.cosign.model import KeyAuthority, SignatureError, Verified
-from lockwright.cosign.registry import tag_for
+from lockwright.images.cosign.candidates import Candidate
+from lockwright.images.cosign.collect import Material
+from lockwright.images.cosign.intoto import expand_predicate_type
+from lockwright.images.cosign.keys import PublicKey, hash_algorithm, load_public_key
+from lockwright.images.cosign.model import KeyAuthority, SignatureError, Verified
+from lockwright.images.cosign.registry import tag_for
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import Reference
 

@@ -12,7 +12,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
-from lockwright.cosign.keys import PrivateKey, PublicKey, hash_algorithm
+from lockwright.images.cosign.keys import PrivateKey, PublicKey, hash_algorithm
 
 
 def verifies(key: PublicKey, signature: bytes, message: bytes, hash_name: str) -> bool:

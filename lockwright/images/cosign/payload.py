@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from lockwright.cosign.model import COSIGN_SIGNATURE_TYPE, SignatureError
+from lockwright.images.cosign.model import COSIGN_SIGNATURE_TYPE, SignatureError
 from lockwright.oci.reference import Reference, is_digest
 
 

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from lockwright.cosign.bundle import bundle_candidate
-from lockwright.cosign.candidates import Candidate, dsse, simple_signing, unreadable
-from lockwright.cosign.intoto import parse_envelope
-from lockwright.cosign.model import (
+from lockwright.images.cosign.bundle import bundle_candidate
+from lockwright.images.cosign.candidates import Candidate, dsse, simple_signing, unreadable
+from lockwright.images.cosign.intoto import parse_envelope
+from lockwright.images.cosign.model import (
     BUNDLE_PREFIX,
     COSIGN_SIGN_PREDICATE,
     DSSE_ENVELOPE,
@@ -24,7 +24,7 @@ from lockwright.cosign.model import (
     SIMPLE_SIGNING,
     SignatureError,
 )
-from lockwright.cosign.registry import (
+from lockwright.images.cosign.registry import (
     layers_of,
     optional_manifest,
     read_blob,

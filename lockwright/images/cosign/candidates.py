@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 
 from sigstore_models.intoto import Envelope
 
-from lockwright.cosign.crypto import pae, verifies
-from lockwright.cosign.intoto import read_statement
-from lockwright.cosign.keys import PublicKey
-from lockwright.cosign.model import SignatureError
-from lockwright.cosign.payload import payload_digest
+from lockwright.images.cosign.crypto import pae, verifies
+from lockwright.images.cosign.intoto import read_statement
+from lockwright.images.cosign.keys import PublicKey
+from lockwright.images.cosign.model import SignatureError
+from lockwright.images.cosign.payload import payload_digest
 
 BAD_SIGNATURE = "signature does not verify with the public key"
 
@@ -31,7 +31,7 @@ class Candidate:
     """One signature or attestation, untrusted.
 
     Attributes:
-        evidence: where it was found, for :class:`~lockwright.cosign.model.Verified`.
+        evidence: where it was found, for :class:`~lockwright.images.cosign.model.Verified`.
         message: the bytes the signatures are over.
         signatures: raw signatures; one valid signature is enough.
         digests: the image digests the signed document names.

@@ -15,10 +15,10 @@ import pydantic
 from sigstore_models.bundle.v1 import Bundle
 from sigstore_models.common.v1 import HashAlgorithm, MessageSignature
 
-from lockwright.cosign.candidates import Candidate, dsse, message_signature, unreadable
-from lockwright.cosign.intoto import describe
-from lockwright.cosign.model import SignatureError
-from lockwright.cosign.payload import loads
+from lockwright.images.cosign.candidates import Candidate, dsse, message_signature, unreadable
+from lockwright.images.cosign.intoto import describe
+from lockwright.images.cosign.model import SignatureError
+from lockwright.images.cosign.payload import loads
 
 
 def parse_bundle(data: bytes) -> Bundle:

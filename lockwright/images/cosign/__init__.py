@@ -7,8 +7,8 @@ exist here: keyless verification needs online trust roots (Fulcio, Rekor, CT log
 transparency-log entries in bundles are not checked. Whatever cannot be verified fails.
 """
 
-from lockwright.cosign.intoto import PREDICATE_ALIASES, expand_predicate_type
-from lockwright.cosign.keys import (
+from lockwright.images.cosign.intoto import PREDICATE_ALIASES, expand_predicate_type
+from lockwright.images.cosign.keys import (
     PrivateKey,
     PublicKey,
     generate_key_pair,
@@ -16,10 +16,10 @@ from lockwright.cosign.keys import (
     load_public_key,
     public_pem,
 )
-from lockwright.cosign.model import Attestation, KeyAuthority, SignatureError, Verified
-from lockwright.cosign.payload import build_payload
-from lockwright.cosign.sign import attest_image, sign_image
-from lockwright.cosign.verify import verify_image
+from lockwright.images.cosign.model import Attestation, KeyAuthority, SignatureError, Verified
+from lockwright.images.cosign.payload import build_payload
+from lockwright.images.cosign.sign import attest_image, sign_image
+from lockwright.images.cosign.verify import verify_image
 
 __all__ = [
     "PREDICATE_ALIASES",

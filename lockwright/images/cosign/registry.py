@@ -20,7 +20,7 @@ from typing import Any
 
 import requests
 
-from lockwright.cosign.model import MAX_MANIFEST_BYTES, SignatureError
+from lockwright.images.cosign.model import MAX_MANIFEST_BYTES, SignatureError
 from lockwright.errors import InvalidPackage, PackageNotFound
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import Reference

@@ -17,7 +17,7 @@ from typing import Any
 import nacl.exceptions
 import nacl.secret
 
-from lockwright.cosign.model import SignatureError
+from lockwright.images.cosign.model import SignatureError
 
 # cosign's own parameters (go-securesystemslib's defaults when cosign writes a key).
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 32768, 8, 1
