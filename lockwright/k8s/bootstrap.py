@@ -209,6 +209,17 @@ def bootstrap(kube: Kube, namespace: str) -> BootstrapReport:
     return report
 
 
+def bootstrap_at(kubeconfig: str, namespace: str) -> BootstrapReport:
+    """:func:`bootstrap` over a connection of its own (see :meth:`Kube.connect`).
+
+    Args:
+        kubeconfig: the kubeconfig setting; empty for in-cluster or ~/.kube/config.
+        namespace: the system namespace.
+    """
+    with Kube.connect(kubeconfig) as kube:
+        return bootstrap(kube, namespace)
+
+
 def install_command(args: argparse.Namespace) -> int:
     """Handler of ``lockwright crds install``."""
     from lockwright.log import configure
@@ -221,8 +232,7 @@ def install_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        with Kube.connect(settings.kubeconfig) as kube:
-            report = bootstrap(kube, settings.system_namespace)
+        report = bootstrap_at(settings.kubeconfig, settings.system_namespace)
     except PermissionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
