@@ -67,7 +67,7 @@ import yaml
 
 from benchmarks.common import provider_meta, quiet_logs, run_title, workdir
 from benchmarks.crdgen import crd_sizes, make_crd
-from tests.helpers import free_port
+from tests.helpers import api_client, free_port
 from worker import devstack
 from worker.stack import Stack, StackError
 
@@ -341,7 +341,7 @@ class Bench:
     def __post_init__(self) -> None:
         from kubernetes import client
 
-        self.custom = client.CustomObjectsApi(self.settings.kube_api_client())
+        self.custom = client.CustomObjectsApi(api_client(self.settings.kubeconfig))
         self.floor = Floor(self.settings.kubeconfig, self.settings.insecure_registries[0],
                            self.work / "floor", self.settings.system_namespace)
 
@@ -677,7 +677,7 @@ async def start_stack(stack: Stack, opts: devstack.UpOptions,
                       tuning: dict[str, float]) -> Any:
     from temporalio.client import Client
 
-    from lockwright.k8s.bootstrap import bootstrap
+    from lockwright.k8s.bootstrap import bootstrap_at
     from lockwright.settings import Settings
 
     address = await devstack.start_temporal(stack, opts)
@@ -690,8 +690,7 @@ async def start_stack(stack: Stack, opts: devstack.UpOptions,
                         kubeconfig=kubeconfig, cache_dir=str(opts.state_dir / "cache"),
                         insecure_registries=(registry,), resync_seconds=600,
                         tuning=json.dumps(tuning))
-    with settings.kube_api_client() as api_client:
-        await asyncio.to_thread(bootstrap, api_client, settings.system_namespace)
+    await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace)
     client = await Client.connect(address)
     await devstack.start_worker(stack, settings, client, opts.timeout)
     await devstack.start_watcher(stack, settings, opts.timeout)

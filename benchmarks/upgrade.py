@@ -76,6 +76,7 @@ from benchmarks.install import (
     tally,
     write_package_root,
 )
+from tests.helpers import api_client
 
 if TYPE_CHECKING:
     from lockwright.objects.establish import Revision
@@ -208,7 +209,7 @@ class Switchover:
     def __init__(self, settings: Any, name: str, runtimes_only: bool = False) -> None:
         from kubernetes import client
 
-        self.name, self.api = name, settings.kube_api_client()
+        self.name, self.api = name, api_client(settings.kubeconfig)
         self.cond = threading.Condition()
         self.deployments: dict[str, bool] = {}  # name → Available
         # (time, Deployments Available, Deployments) after each event

@@ -21,7 +21,7 @@ from commands.settings import add_arguments
 
 def _crds_install(args: argparse.Namespace) -> int:
     """Handler of ``lockwright crds install``."""
-    from lockwright.k8s.bootstrap import bootstrap
+    from lockwright.k8s.bootstrap import bootstrap_at
     from lockwright.log import configure
     from lockwright.settings import SettingsError, from_args
 
@@ -32,8 +32,7 @@ def _crds_install(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        with settings.kube_api_client() as api_client:
-            report = bootstrap(api_client, settings.system_namespace)
+        report = bootstrap_at(settings.kubeconfig, settings.system_namespace)
     except PermissionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

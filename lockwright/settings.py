@@ -52,7 +52,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("task_queue", "--task-queue", "LOCKWRIGHT_TASK_QUEUE", "lockwright",
          "Temporal task queue of workflows and activities"),
     Spec("kubeconfig", "--kubeconfig", "KUBECONFIG", "",
-         "kubeconfig file (default: in-cluster service account)"),
+         "kubeconfig file (default: the in-cluster service account in a Pod, "
+         "else ~/.kube/config)"),
     Spec("system_namespace", "--system-namespace", "LOCKWRIGHT_SYSTEM_NAMESPACE",
          "crossplane-system", "namespace for runtimes, TLS and pull secrets"),
     Spec("cache_dir", "--cache-dir", "LOCKWRIGHT_CACHE_DIR", "",
@@ -144,19 +145,6 @@ class Settings:
         if not self.kubeconfig:
             del out["KUBECONFIG"]
         return out
-
-    def kube_api_client(self) -> Any:
-        """Return a ``kubernetes.client.ApiClient`` for the kubeconfig, else in-cluster."""
-        from kubernetes import client, config
-
-        configuration = client.Configuration()
-        if self.kubeconfig:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=self.kubeconfig, client_configuration=configuration)
-        else:
-            config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration)
-        return client.ApiClient(configuration)
 
 
 def _fail(name: str, problem: str, fix: str) -> SettingsError:

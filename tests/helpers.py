@@ -7,7 +7,7 @@ import time
 import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from controlplane.ports import free_port as free_port, port_free as port_free
 
@@ -56,6 +56,18 @@ async def wait_for_async(predicate: Callable[[], Awaitable[T]], timeout: float =
             raise AssertionError(f"timed out after {timeout}s waiting for {what}"
                                  + (f"; last error: {last_exc!r}" if last_exc else ""))
         await asyncio.sleep(interval)
+
+
+def api_client(kubeconfig: str) -> Any:
+    """The official client's ``ApiClient`` for ``kubeconfig``, for tests that read a cluster
+    through the typed APIs (lockwright itself connects with ``lockwright.k8s.Kube``)."""
+    # Imported here: most tests using these helpers never reach a cluster, and the client
+    # is slow to import.
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    return client.ApiClient(configuration)
 
 
 def traced_peak(call: Callable[[], T]) -> tuple[T, int]:

@@ -25,9 +25,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from controlplane.ports import port_free
+from lockwright.k8s import Kube
 from lockwright.settings import Settings
 from worker.stack import (
     POLL_S,
@@ -260,12 +261,10 @@ async def kubectl(kubeconfig: str, *args: str) -> str:
     return text
 
 
-def _conditions(kubeconfig: str, name: str) -> dict[str, dict[str, Any]]:
-    with Settings(kubeconfig=kubeconfig).kube_api_client() as api_client:
-        from kubernetes import client
-
-        obj: dict[str, Any] = cast(dict[str, Any], client.CustomObjectsApi(
-            api_client).get_cluster_custom_object("pkg.crossplane.io", "v1", "providers", name))
+def _conditions(kube: Kube, name: str) -> dict[str, dict[str, Any]]:
+    obj = kube.get("pkg.crossplane.io/v1", "Provider", name)
+    if obj is None:
+        raise StackError(f"Provider {name} is gone")
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
 
 
@@ -273,11 +272,13 @@ async def wait_healthy(stack: Stack, kubeconfig: str, name: str, timeout: float)
     """Wait until Provider ``name`` is Installed and Healthy; print conditions on timeout."""
     deadline = time.monotonic() + timeout
     conditions: dict[str, dict[str, Any]] = {}
-    while time.monotonic() < deadline:
-        conditions = await asyncio.to_thread(_conditions, kubeconfig, name)
-        if all(conditions.get(t, {}).get("status") == "True" for t in ("Installed", "Healthy")):
-            return
-        await asyncio.sleep(POLL_S * 3)  # poll interval of a readiness check with a deadline
+    with Kube.connect(kubeconfig) as kube:
+        while time.monotonic() < deadline:
+            conditions = await asyncio.to_thread(_conditions, kube, name)
+            if all(conditions.get(t, {}).get("status") == "True"
+                   for t in ("Installed", "Healthy")):
+                return
+            await asyncio.sleep(POLL_S * 3)  # poll interval of a readiness check with a deadline
     shown = json.dumps(list(conditions.values()), indent=2)
     logs = "\n".join(f"--- {c.name} ({c.log}):\n{c.tail(20)}" for c in stack.children
                      if c.name in ("worker", "watcher"))
@@ -315,7 +316,7 @@ async def up(opts: UpOptions, stop: asyncio.Event) -> int:
 async def _start_stack(stack: Stack, opts: UpOptions) -> Settings:
     from temporalio.client import Client
 
-    from lockwright.k8s.bootstrap import bootstrap
+    from lockwright.k8s.bootstrap import bootstrap_at
 
     address = await start_temporal(stack, opts)
     _step(f"Temporal dev server on {address} (UI http://127.0.0.1:{opts.temporal_port + 1000})")
@@ -330,8 +331,7 @@ async def _start_stack(stack: Stack, opts: UpOptions) -> Settings:
     settings = Settings(temporal_address=address, task_queue=opts.task_queue,
                         kubeconfig=kubeconfig, cache_dir=str(opts.state_dir / "cache"),
                         insecure_registries=(registry,), resync_seconds=600)
-    with settings.kube_api_client() as api_client:
-        await asyncio.to_thread(bootstrap, api_client, settings.system_namespace)
+    await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace)
     _step("CRDs, namespace crossplane-system, DeploymentRuntimeConfig default, Lock lock")
     client = await Client.connect(address)
     await start_worker(stack, settings, client, opts.timeout)

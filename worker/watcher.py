@@ -1,8 +1,9 @@
 """``lockwright watcher``: turn Kubernetes changes into ``look_again`` signals.
 
 Thin by design: one thread per watched resource lists, then watches from the list's
-``resourceVersion`` (bookmarks on), resumes from the last version seen after a dropped
-stream, relists on ``410 Gone`` and relists with ``signal_all`` every resync interval.
+``resourceVersion`` (bookmarks on; :mod:`lockwright.k8s.watch`), resumes from the last
+version seen after a dropped stream, relists on ``410 Gone`` (``KubeGone``) and relists
+with ``signal_all`` every resync interval.
 Secrets are watched in the system namespace only and as metadata only (``as=PartialObject
 Metadata``), and whatever a server sends is cut down to a few metadata fields before it
 leaves the stream, so no Secret data reaches the index, the signals or the logs. The
@@ -22,10 +23,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from typing import Any
 
 import structlog
 
+from lockwright.errors import KubeGone
+from lockwright.k8s import Kube
+from lockwright.k8s.watch import BOOKMARK, Watch, list_all, watch
 from lockwright.settings import Settings
 from worker.common import Backoff
 from worker.targets import RESOURCES, Index, Obj, Resource, Target, in_namespace
@@ -34,16 +39,7 @@ log = structlog.get_logger("lockwright.watcher")
 
 WATCH_TIMEOUT_S = 300
 SIGNALLERS = 8
-LIST_PAGE = 500
 SYNCED_EVENT = "watcher synced"  # logged once every resource was listed; dev up waits on it
-JSON = "application/json"
-# kube-apiserver answers these with PartialObjectMetadata[List]: metadata, never contents
-METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-
-
-class Gone(Exception):
-    """The watch's resourceVersion is older than the server keeps: relist."""
 
 
 @dataclass(frozen=True)
@@ -73,31 +69,23 @@ class Stream:
     """List-then-watch loop of one resource, run in its own thread."""
 
     res: Resource
-    api_client: Any
+    kube: Kube
     emit: Callable[[Message], None]
     stop: threading.Event
     resync_s: float
     rv: str = ""
-    _resp: Any = field(default=None, repr=False)
+    _watch: Watch | None = field(default=None, init=False, repr=False)
+    _why: str = field(default="start", init=False, repr=False)  # of the next list
+    _signal_all: bool = field(default=True, init=False, repr=False)  # next list's
+    _resync_at: float = field(default=float("inf"), init=False, repr=False)
 
     def run(self) -> None:
         """Loop until ``stop``: (re)list when needed, otherwise watch from ``rv``."""
-        backoff, why, signal_all = Backoff(), "start", True
-        resync_at = float("inf")
+        backoff = Backoff()
         while not self.stop.is_set():
             try:
-                if not self.rv:
-                    self.emit(Synced(self.res, self._list(), signal_all, why))
-                    if signal_all and self.resync_s:
-                        resync_at = time.monotonic() + self.resync_s
-                self._watch(resync_at)
-                backoff.reset()
-                signal_all = False
-                if time.monotonic() >= resync_at:
-                    self.rv, why, signal_all = "", "resync", True
-            except Gone as exc:
-                log.info("relist", kind=self.res.kind, reason="410 Gone", detail=str(exc)[:200])
-                self.rv, why, signal_all = "", "relist after 410", False
+                if self._round():
+                    backoff.reset()
             except Exception as exc:  # noqa: BLE001 - any failure: back off, resume from rv
                 if self.stop.is_set():
                     return
@@ -106,106 +94,52 @@ class Stream:
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
                 self.stop.wait(delay)
 
-    def _get(self, query: list[tuple[str, Any]], accept: str, timeout: Any) -> Any:
-        """GET the resource's collection and return the raw, unread urllib3 response.
-
-        One request path for custom and core resources (``Resource.path``), and it lets a
-        metadata-only resource set the Accept header, which the generated APIs do not
-        offer uniformly. Non-2xx answers raise ``ApiException`` as the generated APIs do.
-        """
-        params = [(k, v) for k, v in query if v is not None]
-        return raw_get(self.api_client, self.res.path, params, {"Accept": accept}, timeout)
-
-    def _page(self, token: str | None) -> Obj:
-        """One page of the list, as JSON."""
-        accept = METADATA_LIST if self.res.metadata_only else JSON
-        resp = self._get([("limit", LIST_PAGE), ("continue", token)], accept, 60)
+    def _round(self) -> bool:
+        """List if needed, then watch; False when the watch's version was gone (relist)."""
+        if not self.rv:
+            self._list()
         try:
-            page: Obj = json.loads(resp.data)
-            return page
-        finally:
-            resp.release_conn()
+            self._follow(self._resync_at)
+        except KubeGone as exc:
+            log.info("relist", kind=self.res.kind, reason="410 Gone", detail=str(exc)[:200])
+            self.rv, self._why, self._signal_all = "", "relist after 410", False
+            return False
+        self._signal_all = False
+        if time.monotonic() >= self._resync_at:
+            self.rv, self._why, self._signal_all = "", "resync", True
+        return True
 
-    def _list(self) -> list[Obj]:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            page = self._page(token)
-            items += [self.res.keep(o) for o in page.get("items") or []]
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                self.rv = str(page["metadata"]["resourceVersion"])
-                return items
+    def _list(self) -> None:
+        listing = list_all(self.kube, self.res.path, metadata_only=self.res.metadata_only,
+                           keep=self.res.keep)
+        self.rv = listing.resource_version
+        self.emit(Synced(self.res, listing.items, self._signal_all, self._why))
+        if self._signal_all and self.resync_s:
+            self._resync_at = time.monotonic() + self.resync_s
 
-    def _watch(self, until: float) -> None:
-        from kubernetes.client.exceptions import ApiException
-
+    def _follow(self, until: float) -> None:
         timeout = int(max(1, min(WATCH_TIMEOUT_S, until - time.monotonic())))
-        # "true" as text: older clients would send Python's "True", which not all servers take
-        query = [("watch", "true"), ("resourceVersion", self.rv),
-                 ("allowWatchBookmarks", "true"), ("timeoutSeconds", timeout)]
+        self._watch = watch(self.kube, self.res.path, self.rv, timeout,
+                            metadata_only=self.res.metadata_only)
         try:
-            self._resp = self._get(query, METADATA_WATCH if self.res.metadata_only else JSON,
-                                   (10, timeout + 30))
-        except ApiException as exc:
-            if exc.status == 410:
-                raise Gone(str(exc.reason)) from exc
-            raise
-        try:
-            self._follow(self._resp)
+            with self._watch as events:
+                for event in events:
+                    if self.stop.is_set():
+                        return
+                    self.rv = event.resource_version or self.rv
+                    if event.type != BOOKMARK:
+                        self.emit(Changed(self.res, event.type, self.res.keep(event.obj)))
         finally:
-            self._resp.release_conn()
-            self._resp = None
-
-    def _follow(self, resp: Any) -> None:
-        from kubernetes.watch.watch import iter_resp_lines
-
-        for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
-            if self.stop.is_set():
-                return
-            if not line.strip():
-                continue
-            event = json.loads(line)
-            kind, obj = event.get("type"), event.get("object") or {}
-            if kind == "ERROR":
-                if obj.get("code") == 410:
-                    raise Gone(str(obj.get("message", "")))
-                raise RuntimeError(f"watch error: {str(obj.get('message', obj))[:200]}")
-            self.rv = str((obj.get("metadata") or {}).get("resourceVersion") or self.rv)
-            if kind != "BOOKMARK":
-                self.emit(Changed(self.res, str(kind), self.res.keep(obj)))
+            self._watch = None
 
     def interrupt(self) -> None:
         """Unblock a thread waiting on its watch stream (used at shutdown)."""
-        resp = self._resp
-        if resp is not None:
+        stream = self._watch
+        if stream is not None:
             try:
-                resp.shutdown()
+                stream.interrupt()
             except Exception as exc:  # noqa: BLE001 - best effort: the thread is a daemon
                 log.debug("interrupt failed", kind=self.res.kind, error=str(exc)[:200])
-
-
-def raw_get(api: Any, path: str, query: list[tuple[str, Any]], headers: dict[str, str],
-            timeout: Any) -> Any:
-    """GET ``path`` through the client's ``ApiClient`` (its auth, TLS and pool), unread.
-
-    kubernetes >= 36 (openapi-generator 7) splits requests into ``param_serialize`` and
-    ``call_api`` and leaves status checks to the caller; older clients (``kubernetes>=30``
-    is allowed) take everything in one ``call_api`` and raise ``ApiException`` themselves.
-    """
-    from kubernetes.client.exceptions import ApiException
-
-    if not hasattr(api, "param_serialize"):
-        return api.call_api(path, "GET", query_params=query, header_params=headers,
-                            auth_settings=["BearerToken"], _return_http_data_only=True,
-                            _preload_content=False, _request_timeout=timeout)
-    request = api.param_serialize("GET", path, query_params=query, header_params=headers,
-                                  auth_settings=["BearerToken"])
-    resp = api.call_api(*request, _request_timeout=timeout)
-    if not 200 <= resp.status <= 299:
-        resp.read()
-        raise ApiException.from_response(http_resp=resp, body=None, data=None)
-    return resp.response
 
 
 def workflow_tuning(raw: str) -> Any:
@@ -225,10 +159,11 @@ class Watcher:
     """Streams plus the signal-with-start side; run with :meth:`run`."""
 
     def __init__(self, settings: Settings, client: Any,
-                 api_client_factory: Callable[[], Any] | None = None,
+                 kube_factory: Callable[[], Kube] | None = None,
                  resources: tuple[Resource, ...] = RESOURCES) -> None:
         self.settings, self.client = settings, client
-        self._factory = api_client_factory or settings.kube_api_client
+        # One connection per stream: each holds a watch open for minutes at a time.
+        self._factory = kube_factory or partial(Kube.connect, settings.kubeconfig)
         self.resources = in_namespace(resources, settings.system_namespace)
         self.index = Index(task_queue=settings.task_queue)
         self.stats: Counter[str] = Counter()

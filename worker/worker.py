@@ -34,16 +34,18 @@ BOOTSTRAP_TIMEOUT_S = 60.0
 async def bootstrap_cluster(settings: Settings, timeout: float = BOOTSTRAP_TIMEOUT_S) -> None:
     """Run :func:`lockwright.k8s.bootstrap.bootstrap`, retrying while the API is unreachable.
 
+    Each attempt connects afresh (:meth:`lockwright.k8s.Kube.connect`), so a kubeconfig or
+    service account that appears meanwhile is picked up.
+
     Raises:
         RuntimeError: the cluster did not accept the bootstrap within ``timeout``.
     """
-    from lockwright.k8s.bootstrap import bootstrap
+    from lockwright.k8s.bootstrap import bootstrap_at
 
     deadline, backoff = time.monotonic() + timeout, Backoff()
     while True:
         try:
-            with settings.kube_api_client() as api_client:
-                await asyncio.to_thread(bootstrap, api_client, settings.system_namespace)
+            await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace)
             return
         except Exception as exc:
             if time.monotonic() > deadline:

@@ -1,6 +1,11 @@
 """The Kubernetes seam: :class:`Kube` over the official client, errors mapped once.
 
-Nothing outside this package imports ``kubernetes``; activities take a :class:`Kube`.
+Reads and writes (:mod:`.client`), list-and-watch (:mod:`.watch`), the bootstrap of CRDs
+and system objects (:mod:`.bootstrap`), and the one kubeconfig loader
+(:meth:`Kube.connect`: the kubeconfig given, else in-cluster in a Pod, else
+``~/.kube/config``). Nothing outside this package imports ``kubernetes`` (an
+import-linter contract in pyproject.toml holds to it); activities, the worker and the
+watcher take a :class:`Kube`.
 """
 
 from lockwright.k8s.client import Kube, Obj

@@ -16,17 +16,28 @@ from typing import Any
 
 import structlog
 
+from lockwright.errors import KubeConflict, KubeForbidden, KubeNotFound
+from lockwright.k8s.client import Kube
 from lockwright.k8s.crds import load_crds
+from lockwright.k8s.discovery import Resource
 
 log = structlog.get_logger("lockwright.k8s.bootstrap")
 
 HASH_ANNOTATION = "lockwright.dev/manifest-sha256"
 PKG_GROUP, PKG_BETA = "pkg.crossplane.io", "v1beta1"
 CRD_GROUP, CRD_VERSION, CRD_PLURAL = "apiextensions.k8s.io", "v1", "customresourcedefinitions"
+CRD_API, CRD_KIND = f"{CRD_GROUP}/{CRD_VERSION}", "CustomResourceDefinition"
+PKG_API = f"{PKG_GROUP}/{PKG_BETA}"
 DEFAULT_DRC = "default"
 LOCK_NAME = "lock"
 ESTABLISH_TIMEOUT_S = 60.0
 _CAS_ATTEMPTS = 5
+# Written the moment their CRDs are Established, which discovery may serve a little later.
+KINDS = (Resource(CRD_API, CRD_KIND, CRD_PLURAL, namespaced=False),
+         Resource("v1", "Namespace", "namespaces", namespaced=False),
+         Resource(PKG_API, "DeploymentRuntimeConfig", "deploymentruntimeconfigs",
+                  namespaced=False),
+         Resource(PKG_API, "Lock", "locks", namespaced=False))
 
 
 @dataclass
@@ -55,42 +66,47 @@ def _with_hash(crd: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _status(exc: BaseException) -> int:
-    return int(getattr(exc, "status", 0) or 0)
-
-
-def ensure_crd(api: Any, crd: dict[str, Any], current: dict[str, Any] | None = None) -> str:
+def ensure_crd(kube: Kube, crd: dict[str, Any], current: dict[str, Any] | None = None) -> str:
     """Create or update one CRD; returns ``created``, ``updated`` or ``unchanged``.
 
     Args:
-        api: a ``CustomObjectsApi``.
+        kube: the connection.
         crd: the desired CRD.
         current: the stored CRD if already read (saves a request), else None.
     """
-    from kubernetes.client.exceptions import ApiException
-
     desired = _with_hash(crd)
     name, want = crd["metadata"]["name"], desired["metadata"]["annotations"][HASH_ANNOTATION]
     for _ in range(_CAS_ATTEMPTS):
         if current is None:
-            try:
-                api.create_cluster_custom_object(CRD_GROUP, CRD_VERSION, CRD_PLURAL, desired)
+            current = _create_or_read(kube, desired)
+            if current is None:
                 return "created"
-            except ApiException as exc:
-                if _status(exc) != 409:
-                    raise
-            current = api.get_cluster_custom_object(CRD_GROUP, CRD_VERSION, CRD_PLURAL, name)
         if (current["metadata"].get("annotations") or {}).get(HASH_ANNOTATION) == want:
             return "unchanged"
         desired["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:
-            api.replace_cluster_custom_object(CRD_GROUP, CRD_VERSION, CRD_PLURAL, name, desired)
+            kube.update(desired)
             return "updated"
-        except ApiException as exc:
-            if _status(exc) not in (404, 409):  # raced with another writer: read again
-                raise
-        current = None
+        except (KubeNotFound, KubeConflict):  # raced with another writer: read again
+            current = None
     raise RuntimeError(f"CRD {name}: gave up after {_CAS_ATTEMPTS} conflicting writes")
+
+
+def _create_or_read(kube: Kube, crd: dict[str, Any]) -> dict[str, Any] | None:
+    """None once ``crd`` is created; the stored one when its name was taken.
+
+    Raises:
+        KubeNotFound: the stored one went again before it could be read.
+    """
+    try:
+        kube.create(crd)
+        return None
+    except KubeConflict:
+        stored = kube.get(CRD_API, CRD_KIND, crd["metadata"]["name"])
+    if stored is None:
+        raise KubeNotFound(f"CRD {crd['metadata']['name']} was deleted while being read",
+                           404, "NotFound")
+    return stored
 
 
 def _established(crd: dict[str, Any]) -> bool:
@@ -98,16 +114,15 @@ def _established(crd: dict[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
-def _stored_crds(api: Any) -> dict[str, dict[str, Any]]:
-    listed = api.list_cluster_custom_object(CRD_GROUP, CRD_VERSION, CRD_PLURAL)
-    return {item["metadata"]["name"]: item for item in listed.get("items", [])}
+def _stored_crds(kube: Kube) -> dict[str, dict[str, Any]]:
+    return {item["metadata"]["name"]: item for item in kube.list(CRD_API, CRD_KIND)}
 
 
-def wait_established(api: Any, names: list[str], timeout: float = ESTABLISH_TIMEOUT_S) -> None:
+def wait_established(kube: Kube, names: list[str], timeout: float = ESTABLISH_TIMEOUT_S) -> None:
     """Poll the CRDs until each is ``Established``; raise ``TimeoutError`` past the deadline."""
     deadline, delay = time.monotonic() + timeout, 0.02
     while True:
-        stored = _stored_crds(api)
+        stored = _stored_crds(kube)
         pending = [n for n in names if not _established(stored.get(n, {}))]
         if not pending:
             return
@@ -117,54 +132,42 @@ def wait_established(api: Any, names: list[str], timeout: float = ESTABLISH_TIME
         delay = min(delay * 2, 0.5)
 
 
-def install_crds(api_client: Any, report: BootstrapReport | None = None) -> BootstrapReport:
+def install_crds(kube: Kube, report: BootstrapReport | None = None) -> BootstrapReport:
     """Apply every packaged CRD and wait until all are Established."""
-    from kubernetes import client
-
     report = report or BootstrapReport()
-    api = client.CustomObjectsApi(api_client)
-    crds, stored = load_crds(), _stored_crds(api)
+    kube.discovery.know(*KINDS)
+    crds, stored = load_crds(), _stored_crds(kube)
     for crd in crds:
         name = crd["metadata"]["name"]
-        outcome = ensure_crd(api, crd, stored.get(name))
+        outcome = ensure_crd(kube, crd, stored.get(name))
         report.record(outcome, f"crd/{name}")
         log.debug("crd", name=name, outcome=outcome)
-    wait_established(api, [c["metadata"]["name"] for c in crds])
+    wait_established(kube, [c["metadata"]["name"] for c in crds])
     return report
 
 
-def _create_if_missing(create: Any, *args: Any) -> str:
-    from kubernetes.client.exceptions import ApiException
-
+def _create_if_missing(kube: Kube, obj: dict[str, Any]) -> str:
     try:
-        create(*args)
+        kube.create(obj)
         return "created"
-    except ApiException as exc:
-        if _status(exc) == 409:
-            return "unchanged"
-        raise
+    except KubeConflict:
+        return "unchanged"
 
 
-def _ensure_namespace(core: Any, name: str) -> str:
+def _ensure_namespace(kube: Kube, name: str) -> str:
     """The system namespace, read first: where it exists (deploy/ makes it), lockwright
     needs no right to create namespaces; created when missing.
 
     Raises:
         PermissionError: it is missing and this identity may not create it.
     """
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        core.read_namespace(name)
+    if kube.get("v1", "Namespace", name) is not None:
         return "unchanged"
-    except ApiException as exc:
-        if _status(exc) != 404:
-            raise
     try:
-        return _create_if_missing(core.create_namespace, {
+        return _create_if_missing(kube, {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    except ApiException as exc:
-        if _status(exc) != 403:
+    except KubeForbidden as exc:
+        if exc.status != 403:
             raise
         raise PermissionError(
             f"the system namespace {name} does not exist and this identity may not create "
@@ -172,38 +175,44 @@ def _ensure_namespace(core: Any, name: str) -> str:
             "LOCKWRIGHT_SYSTEM_NAMESPACE to one that exists") from None
 
 
-def ensure_system_objects(api_client: Any, namespace: str,
+def ensure_system_objects(kube: Kube, namespace: str,
                           report: BootstrapReport | None = None) -> BootstrapReport:
     """Create the system namespace, the ``default`` DRC and the ``lock`` Lock if missing."""
-    from kubernetes import client
-
     report = report or BootstrapReport()
-    core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
-    report.record(_ensure_namespace(core, namespace), f"namespace/{namespace}")
-    drc = {"apiVersion": f"{PKG_GROUP}/{PKG_BETA}", "kind": "DeploymentRuntimeConfig",
+    kube.discovery.know(*KINDS)
+    report.record(_ensure_namespace(kube, namespace), f"namespace/{namespace}")
+    drc = {"apiVersion": PKG_API, "kind": "DeploymentRuntimeConfig",
            "metadata": {"name": DEFAULT_DRC}, "spec": {}}
-    report.record(_create_if_missing(custom.create_cluster_custom_object, PKG_GROUP, PKG_BETA,
-                                     "deploymentruntimeconfigs", drc),
-                  f"deploymentruntimeconfig/{DEFAULT_DRC}")
-    lock = {"apiVersion": f"{PKG_GROUP}/{PKG_BETA}", "kind": "Lock",
+    report.record(_create_if_missing(kube, drc), f"deploymentruntimeconfig/{DEFAULT_DRC}")
+    lock = {"apiVersion": PKG_API, "kind": "Lock",
             "metadata": {"name": LOCK_NAME}, "packages": []}
-    report.record(_create_if_missing(custom.create_cluster_custom_object, PKG_GROUP, PKG_BETA,
-                                     "locks", lock), f"lock/{LOCK_NAME}")
+    report.record(_create_if_missing(kube, lock), f"lock/{LOCK_NAME}")
     return report
 
 
-def bootstrap(api_client: Any, namespace: str) -> BootstrapReport:
+def bootstrap(kube: Kube, namespace: str) -> BootstrapReport:
     """Install the CRDs, then the system objects that depend on them.
 
     Args:
-        api_client: a ``kubernetes.client.ApiClient``.
+        kube: the connection (see :meth:`Kube.connect`).
         namespace: the system namespace (``crossplane-system`` by default).
 
     Returns:
         What was created, updated or left unchanged.
     """
-    report = install_crds(api_client)
-    ensure_system_objects(api_client, namespace, report)
+    report = install_crds(kube)
+    ensure_system_objects(kube, namespace, report)
     log.info("bootstrap done", created=len(report.created), updated=len(report.updated),
              unchanged=len(report.unchanged), namespace=namespace)
     return report
+
+
+def bootstrap_at(kubeconfig: str, namespace: str) -> BootstrapReport:
+    """:func:`bootstrap` over a connection of its own (see :meth:`Kube.connect`).
+
+    Args:
+        kubeconfig: the kubeconfig setting; empty for in-cluster or ~/.kube/config.
+        namespace: the system namespace.
+    """
+    with Kube.connect(kubeconfig) as kube:
+        return bootstrap(kube, namespace)

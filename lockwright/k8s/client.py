@@ -4,13 +4,18 @@ Objects are plain dicts (what the API sends), addressed by ``apiVersion`` and ``
 plural comes from discovery. Every failure leaves as one of the errors in
 ``lockwright.errors`` (see :mod:`lockwright.k8s.errors`). The generated typed APIs are not
 used: they cannot address CRDs, and their models would be converted back to dicts anyway.
+Below the objects, :meth:`Kube.list_pages` and :meth:`Kube.stream` reach a collection by
+its REST path, for list-and-watch (:mod:`lockwright.k8s.watch`).
+
+:meth:`Kube.connect` is the one place a kubeconfig is loaded.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import orjson
 import structlog
@@ -22,13 +27,14 @@ from kubernetes.client import rest as krest
 from lockwright.errors import KubeAlreadyExists, KubeNotFound, LockwrightError
 from lockwright.k8s import events
 from lockwright.k8s.discovery import Discovery, Resource
-from lockwright.k8s.errors import status_error, unavailable
+from lockwright.k8s.errors import answered, status_error
 
 Obj = dict[str, Any]
 log = structlog.get_logger(__name__)
 # The client is untyped; these aliases keep that at the edge of this module.
 _loader: Any = kconfig
 
+JSON = "application/json"
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -37,6 +43,9 @@ PATCH_TYPES = {
 APPLY_TYPE = "application/apply-patch+yaml"
 PAGE = 500
 DRY_RUN = ("dryRun", "All")
+#: Seconds for the whole request, or (connecting, each read) as urllib3 takes them.
+Timeout = float | tuple[float, float]
+Query = list[tuple[str, str]]
 
 
 #: One page of a list (a module-level name: ``Kube.list`` shadows ``list`` in the class).
@@ -64,18 +73,41 @@ class Kube:
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, timeout: float = 30.0) -> Kube:
-        """Connect from ``kubeconfig``, else in-cluster when running in a Pod, else ~/.kube."""
+        """Connect with the first of: the kubeconfig given, the Pod's service account, ~/.kube.
+
+        In that order: ``kubeconfig`` when given (``Settings.kubeconfig``, which
+        ``--kubeconfig`` or ``$KUBECONFIG`` set); else the in-cluster service account when
+        running in a Pod (``KUBERNETES_SERVICE_HOST`` is set); else the client's default
+        kubeconfig (``$KUBECONFIG`` as the process started, else ``~/.kube/config``).
+
+        Args:
+            kubeconfig: a kubeconfig path (or ``:``-separated paths); empty or None when
+                none was configured.
+            timeout: seconds for connecting and for each response.
+
+        Raises:
+            Exception: the client's ``ConfigException`` (or an ``OSError``) when the chosen
+                source cannot be loaded.
+        """
         configuration = kclient.Configuration()
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
             _loader.load_incluster_config(client_configuration=configuration)
         else:
-            _loader.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+            _loader.load_kube_config(config_file=kubeconfig or None,
+                                     client_configuration=configuration)
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 32)
         return cls(kclient.ApiClient(configuration), timeout)
 
     def close(self) -> None:
         """Release the connection pool."""
         self._api.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
     def dry_runs(self) -> Kube:
         """This connection, with every write a server-side dry run (``dryRun=All``).
@@ -89,22 +121,16 @@ class Kube:
         return view
 
     # --- transport ----------------------------------------------------------------------
-    def _call(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
-              body: Any = None, content_type: str = "application/json",
-              dry_run: bool = False) -> Obj:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+    def _call(self, method: str, path: str, query: Query | None = None,
+              body: Any = None, content_type: str = JSON, dry_run: bool = False, *,
+              accept: str = JSON, timeout: Timeout | None = None) -> Obj:
+        headers = {"Accept": accept, "Content-Type": content_type}
         if (dry_run or self._dry_run) and method != "GET":
             query = [*(query or []), DRY_RUN]
-        # The body stays out of param_serialize: it walks every node of the dict, and the
-        # client then json.dumps it; a 2,000-CRD package paid that twice per object.
-        verb, url, hdrs, _, _ = self._api.param_serialize(
-            method, path, query_params=query or [], header_params=headers,
-            auth_settings=["BearerToken"])
-        try:
-            resp: Any = self._send(verb, url, hdrs, body)
+        request = self._serialize(method, path, query or [], headers)
+        with answered(method, path):
+            resp: Any = self._send(request, body, timeout or self._timeout)
             raw: bytes = resp.read() or b""
-        except (urllib3.exceptions.HTTPError, kclient.ApiException, OSError) as exc:
-            raise unavailable(method, path, exc) from exc
         if not 200 <= resp.status < 300:
             raise status_error(resp.status, raw, method, path)
         try:
@@ -113,10 +139,20 @@ class Kube:
             raise status_error(502, raw[:200], method, path) from exc
         return out
 
-    def _send(self, method: str, url: str, headers: dict[str, str], body: Any) -> Any:
+    def _serialize(self, method: str, path: str, query: Query,
+                   headers: dict[str, str]) -> tuple[str, str, dict[str, str]]:
+        # The body stays out of param_serialize: it walks every node of the dict, and the
+        # client then json.dumps it; a 2,000-CRD package paid that twice per object.
+        verb, url, hdrs, _, _ = self._api.param_serialize(
+            method, path, query_params=query, header_params=headers,
+            auth_settings=["BearerToken"])
+        return verb, url, hdrs
+
+    def _send(self, request: tuple[str, str, dict[str, str]], body: Any,
+              timeout: Timeout) -> Any:
+        method, url, headers = request
         if body is None:
-            return self._api.call_api(method, url, headers, None,
-                                      _request_timeout=self._timeout)
+            return self._api.call_api(method, url, headers, None, _request_timeout=timeout)
         # The client's REST layer would json.dumps a JSON body again whatever we pass, so
         # a body we encoded goes to its connection pool (same TLS, proxy and pool
         # settings) directly. JSON is also valid YAML, for server-side apply.
@@ -124,6 +160,29 @@ class Kube:
             method, url, body=orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS),
             headers=headers, timeout=urllib3.Timeout(total=self._timeout),
             preload_content=False))
+
+    def stream(self, path: str, query: Query, accept: str, timeout: Timeout) -> Any:
+        """GET ``path`` and return the answer unread, to be read as it arrives (a watch).
+
+        Args:
+            path: a REST path, such as a collection's.
+            query: the query parameters, in order.
+            accept: the Accept header (e.g. a metadata-only media type).
+            timeout: seconds, or (connecting, each read).
+
+        Returns:
+            The ``urllib3`` response; the caller releases it (``release_conn``).
+
+        Raises:
+            LockwrightError: the answer was not 2xx (410 is ``KubeGone``), or none came.
+        """
+        request = self._serialize("GET", path, query, {"Accept": accept})
+        with answered("GET", path):
+            resp: Any = self._send(request, None, timeout)
+            if 200 <= resp.status < 300:
+                return resp.response
+            raw: bytes = resp.read() or b""
+        raise status_error(resp.status, raw, "GET", path)
 
     def resource(self, api_version: str, kind: str) -> Resource:
         """Where ``kind`` is served (discovery, cached; refreshed on a miss)."""
@@ -154,14 +213,31 @@ class Kube:
               label_selector: str | None = None, limit: int = PAGE) -> Iterator[Page]:
         """The objects of ``kind`` a page of at most ``limit`` at a time (bounded memory)."""
         path = self.resource(api_version, kind).path(namespace)
-        token = ""
-        while True:
-            query = [("limit", str(limit))]
-            query += [("labelSelector", label_selector)] if label_selector else []
-            query += [("continue", token)] if token else []
-            page = self._call("GET", path, query)
+        query = [("labelSelector", label_selector)] if label_selector else []
+        for page in self.list_pages(path, query, limit=limit):
             yield [{"apiVersion": api_version, "kind": kind, **item}
                    for item in page.get("items") or []]
+
+    def list_pages(self, path: str, query: Query | None = None, *, limit: int = PAGE,
+                   accept: str = JSON, timeout: Timeout | None = None) -> Iterator[Obj]:
+        """The list answers of collection ``path``, following ``continue`` tokens.
+
+        Args:
+            path: the collection's REST path.
+            query: more query parameters (``limit`` and ``continue`` are added).
+            limit: objects per page at most.
+            accept: the Accept header (e.g. a metadata-only list).
+            timeout: seconds per page (default: this connection's).
+
+        Yields:
+            Each page as sent: a ``*List`` object with ``items`` and ``metadata``.
+        """
+        token = ""
+        while True:
+            page_query = [("limit", str(limit)), *(query or [])]
+            page_query += [("continue", token)] if token else []
+            page = self._call("GET", path, page_query, accept=accept, timeout=timeout)
+            yield page
             token = str((page.get("metadata") or {}).get("continue") or "")
             if not token:
                 return

@@ -74,6 +74,17 @@ class Discovery:
             raise KubeNotFound(f"the server has no kind {kind} in {api_version}")
         return found
 
+    def know(self, *resources: Resource) -> None:
+        """Take ``resources`` as served, without asking the server.
+
+        For a caller that knows where its kinds live and writes them the moment their
+        CRDs are Established, which discovery may show a little later. A kind missing
+        from the cache still refetches its group/version.
+        """
+        with self._lock:
+            for res in resources:
+                self._by_gv.setdefault(res.api_version, {})[res.kind] = res
+
     def _refresh(self, api_version: str) -> dict[str, Resource]:
         try:
             doc = self._fetch(group_version_path(api_version))

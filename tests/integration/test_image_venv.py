@@ -50,8 +50,8 @@ from temporalio.client import Client
 from lockwright.settings import Settings
 from tests.fixtures.compose import dockerfile
 from tests.fixtures.devcluster import DevCluster, start_devcluster
-from tests.helpers import wait_for_async
 from contracts import SEARCH_ATTRIBUTES
+from tests.helpers import api_client, wait_for_async
 
 pytestmark = pytest.mark.temporal
 
@@ -194,7 +194,7 @@ async def test_image_venv_worker_starts_polls_and_drains_as_non_root(
     assert b"worker stopped" in out
     from kubernetes import client
 
-    with Settings(kubeconfig=cluster.kubeconfig).kube_api_client() as api:  # bootstrapped
+    with api_client(cluster.kubeconfig) as api:  # bootstrapped
         assert client.CoreV1Api(api).read_namespace("image-system").metadata.name
 
 

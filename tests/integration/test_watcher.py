@@ -24,10 +24,10 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from lockwright.k8s.bootstrap import bootstrap
+from lockwright.k8s.bootstrap import bootstrap_at
 from lockwright.settings import Settings
 from tests.fixtures.devcluster import DevCluster, start_devcluster
-from tests.helpers import unique, wait_for_async
+from tests.helpers import api_client, unique, wait_for_async
 from worker.targets import Obj
 from worker.watcher import Message, Synced, Watcher
 import contracts as c
@@ -58,8 +58,7 @@ class RecordingPackageWorkflow:
 # --- fixtures ---------------------------------------------------------------------------
 def _cluster(root: Path, *extra: str) -> DevCluster:
     dc = start_devcluster(str(root), "--bookmark-interval", "0.2", *extra)
-    with Settings(kubeconfig=dc.kubeconfig).kube_api_client() as api:
-        bootstrap(api, "crossplane-system")
+    bootstrap_at(dc.kubeconfig, "crossplane-system")
     return dc
 
 
@@ -114,7 +113,7 @@ async def start_watcher(client: Client, kubeconfig: str, queue: str,
 def custom_api(kubeconfig: str) -> Any:
     from kubernetes import client
 
-    return client.CustomObjectsApi(Settings(kubeconfig=kubeconfig).kube_api_client())
+    return client.CustomObjectsApi(api_client(kubeconfig))
 
 
 def apply_provider(api: Any, name: str, tag: str = "v1") -> None:
@@ -147,7 +146,7 @@ async def wait_signals(client: Client, name: str, at_least: int = 1,
 def core_api(kubeconfig: str) -> Any:
     from kubernetes import client
 
-    return client.CoreV1Api(Settings(kubeconfig=kubeconfig).kube_api_client())
+    return client.CoreV1Api(api_client(kubeconfig))
 
 
 SECRET_VALUE = "hunter2-must-never-leave-the-api-server"

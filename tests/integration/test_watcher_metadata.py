@@ -16,9 +16,11 @@ from typing import Any
 
 import pytest
 
+from lockwright.k8s import Kube
+from lockwright.k8s.watch import METADATA_LIST, METADATA_WATCH
 from tests.helpers import wait_for
 from worker.targets import RESOURCES, in_namespace
-from worker.watcher import METADATA_LIST, METADATA_WATCH, Changed, Message, Stream, Synced
+from worker.watcher import Changed, Message, Stream, Synced
 
 SECRET = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
           "data": {"token": "aHVudGVyMg=="},
@@ -76,7 +78,7 @@ def run_stream(host: str, until: Any) -> list[Message]:
     [res] = [r for r in in_namespace(RESOURCES, "lw-system") if r.kind == "Secret"]
     msgs: list[Message] = []
     stop = threading.Event()
-    stream = Stream(res, client.ApiClient(client.Configuration(host=host)), msgs.append,
+    stream = Stream(res, Kube(client.ApiClient(client.Configuration(host=host))), msgs.append,
                     stop, resync_s=0)
     thread = threading.Thread(target=stream.run, daemon=True)
     thread.start()

@@ -17,7 +17,7 @@ from temporalio.client import Client
 
 from lockwright.settings import Settings
 from tests.fixtures.devcluster import DevCluster, start_devcluster
-from tests.helpers import wait_for_async
+from tests.helpers import api_client, wait_for_async
 from worker.worker import run_worker
 
 pytestmark = pytest.mark.temporal
@@ -47,7 +47,7 @@ async def test_worker_bootstraps_polls_and_drains(temporal_client: Client, task_
                          what="the worker to poll its task queue")
     from kubernetes import client
 
-    with settings.kube_api_client() as api:
+    with api_client(settings.kubeconfig) as api:
         assert client.CoreV1Api(api).read_namespace("lw-system").metadata.name == "lw-system"
         crd = client.CustomObjectsApi(api).get_cluster_custom_object(
             "apiextensions.k8s.io", "v1", "customresourcedefinitions", "providers.pkg.crossplane.io")
