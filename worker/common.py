@@ -10,7 +10,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 
+from activities.connection import from_settings
+from contracts import SEARCH_ATTRIBUTES
 from lockwright.settings import Settings, SettingsError, from_args
 
 if TYPE_CHECKING:
@@ -50,8 +57,6 @@ async def connect(settings: Settings, timeout: float = 60.0) -> Client:
     Raises:
         RuntimeError: the server did not answer in time (the last error is chained).
     """
-    from activities.connection import from_settings
-
     deadline, backoff = time.monotonic() + timeout, Backoff()
     while True:
         try:
@@ -72,14 +77,6 @@ async def ensure_search_attributes(client: Any) -> None:
     A dev server's ``--search-attribute`` flags apply only to a new database and a fresh
     server has none, so the worker and ``dev up`` make sure at start-up.
     """
-    from temporalio.api.enums.v1 import IndexedValueType
-    from temporalio.api.operatorservice.v1 import (
-        AddSearchAttributesRequest,
-        ListSearchAttributesRequest,
-    )
-
-    from contracts import SEARCH_ATTRIBUTES
-
     ns = client.namespace
     have = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=ns))

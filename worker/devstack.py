@@ -27,9 +27,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+
+from contracts import SEARCH_ATTRIBUTES
 from controlplane.ports import port_free
 from lockwright.k8s import Kube
+from lockwright.k8s.bootstrap import bootstrap_at
+from lockwright.log import configure
+from lockwright.oci.client import RegistryClient
+from lockwright.oci.local import read_tarball
+from lockwright.oci.push import push_package
 from lockwright.settings import Settings
+from lockwright.xpkg.build import build_package
+from worker.common import ensure_search_attributes
 from worker.stack import (
     POLL_S,
     PROJECT_ROOT,
@@ -38,6 +51,7 @@ from worker.stack import (
     http_ok,
     python_env,
 )
+from worker.watcher import SYNCED_EVENT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 EXAMPLE_NAME = "provider-example"
@@ -95,8 +109,6 @@ SQLITE_PRAGMAS = ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "syn
 
 async def start_temporal(stack: Stack, opts: UpOptions) -> str:
     """Start the dev server and wait until it answers with our search attributes."""
-    from contracts import SEARCH_ATTRIBUTES
-
     address = f"127.0.0.1:{opts.temporal_port}"
     argv = [str(shutil.which("temporal")), "server", "start-dev", "--ip", "127.0.0.1",
             "--port", str(opts.temporal_port), "--ui-port", str(opts.temporal_port + 1000),
@@ -107,10 +119,6 @@ async def start_temporal(stack: Stack, opts: UpOptions) -> str:
     child = await stack.spawn("temporal", argv)
 
     async def answers() -> bool:
-        from temporalio.client import Client
-
-        from worker.common import ensure_search_attributes
-
         client = await Client.connect(address)
         await ensure_search_attributes(client)
         return True
@@ -192,10 +200,6 @@ async def start_worker(stack: Stack, settings: Settings, client: Any, timeout: f
 
 
 async def _polled_by(client: Any, task_queue: str, pid: int) -> bool:
-    from temporalio.api.enums.v1 import TaskQueueType
-    from temporalio.api.taskqueue.v1 import TaskQueue
-    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
     resp = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
         namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
@@ -205,8 +209,6 @@ async def _polled_by(client: Any, task_queue: str, pid: int) -> bool:
 
 async def start_watcher(stack: Stack, settings: Settings, timeout: float) -> None:
     """Start ``lockwright watcher`` and wait until its first lists are done."""
-    from worker.watcher import SYNCED_EVENT
-
     child = await stack.spawn("watcher", [sys.executable, "-m", "lockwright", "watcher"],
                               env={**python_env(), **settings.env()})
 
@@ -219,11 +221,6 @@ async def start_watcher(stack: Stack, settings: Settings, timeout: float) -> Non
 # --- the example ------------------------------------------------------------------------
 def push_example(opts: UpOptions, registry: str) -> str:
     """Build ``examples/provider-example`` and push it; returns ``ref@digest``."""
-    from lockwright.oci.client import RegistryClient
-    from lockwright.oci.local import read_tarball
-    from lockwright.oci.push import push_package
-    from lockwright.xpkg.build import build_package
-
     root = EXAMPLES / EXAMPLE_NAME
     if not (root / "crossplane.yaml").exists():
         raise StackError(f"{root} is missing; run dev up from a checkout or pass --no-example")
@@ -314,10 +311,6 @@ async def up(opts: UpOptions, stop: asyncio.Event) -> int:
 
 
 async def _start_stack(stack: Stack, opts: UpOptions) -> Settings:
-    from temporalio.client import Client
-
-    from lockwright.k8s.bootstrap import bootstrap_at
-
     address = await start_temporal(stack, opts)
     _step(f"Temporal dev server on {address} (UI http://127.0.0.1:{opts.temporal_port + 1000})")
     registry = await start_registry(stack, opts)
@@ -387,8 +380,6 @@ def _step(text: str) -> None:
 
 def up_command(args: argparse.Namespace) -> int:
     """Handler of ``lockwright dev up``."""
-    from lockwright.log import configure
-
     configure(level=os.environ.get("LOCKWRIGHT_LOG_LEVEL", "warning"))
     opts = UpOptions(state_dir=args.state_dir.resolve(), example=args.example,
                      temporal_port=args.temporal_port, registry_port=args.registry_port,

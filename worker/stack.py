@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controlplane.ports import port_free
-
 if TYPE_CHECKING:
     from controlplane.cluster import ControlPlane
 

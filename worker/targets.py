@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 from contracts import (
     CONFIGURATION,
     FUNCTION,
@@ -51,6 +50,7 @@ from contracts import (
     package_workflow_id,
     resolve_workflow_id,
 )
+from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
 Obj = dict[str, Any]
 PACKAGE_LABEL = "pkg.crossplane.io/package"

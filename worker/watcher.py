@@ -27,13 +27,18 @@ from functools import partial
 from typing import Any
 
 import structlog
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+import contracts as c
+from contracts import Tuning
 from lockwright.errors import KubeGone
 from lockwright.k8s import Kube
 from lockwright.k8s.watch import BOOKMARK, Watch, list_all, watch
+from lockwright.log import configure
 from lockwright.settings import Settings
-from worker.common import Backoff
+from worker.common import Backoff, connect, settings_or_exit, stop_on_signals
 from worker.targets import RESOURCES, Index, Obj, Resource, Target, in_namespace
+from workflows import PackageWorkflow, ResolveDependencies
 
 log = structlog.get_logger("lockwright.watcher")
 
@@ -144,8 +149,6 @@ class Stream:
 
 def workflow_tuning(raw: str) -> Any:
     """The workflows' ``Tuning`` from the ``LOCKWRIGHT_TUNING`` setting (JSON overrides)."""
-    from contracts import Tuning
-
     if not raw:
         return Tuning()
     try:
@@ -241,10 +244,6 @@ class Watcher:
         if target.resolver:
             await self.signal_resolver(target)
             return
-        from temporalio.common import SearchAttributePair, TypedSearchAttributes
-
-        from workflows import PackageWorkflow
-        import contracts as c
 
         pairs = [SearchAttributePair(c.SA_PACKAGE_KIND, target.kind),
                  SearchAttributePair(c.SA_PACKAGE_NAME, target.name)]
@@ -264,9 +263,6 @@ class Watcher:
 
     async def signal_resolver(self, target: Target) -> None:
         """Signal-with-start the dependency resolver."""
-        from workflows import ResolveDependencies
-        import contracts as c
-
         handle = await self.client.start_workflow(
             ResolveDependencies.run, c.ResolveInput(tuning=self._tuning),
             id=target.workflow_id, task_queue=self.settings.task_queue,
@@ -279,9 +275,6 @@ class Watcher:
 
 def watcher_command(args: argparse.Namespace) -> int:
     """Handler of ``lockwright watcher``: run until SIGTERM or SIGINT."""
-    from lockwright.log import configure
-    from worker.common import settings_or_exit
-
     configure()
     settings = settings_or_exit(args)
     asyncio.run(_main(settings))
@@ -289,8 +282,6 @@ def watcher_command(args: argparse.Namespace) -> int:
 
 
 async def _main(settings: Settings) -> None:
-    from worker.common import connect, stop_on_signals
-
     stop = asyncio.Event()
     stop_on_signals(stop)
     client = await connect(settings)

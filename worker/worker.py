@@ -21,9 +21,25 @@ from datetime import timedelta
 from typing import Any
 
 import structlog
+from temporalio.service import RPCError
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+import contracts as c
+from activities import build
+from lockwright.k8s.bootstrap import bootstrap_at
+from lockwright.log import configure
 from lockwright.settings import Settings
-from worker.common import Backoff
+from worker.common import (
+    Backoff,
+    connect,
+    ensure_search_attributes,
+    settings_or_exit,
+    stop_on_signals,
+)
+from worker.observability import quiet_sdk_messages, use_runtime
+from worker.watcher import workflow_tuning
+from workflows import ALL_WORKFLOWS, ResolveDependencies
 
 log = structlog.get_logger("lockwright.worker")
 
@@ -40,8 +56,6 @@ async def bootstrap_cluster(settings: Settings, timeout: float = BOOTSTRAP_TIMEO
     Raises:
         RuntimeError: the cluster did not accept the bootstrap within ``timeout``.
     """
-    from lockwright.k8s.bootstrap import bootstrap_at
-
     deadline, backoff = time.monotonic() + timeout, Backoff()
     while True:
         try:
@@ -63,16 +77,12 @@ def workflow_runner() -> Any:
     0.47 s after, in one A/B run here). Safe because workflow modules keep no mutable
     module state.
     """
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
-
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
 
 
 def load_activities(settings: Settings) -> Sequence[Callable[..., Any]]:
     """The activity implementations, from ``activities.build(settings)``."""
-    from activities import build
-
     return build(settings)
 
 
@@ -88,11 +98,6 @@ async def run_worker(settings: Settings, stop: asyncio.Event, *, bootstrap: bool
         client: an existing Temporal client (default: connect using ``settings``).
         activity_list: activity implementations (default: :func:`load_activities`).
     """
-    from temporalio.worker import Worker
-
-    from worker.common import connect
-    from workflows import ALL_WORKFLOWS
-
     if bootstrap:
         await bootstrap_cluster(settings)
     client = client or await connect(settings)
@@ -123,10 +128,6 @@ async def resolve_again(client: Any, settings: Settings) -> None:
     A worker may start with other dependency settings (upgrades, downgrades) than the
     last one; nothing in the cluster changed, so no watch event would say so.
     """
-    from worker.watcher import workflow_tuning
-    from workflows import ResolveDependencies
-    import contracts as c
-
     try:
         await client.start_workflow(
             ResolveDependencies.run, c.ResolveInput(tuning=workflow_tuning(settings.tuning)),
@@ -139,10 +140,6 @@ async def resolve_again(client: Any, settings: Settings) -> None:
 
 
 async def _register_search_attributes(client: Any) -> None:
-    from temporalio.service import RPCError
-
-    from worker.common import ensure_search_attributes
-
     try:
         await ensure_search_attributes(client)
     except RPCError as exc:  # e.g. no operator permission (Temporal Cloud): register by hand
@@ -152,10 +149,6 @@ async def _register_search_attributes(client: Any) -> None:
 
 def worker_command(args: argparse.Namespace) -> int:
     """Handler of ``lockwright worker``."""
-    from lockwright.log import configure
-    from worker.common import settings_or_exit
-    from worker.observability import quiet_sdk_messages
-
     configure()
     quiet_sdk_messages()
     settings = settings_or_exit(args)
@@ -167,8 +160,6 @@ def worker_command(args: argparse.Namespace) -> int:
 
 def _serving_metrics(settings: Settings) -> bool:
     """Serve metrics if asked; False (and the reason on stderr) when that cannot be."""
-    from worker.observability import use_runtime
-
     try:
         use_runtime(settings.metrics_address)
     except ValueError as exc:
@@ -179,8 +170,6 @@ def _serving_metrics(settings: Settings) -> bool:
 
 
 async def _main(settings: Settings, bootstrap: bool) -> None:
-    from worker.common import stop_on_signals
-
     stop = asyncio.Event()
     stop_on_signals(stop)
     await run_worker(settings, stop, bootstrap=bootstrap)
