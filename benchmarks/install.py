@@ -227,8 +227,8 @@ class Floor:
 
     def _lock_cas(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
         """Compare-and-swap the Lock as the take_lock activity does; False if it kept losing."""
-        from lockwright.objects import lock as lk
         from lockwright.errors import KubeConflict
+        from lockwright.objects import lock as lk
 
         for _ in range(100):
             current = self.kube.get("pkg.crossplane.io/v1beta1", "Lock",

@@ -8,14 +8,14 @@ prints who approved it and when, as the workflow put it on record: the revision'
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import asyncio
 from typing import Any
 
 from commands import common
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 APPROVE_REASON = "ApproveRevision"
 

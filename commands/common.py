@@ -6,9 +6,6 @@ client and Temporal are imported by the functions that connect.
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import functools
 import os
@@ -24,6 +21,9 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from lockwright.k8s import Kube
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 PKG_API = "pkg.crossplane.io/v1"
 LOCK_API = "pkg.crossplane.io/v1beta1"

@@ -7,9 +7,6 @@ rendering stays testable without a server.
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -20,6 +17,9 @@ from commands.timeline import CHILD, Pending, Timeline, parse, with_pending
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 # A query needs a worker to answer; without one the reader goes on without the status.
 QUERY_TIMEOUT = timedelta(seconds=3)

@@ -8,9 +8,6 @@ approved a revision with the identity that sent them.
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import asyncio
 import json
@@ -18,6 +15,9 @@ from dataclasses import asdict
 from typing import Any
 
 from commands import common
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 
 def register(subparsers: Any) -> None:

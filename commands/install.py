@@ -10,14 +10,14 @@ sees it and the package's workflow does the rest. ``--wait`` follows that workfl
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import asyncio
 from typing import Any
 
 from commands import common
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 DEFAULT_TIMEOUT_S = 300.0
 

@@ -10,9 +10,6 @@ plan, 2 for a breaking one (so it can gate a pipeline), 1 when there is no plan.
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import asyncio
 import dataclasses
@@ -24,6 +21,9 @@ from commands import common
 
 if TYPE_CHECKING:
     from lockwright.upgrade.plan import Plan
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 BREAKING_EXIT = 2
 

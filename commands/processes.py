@@ -8,15 +8,15 @@ imports Temporal, the Kubernetes client and structlog when it runs, so ``lockwri
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 from commands.settings import add_arguments
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 
 def _crds_install(args: argparse.Namespace) -> int:

@@ -14,9 +14,6 @@ a ``rich`` live table of every step, running ones included, when it is.
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import asyncio
 import time
 from dataclasses import dataclass
@@ -24,6 +21,9 @@ from typing import Any, Protocol
 
 from commands import common, rows, text
 from commands.follow import Install
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 # How often the workflow and the package are read again; each read is a few small RPCs.
 POLL_S = 0.5

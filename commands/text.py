@@ -8,11 +8,11 @@ When stdout is a terminal the same rows go into a ``rich`` table instead
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 from collections.abc import Sequence
 from typing import Any
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 PAD = 3
 CLIP = 64

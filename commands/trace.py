@@ -8,14 +8,14 @@ the Lock and the system namespace's Deployments, a handful of list calls.
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import json
 from typing import Any
 
 from commands import common
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 
 def register(subparsers: Any) -> None:

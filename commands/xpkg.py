@@ -7,9 +7,6 @@ they run. Every handler turns a lockwright error into one line on stderr and exi
 
 from __future__ import annotations
 
-# Imports inside functions: start-up time. Every command's parser is built on each run, so
-# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
-
 import argparse
 import functools
 import json
@@ -18,6 +15,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# Imports inside functions: start-up time. Every command's parser is built on each run, so
+# Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -45,12 +45,10 @@ from contracts.names import (
     KINDS_WITH_RUNTIME,
     MANUAL,
     OBJECT_GONE,
-    package_workflow_id,
     PARSE_PACKAGE,
     PAUSED_ANNOTATION,
     PERMANENT_ERRORS,
     PLAN_REVISION,
-    plan_workflow_id,
     PROVIDER,
     QUERY_PLAN,
     QUERY_STATUS,
@@ -59,8 +57,6 @@ from contracts.names import (
     RECORD_EVENT,
     RESOLVE_DEPENDENCIES,
     RESOLVE_DIGEST,
-    resolve_workflow_id,
-    revision_workflow_id,
     SA_PACKAGE_DIGEST,
     SA_PACKAGE_KIND,
     SA_PACKAGE_NAME,
@@ -76,15 +72,14 @@ from contracts.names import (
     UPDATE_ACTIVATE_REVISION,
     WRITE_PACKAGE_STATUS,
     WRITE_REVISION_STATUS,
-)
-from contracts.shared import (
-    Condition,
-    Tuning,
+    package_workflow_id,
+    plan_workflow_id,
+    resolve_workflow_id,
+    revision_workflow_id,
 )
 from contracts.package import (
     ActivateRevisionInput,
     ActivateRevisionResult,
-    approval,
     CleanupPackageInput,
     CleanupPackageResult,
     CollectRevisionsInput,
@@ -104,6 +99,25 @@ from contracts.package import (
     SetActiveRevisionResult,
     WritePackageStatusInput,
     WritePackageStatusResult,
+    approval,
+)
+from contracts.plan import (
+    PlanCandidateInput,
+    PlanRevisionInput,
+)
+from contracts.resolve import (
+    MAX_LISTED_PACKAGES,
+    ApplyResolutionInput,
+    ApplyResolutionResult,
+    DependencyChange,
+    PackageRef,
+    ResolveDependenciesInput,
+    ResolveDependenciesResult,
+    ResolveInput,
+    ResolveResult,
+    ResolveState,
+    ResolveStatusResult,
+    UnresolvedDependencies,
 )
 from contracts.revision import (
     CheckCrossplaneVersionInput,
@@ -133,23 +147,9 @@ from contracts.revision import (
     WriteRevisionStatusInput,
     WriteRevisionStatusResult,
 )
-from contracts.plan import (
-    PlanCandidateInput,
-    PlanRevisionInput,
-)
-from contracts.resolve import (
-    ApplyResolutionInput,
-    ApplyResolutionResult,
-    DependencyChange,
-    MAX_LISTED_PACKAGES,
-    PackageRef,
-    ResolveDependenciesInput,
-    ResolveDependenciesResult,
-    ResolveInput,
-    ResolveResult,
-    ResolveState,
-    ResolveStatusResult,
-    UnresolvedDependencies,
+from contracts.shared import (
+    Condition,
+    Tuning,
 )
 
 __all__ = [

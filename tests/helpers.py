@@ -9,7 +9,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from controlplane.ports import free_port as free_port, port_free as port_free
+from controlplane.ports import free_port as free_port
+from controlplane.ports import port_free as port_free
 
 T = TypeVar("T")
 

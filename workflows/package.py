@@ -68,9 +68,9 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    import contracts as c
     from lockwright.conditions import SYNCED
     from lockwright.upgrade.plan import Plan
-    import contracts as c
     from workflows import status as conditions
     from workflows.calls import Failure, R, call, classify
     from workflows.retry import loop_backoff

@@ -15,8 +15,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from lockwright.upgrade.plan import Plan
     import contracts as c
+    from lockwright.upgrade.plan import Plan
     from workflows.calls import call
 
 

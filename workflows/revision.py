@@ -31,9 +31,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from lockwright.upgrade.plan import Plan
     import contracts as c
     from contracts import metrics
+    from lockwright.upgrade.plan import Plan
     from workflows import status
     from workflows.calls import (
         PATCH_LOCAL_STEPS,

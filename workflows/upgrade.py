@@ -40,10 +40,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from lockwright.upgrade.activation import Situation, Step, next_step
-    from lockwright.upgrade.plan import Plan, blocks, refusal
     import contracts as c
     from contracts import metrics
+    from lockwright.upgrade.activation import Situation, Step, next_step
+    from lockwright.upgrade.plan import Plan, blocks, refusal
     from workflows import status as conditions
     from workflows.calls import R, classify
 

@@ -16,6 +16,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client, WorkflowExecutionStatus
 
+import contracts as c
 from tests.e2e.test_install import (
     PACKAGES,
     allow_secrets,
@@ -28,7 +29,6 @@ from tests.e2e.test_resilience import everything, lock_entries, mentions
 from tests.fixtures.stack import PKG_GROUP, PLURALS, REVISION_PLURALS, Stack
 from tests.helpers import unique, wait_for, wait_for_async
 from tests.histories import CHILD_STARTED, steps_after_clean_up
-import contracts as c
 
 Obj = dict[str, Any]
 Ref = tuple[str, str, str]  # kind, name, uid

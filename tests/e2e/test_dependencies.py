@@ -20,12 +20,12 @@ from kubernetes import client, watch
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+import contracts as c
 from tests.e2e.packages import crd
 from tests.e2e.test_failures import write_pull_secret
 from tests.fixtures.registry import RegistryServer
 from tests.fixtures.stack import PKG_GROUP, PLURALS, Stack, running_stack
 from tests.helpers import unique, wait_for
-import contracts as c
 
 Obj = dict[str, Any]
 PKG = "pkg.crossplane.io/v1"

@@ -25,12 +25,12 @@ from kubernetes.client.exceptions import ApiException
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
+import contracts as c
 from tests.e2e.packages import composition, crd
 from tests.fixtures import registry as registry_fixture
 from tests.fixtures.registry import RegistryServer
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for, wait_for_async
-import contracts as c
 
 SYSTEM_NAMESPACE = "crossplane-system"
 Obj = dict[str, Any]

@@ -27,9 +27,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+import contracts as c
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
-import contracts as c
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PACKAGES = DATA / "packages"

@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
+import contracts as c
+from contracts import metrics as m
 from tests.e2e.packages import composition
 from tests.e2e.test_dependencies import Repos, dep, waiting_on_dependencies
 from tests.e2e.test_failures import provider_dir, push_unlinted, unique_group
 from tests.fixtures.stack import PKG_GROUP, ROOT, Stack, running_stack
 from tests.helpers import free_port, unique, wait_for
-import contracts as c
-from contracts import metrics as m
 
 Obj = dict[str, Any]
 Sample = tuple[str, dict[str, str], float]

@@ -18,13 +18,13 @@ import pytest
 import yaml
 from kubernetes import client
 
+import contracts as c
 from tests.e2e.packages import crd
 from tests.e2e.test_dependencies import dep
 from tests.e2e.test_failures import crd_exists
 from tests.e2e.test_upgrade import GOOD_IMAGE, temporal_cli, upgrade_to, wait_active
 from tests.fixtures.stack import PKG_GROUP, Stack, running_stack
 from tests.helpers import unique, wait_for
-import contracts as c
 
 Obj = dict[str, Any]
 META_API = "meta.pkg.crossplane.io/v1"

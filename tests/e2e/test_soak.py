@@ -22,6 +22,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client, WorkflowExecutionStatus
 
+import contracts as c
 from tests.e2e.test_deletion import list_if_served
 from tests.e2e.test_failures import provider_dir
 from tests.e2e.test_install import (
@@ -33,7 +34,6 @@ from tests.e2e.test_install import (
 from tests.e2e.test_resilience import everything, lock_entries, mentions
 from tests.fixtures.stack import PKG_GROUP, PLURALS, REVISION_PLURALS, Stack
 from tests.helpers import unique, wait_for, wait_for_async
-import contracts as c
 
 SOAK_PACKAGES = 30
 SOAK_ROUNDS = int(os.environ.get("LOCKWRIGHT_SOAK_ROUNDS", "3"))

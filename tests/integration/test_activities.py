@@ -32,10 +32,11 @@ import yaml
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+import contracts as c
 from activities import Activities, Settings
-from lockwright.k8s.crds import load_crds
 from lockwright.errors import KubeAlreadyExists
 from lockwright.k8s import Kube
+from lockwright.k8s.crds import load_crds
 from lockwright.oci.auth import DockerAuths
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.client import RegistryClient
@@ -43,7 +44,6 @@ from lockwright.oci.local import read_tarball
 from lockwright.oci.push import push_package
 from lockwright.xpkg.build import build_package
 from tests.helpers import unique, wait_for
-import contracts as c
 from workflows import status as wst
 
 pytestmark = pytest.mark.registry

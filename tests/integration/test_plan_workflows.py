@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
+import contracts as c
 from lockwright.upgrade.plan import Plan
 from tests.integration.fake_cluster import FakeCluster, FakePackage
 from tests.integration.test_workflows import (  # noqa: F401 - the fixture
@@ -24,7 +25,6 @@ from tests.integration.test_workflows import (  # noqa: F401 - the fixture
     settled,
     start,
 )
-import contracts as c
 from workflows.package import PackageWorkflow
 from workflows.plan import PlanCandidate
 

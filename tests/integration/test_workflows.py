@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from dataclasses import replace
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
+import contracts as c
 from tests.helpers import unique, wait_for_async
 from tests.integration.fake_cluster import (
     PULL_SECRET_VALUE,
@@ -52,7 +53,6 @@ from tests.integration.fake_cluster import (
     transient,
 )
 from workflows import ALL_WORKFLOWS, PackageWorkflow
-import contracts as c
 
 pytestmark = pytest.mark.temporal
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from temporalio import activity
 
+import contracts as c
 from activities import Activities
 from activities.base import Settings
 from tests.integration.fake_cluster import FakeCluster
-import contracts as c
 from workflows.retry import TIMEOUTS
 
 

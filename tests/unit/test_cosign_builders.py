@@ -18,11 +18,16 @@ from typing import IO, Any
 
 import requests
 
+from lockwright.errors import InvalidPackage, PackageNotFound
 from lockwright.images.cosign import PrivateKey
 from lockwright.images.cosign.crypto import pae, sign
-from lockwright.images.cosign.model import BUNDLE_V03, COSIGN_SIGN_PREDICATE, INTOTO_PAYLOAD, OCI_EMPTY
+from lockwright.images.cosign.model import (
+    BUNDLE_V03,
+    COSIGN_SIGN_PREDICATE,
+    INTOTO_PAYLOAD,
+    OCI_EMPTY,
+)
 from lockwright.images.cosign.registry import tag_for
-from lockwright.errors import InvalidPackage, PackageNotFound
 from lockwright.oci.reference import Reference
 from lockwright.oci.types import OCI_INDEX, OCI_MANIFEST, Call, Manifest
 

@@ -9,6 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 
+from lockwright.errors import RegistryUnavailable
 from lockwright.images.cosign import (
     Attestation,
     KeyAuthority,
@@ -21,7 +22,6 @@ from lockwright.images.cosign import (
 )
 from lockwright.images.cosign.model import MAX_CANDIDATES, SIMPLE_SIGNING
 from lockwright.images.cosign.registry import tag_for
-from lockwright.errors import RegistryUnavailable
 from lockwright.oci.reference import Reference, parse
 from lockwright.oci.types import OCI_MANIFEST
 from tests.unit.test_cosign_builders import (

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from lockwright.images import imageconfig as ic
 from lockwright.errors import InvalidPackage
+from lockwright.images import imageconfig as ic
 
 
 def _ic(name: str, *prefixes: str, secret: str | None = None, rewrite: str | None = None,

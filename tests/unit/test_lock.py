@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from lockwright.objects import lock as lk
 from lockwright.errors import InvalidPackage
+from lockwright.objects import lock as lk
 
 DIGEST = "sha256:" + "ab" * 32
 NOP = "xpkg.upbound.io/crossplane-contrib/provider-nop"

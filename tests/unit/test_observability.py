@@ -13,14 +13,14 @@ import pytest
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.testing import ActivityEnvironment
 
+import contracts as c
 from activities.base import Settings as ActivitySettings
 from activities.errors import input_fields
 from activities.lock import LockActivities
+from contracts import metrics as m
 from lockwright.errors import KubeConflict
 from lockwright.log import log_format, stdlib_formatter
 from lockwright.settings import SettingsError, from_args
-import contracts as c
-from contracts import metrics as m
 
 Update = tuple[str, Any, dict[str, str]]
 

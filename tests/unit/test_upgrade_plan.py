@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from lockwright import crdcompat
-from lockwright.upgrade import plan as pl
 from lockwright.crvalidate import CANNOT_CHECK, INVALID, VALID, Validation, Violation
 from lockwright.objects.lock import ObjectKey
+from lockwright.upgrade import plan as pl
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 

@@ -19,9 +19,9 @@ from typing import Any
 import yaml
 
 from lockwright import crdcompat, crvalidate
-from lockwright.upgrade import plan as pl
 from lockwright.crdcompat import Kind
 from lockwright.objects.lock import ObjectKey
+from lockwright.upgrade import plan as pl
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "provider-crds"
 SOURCE = "xpkg.upbound.io/crossplane-contrib/provider-kubernetes"

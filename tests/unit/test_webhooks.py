@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from lockwright.objects import webhooks as wh
 from lockwright.errors import InvalidPackage
+from lockwright.objects import webhooks as wh
 from tests.unit.webhook_objects import validating_webhooks
 
 NS = "crossplane-system"

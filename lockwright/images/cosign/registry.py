@@ -20,8 +20,8 @@ from typing import Any
 
 import requests
 
-from lockwright.images.cosign.model import MAX_MANIFEST_BYTES, SignatureError
 from lockwright.errors import InvalidPackage, PackageNotFound
+from lockwright.images.cosign.model import MAX_MANIFEST_BYTES, SignatureError
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import Reference
 from lockwright.oci.types import OCI_INDEX, Call, Descriptor, Manifest
