@@ -23,7 +23,6 @@ from lockwright.xpkg.meta import is_meta
 
 PKG_V1, PKG_V1BETA1 = "pkg.crossplane.io/v1", "pkg.crossplane.io/v1beta1"
 LABEL_PACKAGE = "pkg.crossplane.io/package"
-DOCKER_CONFIG_KEY = ".dockerconfigjson"
 DEPLOYMENT_RUNTIME = "Deployment"
 KINDS = {"provider": "Provider", "configuration": "Configuration", "function": "Function"}
 

@@ -18,28 +18,10 @@ from activities.errors import edge
 from activities.lock import LockKeeper
 from activities.objects import Establisher
 from activities.reads import PackageReader
-from lockwright import names
 from lockwright.errors import ObjectGone
 from lockwright.k8s import NORMAL, Kube, Obj
+from lockwright.upgrade import revisions as rv
 from workflows import contracts as c
-
-
-def _owned_by_package(rev: Obj, kind: str, package: str) -> bool:
-    # Any UID: after the package is gone its revisions still name it until collected.
-    return any(r.get("kind") == kind and r.get("name") == package
-               for r in meta(rev).get("ownerReferences") or [])
-
-
-def _retirable(rev: Obj, running: list[Obj], locked: set[str]) -> bool:
-    """Active, or still running a runtime or holding a Lock entry (a switch's old one)."""
-    uid = str(meta(rev)["uid"])
-    return (spec(rev).get("desiredState") == c.ACTIVE or meta(rev)["name"] in locked
-            or any(_owns(d, uid) for d in running))
-
-
-def _owns(deployment: Obj, uid: str) -> bool:
-    return any(r.get("uid") == uid and r.get("controller")
-               for r in meta(deployment).get("ownerReferences") or [])
 
 
 class LifecycleActivities:
@@ -78,7 +60,7 @@ class LifecycleActivities:
                 continue
             if inp.keep_runtime and spec(rev).get("desiredState") == c.ACTIVE:
                 self.set_state(inp.kind, rev, c.INACTIVE)
-            elif not inp.keep_runtime and _retirable(rev, running, locked):
+            elif not inp.keep_runtime and rv.retirable(rev, running, locked):
                 self.deactivate(inp.kind, rev, running)
                 if inp.drop_unshipped:
                     self.dropped.drop_unshipped(self.kube.get(PKG_V1, kind_of(inp.kind), inp.package),
@@ -108,7 +90,7 @@ class LifecycleActivities:
             self.set_state(kind, rev, c.INACTIVE)
         self.keeper.leave_lock(name)
         for deployment in running:
-            if _owns(deployment, str(meta(rev)["uid"])):
+            if rv.controls(deployment, str(meta(rev)["uid"])):
                 self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
                                  self.namespace, uid=meta(deployment)["uid"])
         self.reader.event(rev, NORMAL, "DeactivateRevision",
@@ -125,10 +107,8 @@ class LifecycleActivities:
         """Delete the oldest inactive revisions beyond ``keep`` besides the current one."""
         others = [r for r in self.reader.revisions_of(inp.kind, inp.package)
                   if meta(r)["name"] != inp.current_revision]
-        doomed = [r for r in others[:max(0, len(others) - inp.keep)]
-                  if spec(r).get("desiredState") != c.ACTIVE]
         deleted = []
-        for rev in doomed:
+        for rev in rv.collectable(others, inp.keep):
             name = str(meta(rev)["name"])
             self.keeper.leave_lock(name)
             self.kube.delete(PKG_V1, revision_kind(inp.kind), name, uid=meta(rev)["uid"])
@@ -149,14 +129,9 @@ class LifecycleActivities:
         kind = kind_of(inp.kind)
         revs = self.reader.revisions_of(inp.kind, inp.name)
         staying = {meta(r)["name"] for r in revs if not deleting(r)}
-
-        def entries(lock: Obj) -> list[str]:
-            return [str(e["name"]) for e in lock.get("packages") or []
-                    if (e.get("kind") or e.get("type")) == kind and e["name"] not in staying
-                    and e.get("name") == names.revision_name(inp.name, str(e["name"])[-12:])]
-
-        removed = self.keeper.remove_from_lock(entries)
-        waiting = sum(1 for r in revs if _owned_by_package(r, kind, inp.name))
+        removed = self.keeper.remove_from_lock(
+            lambda lock: rv.gone_entries(lock, kind, inp.name, staying))
+        waiting = sum(1 for r in revs if rv.owned_by_package(r, kind, inp.name))
         log(package=inp.name).info("package.cleaned_up", lock_entries=removed,
                                         waiting=waiting, orphaned=len(revs) - waiting)
         return c.CleanupPackageResult(removed=removed, waiting=waiting,

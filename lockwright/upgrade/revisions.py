@@ -3,7 +3,9 @@
 Pure decisions over plain objects (reference §9 step 11): a revision is created Inactive
 with a controller reference to its package and numbered one above the highest; an
 existing one is renumbered when it is not the newest and gets the package's changed
-fields. ``ensure_revision`` carries them out.
+fields. When one revision becomes active, which others retire, which old ones are
+collected and which Lock entries a gone package leaves are decided here too; the
+activities carry them out.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from lockwright import names
 
 Obj = dict[str, Any]
 PKG_V1 = "pkg.crossplane.io/v1"
-INACTIVE = "Inactive"
+ACTIVE, INACTIVE = "Active", "Inactive"
 #: The package's fields every revision copies.
 COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",
           "skipDependencyResolution", "commonLabels", "commonAnnotations")
@@ -93,3 +95,48 @@ def refresh(rev: Obj, wanted: Obj, top: int, metadata: Obj) -> tuple[Obj, int]:
     if changed:
         body["metadata"] = changed
     return body, number
+
+
+def controls(obj: Obj, uid: str) -> bool:
+    """True when ``obj``'s controller reference is to the object of ``uid``."""
+    return any(r.get("uid") == uid and r.get("controller")
+               for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def retirable(rev: Obj, running: list[Obj], locked: set[str]) -> bool:
+    """Active, or still running a runtime or holding a Lock entry (a switch's old one).
+
+    Args:
+        running: the runtime Deployments of the system namespace.
+        locked: the revision names the Lock has entries for.
+    """
+    uid = str(rev["metadata"]["uid"])
+    return ((rev.get("spec") or {}).get("desiredState") == ACTIVE
+            or rev["metadata"]["name"] in locked or any(controls(d, uid) for d in running))
+
+
+def collectable(others: list[Obj], keep: int) -> list[Obj]:
+    """The oldest inactive revisions beyond the ``keep`` newest of ``others`` (lowest
+    ``spec.revision`` first, the current revision left out)."""
+    return [r for r in others[:max(0, len(others) - keep)]
+            if (r.get("spec") or {}).get("desiredState") != ACTIVE]
+
+
+def owned_by_package(rev: Obj, package_kind: str, package: str) -> bool:
+    """True when ``rev`` names the package as an owner.
+
+    Any UID: after the package is gone its revisions still name it until collected.
+    """
+    return any(r.get("kind") == package_kind and r.get("name") == package
+               for r in (rev.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def gone_entries(lock: Obj, package_kind: str, package: str, staying: set[str]) -> list[str]:
+    """The Lock entries of the package's revisions that are not ``staying``.
+
+    An entry is the package's when its name is the package's revision name for the
+    digest its name ends in.
+    """
+    return [str(e["name"]) for e in lock.get("packages") or []
+            if (e.get("kind") or e.get("type")) == package_kind and e["name"] not in staying
+            and e.get("name") == names.revision_name(package, str(e["name"])[-12:])]

@@ -1,4 +1,5 @@
-"""A package's revision: its spec as created, and the patch bringing one up to date."""
+"""A package's revisions: the spec as created, the patch bringing one up to date, which
+retire, which are collected and which Lock entries a gone package leaves."""
 
 from __future__ import annotations
 
@@ -76,3 +77,70 @@ def test_new_revision_is_inactive_and_controlled_by_its_package(kind: str, numbe
                     "spec": {"image": IMAGE, "desiredState": "Inactive", "revision": number}}
     assert owner == {"apiVersion": "pkg.crossplane.io/v1", "kind": kind.removesuffix("Revision"),
                      "name": "nop", "uid": "u-1", "controller": True, "blockOwnerDeletion": True}
+
+
+def rev_(name: str, state: str = "Inactive", uid: str = "", number: int = 1,
+         owners: list[Obj] | None = None) -> Obj:
+    return {"metadata": {"name": name, "uid": uid or f"u-{name}",
+                         "ownerReferences": owners or []},
+            "spec": {"desiredState": state, "revision": number}}
+
+
+def deployment(controller_uid: str, controller: bool = True) -> Obj:
+    return {"metadata": {"ownerReferences": [{"uid": controller_uid,
+                                              "controller": controller}]}}
+
+
+@pytest.mark.parametrize(("rev", "running", "locked", "want"), [
+    (rev_("a"), [], set(), False),
+    (rev_("a", "Active"), [], set(), True),
+    # Inactive but still in the Lock (a switch's old revision).
+    (rev_("a"), [], {"a"}, True),
+    # Inactive but still running its runtime.
+    (rev_("a"), [deployment("u-a")], set(), True),
+    # A Deployment it only co-owns is not its runtime.
+    (rev_("a"), [deployment("u-a", controller=False)], set(), False),
+    (rev_("a"), [deployment("u-b")], {"b"}, False),
+])
+def test_retirable(rev: Obj, running: list[Obj], locked: set[str], want: bool) -> None:
+    assert rv.retirable(rev, running, locked) is want
+
+
+@pytest.mark.parametrize(("states", "keep", "collected"), [
+    (["Inactive", "Inactive", "Inactive"], 1, ["r0", "r1"]),
+    (["Inactive", "Inactive", "Inactive"], 3, []),
+    (["Inactive", "Inactive"], 0, ["r0", "r1"]),
+    # An Active one is never collected, however old.
+    (["Active", "Inactive", "Inactive"], 1, ["r1"]),
+])
+def test_collectable(states: list[str], keep: int, collected: list[str]) -> None:
+    others = [rev_(f"r{i}", s, number=i) for i, s in enumerate(states)]
+    assert [r["metadata"]["name"] for r in rv.collectable(others, keep)] == collected
+
+
+@pytest.mark.parametrize(("owners", "want"), [
+    ([{"kind": "Provider", "name": "nop", "uid": "old"}], True),
+    ([{"kind": "Provider", "name": "other", "uid": "u-1"}], False),
+    ([{"kind": "Function", "name": "nop", "uid": "u-1"}], False),
+    ([], False),
+])
+def test_owned_by_package(owners: list[Obj], want: bool) -> None:
+    assert rv.owned_by_package(rev_("nop-aa", owners=owners), "Provider", "nop") is want
+
+
+A12, B12 = "a" * 12, "b" * 12
+
+
+@pytest.mark.parametrize(("entries", "staying", "gone"), [
+    ([], set(), []),
+    ([{"name": f"nop-{A12}", "kind": "Provider"}], set(), [f"nop-{A12}"]),
+    ([{"name": f"nop-{A12}", "type": "Provider"}], set(), [f"nop-{A12}"]),
+    # A revision still there keeps its entry.
+    ([{"name": f"nop-{A12}", "kind": "Provider"}, {"name": f"nop-{B12}", "kind": "Provider"}],
+     {f"nop-{B12}"}, [f"nop-{A12}"]),
+    # Another kind's package of the same name, or another package, is not touched.
+    ([{"name": f"nop-{A12}", "kind": "Function"}], set(), []),
+    ([{"name": f"nope-{A12}", "kind": "Provider"}], set(), []),
+])
+def test_gone_entries(entries: list[Obj], staying: set[str], gone: list[str]) -> None:
+    assert rv.gone_entries({"packages": entries}, "Provider", "nop", staying) == gone
