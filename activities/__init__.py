@@ -1,61 +1,139 @@
 """Temporal activities: thin I/O around the pure core (reference: DESIGN.md, invariants 2–6).
 
-One module per concern (``package``, ``lifecycle``, ``revision``, ``lock``, ``objects``,
-``rbac``, ``runtime``); :class:`Activities` combines them over one set of dependencies and
-:func:`build` returns every activity bound to it, for ``Worker(activities=...)``. They are
+Composed, not inherited. Small collaborators, each a plain class over what it needs of the
+Kubernetes seam, the package cache and the settings, are built once per worker
+(:class:`Collaborators`): the package reader, registry access, the package contents, the
+runtime configs, the signature verifier, the Lock keeper, the establisher of objects and
+the dropper of objects an upgrade no longer ships. One activity class per concern
+(``package``, ``revision``, ``lock``, ``objects``, ``lifecycle``, ``rbac``, ``runtime``,
+``approval``, ``dependencies``, ``plan``) receives the collaborators it uses; its
+``@activity.defn`` methods are the activities. Decisions live in the core (``lockwright``).
+
+:func:`wire` builds all of it over one ``lockwright.settings.Settings`` and :func:`build`
+returns every activity bound, in contract order, for ``Worker(activities=...)``. They are
 synchronous (the Kubernetes client is), so the worker needs an ``activity_executor``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from activities.approval import ApprovalActivities
-from activities.base import Settings
+from activities.connection import from_settings
+from activities.contents import Contents
 from activities.dependencies import DependencyActivities
+from activities.dropped import DroppedObjects
 from activities.lifecycle import LifecycleActivities
+from activities.lock import LockActivities, LockKeeper
+from activities.objects import Establisher, ObjectActivities
 from activities.package import PackageActivities
 from activities.plan import PlanActivities
 from activities.rbac import RbacActivities
+from activities.reads import PackageReader, Registries, RuntimeConfigs
 from activities.revision import RevisionActivities
 from activities.runtime import RuntimeActivities
+from activities.verify import Verifier
 from lockwright.k8s import Kube
 from lockwright.oci.cache import PackageCache
-from lockwright.settings import Settings as ProcessSettings
+from lockwright.resolution.resolver import Policy
+from lockwright.settings import Settings
 
-__all__ = ["Activities", "Settings", "build"]
+__all__ = ["Collaborators", "Wiring", "build", "collaborators", "wire"]
 
 
-class Activities(PackageActivities, LifecycleActivities, RevisionActivities, RbacActivities,
-                 RuntimeActivities, ApprovalActivities, DependencyActivities, PlanActivities):
-    """Every activity, sharing settings, one ``Kube`` and one package cache."""
+@dataclass(frozen=True)
+class Collaborators:
+    """What the activity classes share, each built once."""
+
+    reader: PackageReader
+    registries: Registries
+    contents: Contents
+    runtime_configs: RuntimeConfigs
+    verifier: Verifier
+    keeper: LockKeeper
+    establisher: Establisher
+    dropped: DroppedObjects
+
+
+def collaborators(settings: Settings, kube: Kube, cache: PackageCache) -> Collaborators:
+    """The collaborators over one seam and one cache, configured by ``settings``."""
+    reader = PackageReader(kube)
+    registries = Registries(kube, settings.system_namespace, settings.insecure_registries)
+    contents = Contents(cache, registries)
+    runtime_configs = RuntimeConfigs(kube, registries)
+    return Collaborators(
+        reader, registries, contents, runtime_configs,
+        Verifier(reader, registries, cache, settings.signature_verification),
+        LockKeeper(kube, reader),
+        Establisher(kube, reader, contents, runtime_configs, settings.system_namespace),
+        DroppedObjects(kube, reader))
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """Every activity class, built over one set of collaborators."""
+
+    settings: Settings
+    parts: Collaborators
+    packages: PackageActivities
+    revisions: RevisionActivities
+    lifecycle: LifecycleActivities
+    locks: LockActivities
+    objects: ObjectActivities
+    rbac: RbacActivities
+    runtime: RuntimeActivities
+    approval: ApprovalActivities
+    dependencies: DependencyActivities
+    plan: PlanActivities
 
     def all(self) -> list[Callable[..., Any]]:
         """Every activity as a bound method, in contract order."""
-        return [self.read_package, self.resolve_digest, self.ensure_revision,
-                self.set_active_revision, self.collect_revisions, self.write_package_status,
-                self.cleanup_package, self.fetch_package, self.parse_package,
-                self.check_crossplane_version, self.take_lock, self.ensure_tls,
-                self.establish_objects, self.ensure_rbac, self.ensure_runtime,
-                self.check_health, self.write_revision_status, self.record_event,
-                self.record_approval, self.resolve_dependencies, self.apply_resolution,
-                self.plan_revision]
+        p, r, life, rt = self.packages, self.revisions, self.lifecycle, self.runtime
+        return [p.read_package, p.resolve_digest, p.ensure_revision,
+                life.set_active_revision, life.collect_revisions, p.write_package_status,
+                life.cleanup_package, r.fetch_package, r.parse_package,
+                r.check_crossplane_version, self.locks.take_lock, rt.ensure_tls,
+                self.objects.establish_objects, self.rbac.ensure_rbac, rt.ensure_runtime,
+                rt.check_health, r.write_revision_status, p.record_event,
+                self.approval.record_approval, self.dependencies.resolve_dependencies,
+                self.dependencies.apply_resolution, self.plan.plan_revision]
 
 
-def build(settings: Settings | ProcessSettings, kube: Kube | None = None,
+def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
+    """Every activity class over the collaborators of ``settings``, ``kube`` and ``cache``."""
+    k, ns, runtime = kube, settings.system_namespace, settings.package_runtime
+    x = collaborators(settings, kube, cache)
+    policy = Policy(upgrades=settings.dependency_upgrades or settings.dependency_downgrades,
+                    downgrades=settings.dependency_downgrades)
+    return Wiring(
+        settings, x,
+        PackageActivities(k, x.reader, x.registries, x.verifier, cache, runtime),
+        RevisionActivities(k, x.reader, x.contents, settings.crossplane_version),
+        LifecycleActivities(k, ns, x.reader, x.keeper, x.establisher, x.dropped),
+        LockActivities(x.reader, x.contents, x.keeper),
+        ObjectActivities(x.establisher),
+        RbacActivities(k, x.reader, x.contents, x.runtime_configs, ns, runtime),
+        RuntimeActivities(k, x.reader, x.contents, x.registries, x.runtime_configs, ns,
+                          runtime),
+        ApprovalActivities(x.reader, from_settings(settings)),
+        DependencyActivities(k, x.reader, x.keeper, x.registries, x.contents, x.verifier,
+                             policy),
+        PlanActivities(k, x.reader, x.contents, x.registries, x.verifier, x.keeper,
+                       x.establisher, runtime))
+
+
+def build(settings: Settings, kube: Kube | None = None,
           cache: PackageCache | None = None) -> list[Callable[..., Any]]:
-    """Every activity bound to one :class:`Activities` built from ``settings``.
+    """Every activity, wired once over ``settings``, in contract order.
 
     Args:
-        settings: namespace, cache directory, registries, version and runtime mode; the
-            worker's ``lockwright.settings.Settings`` is accepted as is.
+        settings: the worker's settings (namespace, cache directory, registries, version,
+            runtime mode, dependency policy, signature verification, Temporal).
         kube: the Kubernetes seam; by default connected from ``settings.kubeconfig``
             (in-cluster when unset and running in a Pod).
         cache: the package cache; by default at ``settings.cache_dir``.
     """
-    if not isinstance(settings, Settings):
-        settings = Settings.from_process(settings)
-    acts = Activities(settings, kube or Kube.connect(settings.kubeconfig),
-                      cache or PackageCache(settings.cache_dir))
-    return acts.all()
+    return wire(settings, kube or Kube.connect(settings.kubeconfig or None),
+                cache or PackageCache(settings.cache_dir)).all()

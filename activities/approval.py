@@ -21,46 +21,50 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from activities.base import Base, meta
+import contracts as c
+from activities.base import log, meta
 from activities.connection import TemporalConnection
 from activities.errors import edge
+from activities.reads import PackageReader
 from lockwright.k8s import NORMAL, Obj
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION as ACCEPT_PLAN
-import contracts as c
 
 Found = tuple[str, str]  # who, when (ISO 8601)
 
 
-class ApprovalActivities(Base):
+class ApprovalActivities:
     """record_approval."""
+
+    def __init__(self, reader: PackageReader, temporal: TemporalConnection) -> None:
+        """Read approvals from workflow histories through ``temporal`` (TLS, API key)."""
+        self.reader = reader
+        self.temporal = temporal
 
     @activity.defn(name=c.RECORD_APPROVAL)
     @edge
     def record_approval(self, inp: c.RecordApprovalInput) -> c.RecordApprovalResult:
         """An Event on the revision: approved by whom, when, how."""
-        rev = self.revision(inp.kind, inp.revision)
+        rev = self.reader.revision(inp.kind, inp.revision)
         by, at = inp.by, inp.at
         if inp.via == "kubectl":
             by, at = desired_state_writer(rev)
         elif inp.via == "annotation":
-            by, at = annotation_writer(self.package(inp.kind, inp.package), ACCEPT_PLAN)
+            by, at = annotation_writer(self.reader.package(inp.kind, inp.package), ACCEPT_PLAN)
         elif not by:
             by, when = asyncio.run(self.temporal_identity(inp))
             at = when or at
         by = by or "an unknown client"
         what = (("AcceptPlan", "The breaking upgrade plan of") if inp.plan
                 else ("ApproveRevision", "Activation of"))
-        self.event(rev, NORMAL, what[0],
+        self.reader.event(rev, NORMAL, what[0],
                    f"{what[1]} {inp.revision} approved by {by} at {at} ({inp.via})")
-        self.log(package=inp.package, revision=inp.revision).info(
+        log(package=inp.package, revision=inp.revision).info(
             "revision.approved", by=by, at=at, via=inp.via)
         return c.RecordApprovalResult(by=by, at=at)
 
     async def temporal_identity(self, inp: c.RecordApprovalInput) -> Found:
         """The identity and time of the last update or signal approving ``inp.revision``."""
-        temporal = self.settings.temporal or TemporalConnection(
-            self.settings.temporal_address, self.settings.temporal_namespace)
-        client: Client = await temporal.connect()
+        client: Client = await self.temporal.connect()
         handle = client.get_workflow_handle(inp.workflow_id, run_id=inp.run_id or None)
         history = await handle.fetch_history()
         found: Found = ("", "")

@@ -18,21 +18,23 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.base import KINDS, LABEL_PACKAGE, PKG_V1, deleting, heartbeating, meta, spec
+import contracts as c
+from activities.base import KINDS, LABEL_PACKAGE, PKG_V1, deleting, heartbeating, log, meta, spec
+from activities.contents import Contents
 from activities.errors import edge
-from activities.lock import LOCK_API, LockActivities
+from activities.lock import LOCK_API, LockKeeper
+from activities.reads import PackageReader, Registries
 from activities.verify import Verifier
-from lockwright.resolution import lockstatus
-from lockwright.resolution.dependencies import Graph, Requirement, graph_of
 from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
-from lockwright.k8s import NORMAL, Obj
-from lockwright.objects.lock import LOCK_NAME
+from lockwright.k8s import NORMAL, Kube, Obj
 from lockwright.names import parse_reference
+from lockwright.objects.lock import LOCK_NAME
 from lockwright.oci.fetch import fetch_package
 from lockwright.oci.reference import parse
+from lockwright.resolution import lockstatus
+from lockwright.resolution.dependencies import Graph, Requirement, graph_of
 from lockwright.resolution.resolver import CatalogError, Decision, Policy, resolve
 from lockwright.xpkg.constraints import is_digest
-import contracts as c
 
 REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
 
@@ -40,8 +42,10 @@ REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
 class RegistryCatalog:
     """The resolver's :class:`~lockwright.resolution.resolver.Catalog` over the real registries."""
 
-    def __init__(self, acts: DependencyActivities) -> None:
-        self.acts = acts
+    def __init__(self, registries: Registries, contents: Contents, verifier: Verifier) -> None:
+        self.registries = registries
+        self.contents = contents
+        self.verifier = verifier
         self.listed: dict[str, list[str]] = {}
         self.fetched: dict[tuple[str, str], tuple[Requirement, ...]] = {}
 
@@ -59,23 +63,23 @@ class RegistryCatalog:
         return self.fetched[key]
 
     def _list(self, source: str) -> list[str]:
-        resolution = self.acts.resolution(source)
+        resolution = self.registries.resolution(source)
         secrets = [resolution.pull_secret] if resolution.pull_secret else []
-        with self.acts.naming_missing_secrets(secrets):
-            return self.acts.registry(secrets).list_tags(parse(resolution.resolved))
+        with self.registries.naming_missing_secrets(secrets):
+            return self.registries.registry(secrets).list_tags(parse(resolution.resolved))
 
     def _dependencies(self, source: str, version: str) -> tuple[Requirement, ...]:
         ref = _reference(source, version)
-        resolution = self.acts.resolution(ref)
+        resolution = self.registries.resolution(ref)
         secrets = [resolution.pull_secret] if resolution.pull_secret else []
-        client = self.acts.registry(secrets)
-        with heartbeating(), self.acts.naming_missing_secrets(secrets):
+        client = self.registries.registry(secrets)
+        with heartbeating(), self.registries.naming_missing_secrets(secrets):
             pinned = parse(resolution.resolved)
             digest = pinned.digest or client.resolve(pinned)
             # Verified before anything of it is fetched, as an install would be.
-            self.acts.verify(resolution, digest, client)
-            fetched = fetch_package(str(pinned.with_digest(digest)), client, self.acts.cache)
-        summary = fetched.summary or self.acts.summary_of(fetched.digest, fetched.entry)
+            self.verifier.verify(resolution, digest, client)
+            fetched = fetch_package(str(pinned.with_digest(digest)), client, self.contents.cache)
+        summary = fetched.summary or self.contents.summary_of(fetched.digest, fetched.entry)
         parent = f"{source}@{version}"
         return tuple(Requirement(d.package, d.kind, d.constraint, d.api_version, parent)
                      for d in summary.meta.depends_on)
@@ -93,26 +97,35 @@ def _reference(source: str, version: str) -> str:
     return f"{source}{'@' if is_digest(version) else ':'}{version}"
 
 
-class DependencyActivities(LockActivities, Verifier):
+class DependencyActivities:
     """resolve_dependencies and apply_resolution."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, keeper: LockKeeper,
+                 registries: Registries, contents: Contents, verifier: Verifier,
+                 policy: Policy) -> None:
+        """Resolve over the registries, moving dependencies as ``policy`` allows."""
+        self.kube = kube
+        self.reader = reader
+        self.keeper = keeper
+        self.registries = registries
+        self.contents = contents
+        self.verifier = verifier
+        self.policy = policy
 
     @activity.defn(name=c.RESOLVE_DEPENDENCIES)
     @edge
     def resolve_dependencies(self, inp: c.ResolveDependenciesInput
                              ) -> c.ResolveDependenciesResult:
         """Read the graph and decide; writes nothing."""
-        lock = self.read_lock()
+        lock = self.keeper.read_lock()
         packages = [p for kind in KINDS.values() for p in self.kube.list(PKG_V1, kind)]
         graph = graph_of(lock, packages)
-        catalog = RegistryCatalog(self)
-        s = self.settings
-        policy = Policy(upgrades=s.dependency_upgrades or s.dependency_downgrades,
-                        downgrades=s.dependency_downgrades)
+        catalog = RegistryCatalog(self.registries, self.contents, self.verifier)
         with heartbeating():
-            decision = resolve(graph, catalog, policy)
+            decision = resolve(graph, catalog, self.policy)
         after = lockstatus.with_explanations(lock, decision.explanations())
         wanted = lockstatus.lock_status(lock, decision.message, decision.explanations())
-        self.log().info("dependencies.resolved", lock_packages=len(lock.get("packages") or []),
+        log().info("dependencies.resolved", lock_packages=len(lock.get("packages") or []),
                         changes=len(decision.changes), unresolved=len(decision.unresolved))
         return c.ResolveDependenciesResult(
             lock_packages=len(lock.get("packages") or []), package_objects=len(packages),
@@ -137,7 +150,7 @@ class DependencyActivities(LockActivities, Verifier):
     @edge
     def apply_resolution(self, inp: c.ApplyResolutionInput) -> c.ApplyResolutionResult:
         """Create and move packages as decided, then write the Lock's status."""
-        lock = self.read_lock()
+        lock = self.keeper.read_lock()
         created = [ch.package for ch in inp.changes if not ch.from_version and self.create(ch)]
         moved = [ch.package for ch in inp.changes if ch.from_version and self.move(ch)]
         explanations = {rev: u.message for u in inp.unresolved for rev in u.revisions}
@@ -171,7 +184,7 @@ class DependencyActivities(LockActivities, Verifier):
             return False
         current = str(spec(pkg).get("package", ""))
         if parse_reference(current).version != change.from_version:
-            self.log(package=change.name).info("dependency.move_skipped", current=current,
+            log(package=change.name).info("dependency.move_skipped", current=current,
                                                decided_from=change.from_version)
             return False
         self.kube.patch(PKG_V1, change.kind, change.name, {
@@ -194,7 +207,7 @@ class DependencyActivities(LockActivities, Verifier):
 
     def lock_event(self, message: str) -> None:
         """A Normal Event on the Lock (``kubectl describe lock lock`` shows them)."""
-        self.event(self.read_lock(), NORMAL, "ResolveDependencies", message)
+        self.reader.event(self.keeper.read_lock(), NORMAL, "ResolveDependencies", message)
 
 
 def _installed(graph: Graph) -> list[str]:

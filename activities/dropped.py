@@ -10,8 +10,9 @@ resources: deleting it would delete them, so it is kept as it is and the package
 
 from __future__ import annotations
 
-from activities.base import Base, meta, spec
-from lockwright.k8s import WARNING, Obj
+from activities.base import meta, spec
+from activities.reads import PackageReader
+from lockwright.k8s import WARNING, Kube, Obj
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 Ref = tuple[str, str, str]  # apiVersion, kind, name
@@ -23,8 +24,12 @@ def refs_of(rev: Obj) -> set[Ref]:
             for r in (rev.get("status") or {}).get("objectRefs") or []}
 
 
-class DroppedObjects(Base):
+class DroppedObjects:
     """Release and remove what a finished upgrade no longer ships."""
+
+    def __init__(self, kube: Kube, reader: PackageReader) -> None:
+        self.kube = kube
+        self.reader = reader
 
     def drop_unshipped(self, pkg: Obj | None, retired: Obj, revisions: list[Obj]) -> int:
         """Release the objects only ``retired`` ships; returns how many were deleted.
@@ -54,7 +59,7 @@ class DroppedObjects(Base):
                 "ownerReferences": refs, "resourceVersion": meta(live)["resourceVersion"]}})
             return 0
         if ref[:2] == CRD and (count := self.custom_resources(live)):
-            self.event(pkg, WARNING, "DropObject",
+            self.reader.event(pkg, WARNING, "DropObject",
                        f"CustomResourceDefinition {ref[2]} is no longer shipped but still has "
                        f"{count} custom resource(s): kept; delete them and then the CRD")
             return 0

@@ -12,37 +12,30 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from activities.base import PKG_V1, deleting, kind_of, meta, revision_kind, spec
+import contracts as c
+from activities.base import PKG_V1, deleting, kind_of, log, meta, revision_kind, spec
 from activities.dropped import DroppedObjects
 from activities.errors import edge
-from activities.lock import LockActivities
-from activities.objects import ObjectActivities
-from lockwright import names
+from activities.lock import LockKeeper
+from activities.objects import Establisher
+from activities.reads import PackageReader
 from lockwright.errors import ObjectGone
-from lockwright.k8s import NORMAL, Obj
-import contracts as c
+from lockwright.k8s import NORMAL, Kube, Obj
+from lockwright.upgrade import revisions as rv
 
 
-def _owned_by_package(rev: Obj, kind: str, package: str) -> bool:
-    # Any UID: after the package is gone its revisions still name it until collected.
-    return any(r.get("kind") == kind and r.get("name") == package
-               for r in meta(rev).get("ownerReferences") or [])
-
-
-def _retirable(rev: Obj, running: list[Obj], locked: set[str]) -> bool:
-    """Active, or still running a runtime or holding a Lock entry (a switch's old one)."""
-    uid = str(meta(rev)["uid"])
-    return (spec(rev).get("desiredState") == c.ACTIVE or meta(rev)["name"] in locked
-            or any(_owns(d, uid) for d in running))
-
-
-def _owns(deployment: Obj, uid: str) -> bool:
-    return any(r.get("uid") == uid and r.get("controller")
-               for r in meta(deployment).get("ownerReferences") or [])
-
-
-class LifecycleActivities(LockActivities, ObjectActivities, DroppedObjects):
+class LifecycleActivities:
     """set_active_revision, collect_revisions, cleanup_package."""
+
+    def __init__(self, kube: Kube, namespace: str, reader: PackageReader, keeper: LockKeeper,
+                 establisher: Establisher, dropped: DroppedObjects) -> None:
+        """Retire revisions in ``namespace``'s runtimes, the Lock and their objects."""
+        self.kube = kube
+        self.namespace = namespace
+        self.reader = reader
+        self.keeper = keeper
+        self.establisher = establisher
+        self.dropped = dropped
 
     @activity.defn(name=c.SET_ACTIVE_REVISION)
     @edge
@@ -55,29 +48,29 @@ class LifecycleActivities(LockActivities, ObjectActivities, DroppedObjects):
         runtime and is marked Inactive. With it, they are only marked Inactive, so their
         runtime keeps serving until the switch is finished or reverted.
         """
-        revs = self.revisions_of(inp.kind, inp.package)
+        revs = self.reader.revisions_of(inp.kind, inp.package)
         target = next((r for r in revs if meta(r)["name"] == inp.revision), None)
         if target is None:
             raise ObjectGone(f"{revision_kind(inp.kind)} {inp.revision} is gone")
         running = self.runtimes()
-        locked = {str(e.get("name")) for e in self.read_lock().get("packages") or []}
+        locked = {str(e.get("name")) for e in self.keeper.read_lock().get("packages") or []}
         deactivated = []
         for rev in revs:
             if rev is target:
                 continue
             if inp.keep_runtime and spec(rev).get("desiredState") == c.ACTIVE:
                 self.set_state(inp.kind, rev, c.INACTIVE)
-            elif not inp.keep_runtime and _retirable(rev, running, locked):
+            elif not inp.keep_runtime and rv.retirable(rev, running, locked):
                 self.deactivate(inp.kind, rev, running)
                 if inp.drop_unshipped:
-                    self.drop_unshipped(self.kube.get(PKG_V1, kind_of(inp.kind), inp.package),
+                    self.dropped.drop_unshipped(self.kube.get(PKG_V1, kind_of(inp.kind), inp.package),
                                         rev, revs)
             else:
                 continue
             deactivated.append(str(meta(rev)["name"]))
         if spec(target).get("desiredState") != c.ACTIVE:
             self.set_state(inp.kind, target, c.ACTIVE)
-        self.log(package=inp.package, revision=inp.revision).info(
+        log(package=inp.package, revision=inp.revision).info(
             "revision.activated", deactivated=deactivated, keep_runtime=inp.keep_runtime)
         return c.SetActiveRevisionResult(revision=inp.revision, deactivated=deactivated)
 
@@ -92,15 +85,15 @@ class LifecycleActivities(LockActivities, ObjectActivities, DroppedObjects):
         Lock, so a take still under way for it cannot put the entry back.
         """
         name = str(meta(rev)["name"])
-        released = self.release_objects(kind, rev)
+        released = self.establisher.release_objects(kind, rev)
         if spec(rev).get("desiredState") != c.INACTIVE:
             self.set_state(kind, rev, c.INACTIVE)
-        self.leave_lock(name)
+        self.keeper.leave_lock(name)
         for deployment in running:
-            if _owns(deployment, str(meta(rev)["uid"])):
+            if rv.controls(deployment, str(meta(rev)["uid"])):
                 self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
                                  self.namespace, uid=meta(deployment)["uid"])
-        self.event(rev, NORMAL, "DeactivateRevision",
+        self.reader.event(rev, NORMAL, "DeactivateRevision",
                    f"Deactivated revision; released control of {released} object(s)")
 
     def set_state(self, kind: str, rev: Obj, state: str) -> None:
@@ -112,18 +105,16 @@ class LifecycleActivities(LockActivities, ObjectActivities, DroppedObjects):
     @edge
     def collect_revisions(self, inp: c.CollectRevisionsInput) -> c.CollectRevisionsResult:
         """Delete the oldest inactive revisions beyond ``keep`` besides the current one."""
-        others = [r for r in self.revisions_of(inp.kind, inp.package)
+        others = [r for r in self.reader.revisions_of(inp.kind, inp.package)
                   if meta(r)["name"] != inp.current_revision]
-        doomed = [r for r in others[:max(0, len(others) - inp.keep)]
-                  if spec(r).get("desiredState") != c.ACTIVE]
         deleted = []
-        for rev in doomed:
+        for rev in rv.collectable(others, inp.keep):
             name = str(meta(rev)["name"])
-            self.leave_lock(name)
+            self.keeper.leave_lock(name)
             self.kube.delete(PKG_V1, revision_kind(inp.kind), name, uid=meta(rev)["uid"])
             deleted.append(name)
         if deleted:
-            self.log(package=inp.package).info("revisions.collected", deleted=deleted)
+            log(package=inp.package).info("revisions.collected", deleted=deleted)
         return c.CollectRevisionsResult(deleted=deleted)
 
     @activity.defn(name=c.CLEANUP_PACKAGE)
@@ -136,17 +127,12 @@ class LifecycleActivities(LockActivities, ObjectActivities, DroppedObjects):
         adopts it. Nothing is created or rewritten.
         """
         kind = kind_of(inp.kind)
-        revs = self.revisions_of(inp.kind, inp.name)
+        revs = self.reader.revisions_of(inp.kind, inp.name)
         staying = {meta(r)["name"] for r in revs if not deleting(r)}
-
-        def entries(lock: Obj) -> list[str]:
-            return [str(e["name"]) for e in lock.get("packages") or []
-                    if (e.get("kind") or e.get("type")) == kind and e["name"] not in staying
-                    and e.get("name") == names.revision_name(inp.name, str(e["name"])[-12:])]
-
-        removed = self.remove_from_lock(entries)
-        waiting = sum(1 for r in revs if _owned_by_package(r, kind, inp.name))
-        self.log(package=inp.name).info("package.cleaned_up", lock_entries=removed,
+        removed = self.keeper.remove_from_lock(
+            lambda lock: rv.gone_entries(lock, kind, inp.name, staying))
+        waiting = sum(1 for r in revs if rv.owned_by_package(r, kind, inp.name))
+        log(package=inp.name).info("package.cleaned_up", lock_entries=removed,
                                         waiting=waiting, orphaned=len(revs) - waiting)
         return c.CleanupPackageResult(removed=removed, waiting=waiting,
                                       orphaned=len(revs) - waiting)

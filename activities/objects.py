@@ -33,20 +33,20 @@ from pathlib import Path
 
 from temporalio import activity
 
+import contracts as c
 from activities.base import (
-    RuntimeConfigs,
     kind_of,
+    log,
     meta,
     revision_kind,
     service_name,
     spec,
     stream_objects,
 )
+from activities.contents import Contents
 from activities.errors import edge
+from activities.reads import PackageReader, RuntimeConfigs
 from lockwright import names
-from lockwright.objects import crdcheck
-from lockwright.runtime import tls
-from lockwright.objects import establish as est
 from lockwright.errors import (
     ConflictError,
     KubeAlreadyExists,
@@ -55,10 +55,14 @@ from lockwright.errors import (
     PreflightError,
 )
 from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.objects import crdcheck
+from lockwright.objects import establish as est
 from lockwright.objects.lock import Conflict, ObjectKey
-import contracts as c
+from lockwright.runtime import tls
 
 BATCH = 100
+#: Objects read, dry-run or written at once by one establish.
+ESTABLISH_WORKERS = 8
 UNDO_DEADLINE_S, UNDO_POLL_S = 60.0, 0.05
 #: apiVersion, kind, name, namespace of an object this attempt created.
 Address = tuple[str, str, str, str | None]
@@ -97,19 +101,39 @@ class Checked:
         return not self.conflicts and not self.findings
 
 
-class ObjectActivities(RuntimeConfigs):
-    """Establish and release a revision's objects."""
+class ObjectActivities:
+    """establish_objects."""
+
+    def __init__(self, establisher: Establisher) -> None:
+        self.establisher = establisher
 
     @activity.defn(name=c.ESTABLISH_OBJECTS)
     @edge
     def establish_objects(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
         """Create/adopt (active) or co-own (inactive) every object; nothing on conflict."""
-        rev = self.revision(inp.kind, inp.revision)
+        return self.establisher.establish(inp)
+
+
+class Establisher:
+    """Establish, check and release a revision's objects."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
+                 runtime_configs: RuntimeConfigs, namespace: str,
+                 workers: int = ESTABLISH_WORKERS) -> None:
+        self.kube = kube
+        self.reader = reader
+        self.contents = contents
+        self.runtime_configs = runtime_configs
+        self.namespace = namespace
+        self.workers = workers
+
+    def establish(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
+        """All or nothing: see the module."""
+        rev = self.reader.revision(inp.kind, inp.revision)
         revision = self.est_revision(inp, rev)
-        documents = self.cached(inp.kind, rev, inp.digest).documents
+        documents = self.contents.cached(inp.kind, rev, inp.digest).documents
         ca, service = self.webhook_target(inp, rev)
-        log = self.log(package=inp.package, revision=inp.revision, digest=inp.digest)
-        with ThreadPoolExecutor(self.settings.establish_workers) as pool, self.saying_why(rev):
+        with ThreadPoolExecutor(self.workers) as pool, self.saying_why(rev):
             fresh = self._fresh(pool, inp, revision, documents, (ca, service))
             if fresh is not None:
                 refs, counts = fresh
@@ -121,8 +145,9 @@ class ObjectActivities(RuntimeConfigs):
         self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
                         {"status": {"objectRefs": refs}}, subresource="status")
         created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
-        log.info("objects.established", objects=len(refs), created=created, updated=updated,
-                 owned=counts[est.Op.OWN], control=inp.control)
+        log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
+            "objects.established", objects=len(refs), created=created, updated=updated,
+            owned=counts[est.Op.OWN], control=inp.control)
         return c.EstablishObjectsResult(objects=len(refs), created=created,
                                         updated=updated + counts[est.Op.OWN])
 
@@ -133,7 +158,7 @@ class ObjectActivities(RuntimeConfigs):
         try:
             yield
         except (ConflictError, PreflightError, KubeInvalid) as exc:
-            self.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
+            self.reader.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
             raise
 
     def check_candidate(self, kind: str, package: str, rev: Obj, digest: str) -> int:
@@ -150,14 +175,15 @@ class ObjectActivities(RuntimeConfigs):
                                       revision=names.revision_name(package, digest))
         revision = self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}})
         ca, service = self.webhook_target(inp, rev)
-        with ThreadPoolExecutor(self.settings.establish_workers) as pool:
-            refs, _ = self._check(pool, revision, self.cached(kind, rev, digest).documents,
+        with ThreadPoolExecutor(self.workers) as pool:
+            refs, _ = self._check(pool, revision,
+                                  self.contents.cached(kind, rev, digest).documents,
                                   ca, service)
         return len(refs)
 
     def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj) -> est.Revision:
         """The revision as ``lockwright.objects.establish`` sees it."""
-        pkg = self.package(inp.kind, inp.package)
+        pkg = self.reader.package(inp.kind, inp.package)
         return est.Revision(
             name=inp.revision, uid=str(meta(rev)["uid"]), kind=revision_kind(inp.kind),
             package_kind=kind_of(inp.kind), package_name=inp.package,
@@ -169,7 +195,7 @@ class ObjectActivities(RuntimeConfigs):
         """The CA bundle and Service name webhooks point at (active runtimes only)."""
         if not inp.control or inp.kind not in c.KINDS_WITH_RUNTIME:
             return None, inp.package
-        drc, _ = self.runtime_config(rev, required=False)
+        drc, _ = self.runtime_configs.runtime_config(rev, required=False)
         secret_name = (spec(rev).get("tlsServerSecretName")
                        or names.tls_server_secret_name(inp.package))
         secret = self.kube.get("v1", "Secret", str(secret_name), self.namespace)

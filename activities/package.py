@@ -8,10 +8,9 @@ changes which one is Active.
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import activity
 
+import contracts as c
 from activities import status as st
 from activities.base import (
     DEPLOYMENT_RUNTIME,
@@ -19,16 +18,16 @@ from activities.base import (
     PKG_V1,
     deleting,
     kind_of,
+    log,
     meta,
-    package_owner,
     revision_kind,
     secret_names,
     spec,
 )
 from activities.errors import edge
+from activities.reads import PackageReader, Registries
 from activities.verify import Outcome, Verifier
 from lockwright import conditions, names
-from lockwright.images import imageconfig
 from lockwright.errors import (
     KubeAlreadyExists,
     KubeConflict,
@@ -36,36 +35,27 @@ from lockwright.errors import (
     ObjectGone,
     PackageNotFound,
 )
+from lockwright.images import imageconfig
 from lockwright.images.imageconfig import Resolution
-from lockwright.k8s import NORMAL, WARNING, Obj
+from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.oci.cache import PackageCache
 from lockwright.oci.reference import Reference, parse
+from lockwright.upgrade import revisions as rv
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
-import contracts as c
 
-COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",
-          "skipDependencyResolution", "commonLabels", "commonAnnotations")
-RUNTIME_FIELDS = ("runtimeConfigRef", "tlsServerSecretName", "tlsClientSecretName")
 MSG_CONTROLLER_CONFIG = ("controllerConfigRef is not supported by lockwright; use "
                          "runtimeConfigRef with a DeploymentRuntimeConfig")
 
 
 def revision_spec(kind: str, pkg: Obj, source: str, package_runtime: str) -> Obj:
-    """The spec of ``pkg``'s revision for ``source``: the image and the fields copied from
-    the package (reference §9 step 11), and under the Deployment runtime its runtime
-    config and TLS Secrets.
+    """:func:`lockwright.upgrade.revisions.revision_spec` for a contract ``kind`` and the
+    worker's ``package_runtime``."""
+    return rv.revision_spec(kind_of(kind), pkg, source, package_runtime == DEPLOYMENT_RUNTIME)
 
-    The image is ``source``, what the pass resolved the revision's digest from, not what
-    the package says now: a spec changed since the pass read it must not relabel it.
-    """
-    s, package = spec(pkg), str(meta(pkg)["name"])
-    wanted: Obj = {"image": source or s.get("package")}
-    wanted.update({k: s[k] for k in COPIED if s.get(k) is not None})
-    if kind in c.KINDS_WITH_RUNTIME and package_runtime == DEPLOYMENT_RUNTIME:
-        wanted["runtimeConfigRef"] = s.get("runtimeConfigRef") or {"name": "default"}
-        wanted["tlsServerSecretName"] = names.tls_server_secret_name(package)
-        if kind_of(kind) == "Provider":
-            wanted["tlsClientSecretName"] = names.tls_client_secret_name(package)
-    return wanted
+
+def revision_metadata(package: str, digest: str) -> Obj:
+    """The labels and annotations a package's revision of ``digest`` carries."""
+    return {"labels": {LABEL_PACKAGE: package}, "annotations": {c.DIGEST_ANNOTATION: digest}}
 
 
 def pull_secrets(pkg: Obj, resolution: Resolution) -> list[str]:
@@ -89,8 +79,18 @@ def says_paused(pkg: Obj) -> bool:
     return (synced or {}).get("reason") == "ReconcilePaused"
 
 
-class PackageActivities(Verifier):
+class PackageActivities:
     """Read, resolve, ensure the revision, write the package's status."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, registries: Registries,
+                 verifier: Verifier, cache: PackageCache, package_runtime: str) -> None:
+        """Make revisions for ``package_runtime`` (``Deployment`` or ``External``)."""
+        self.kube = kube
+        self.reader = reader
+        self.registries = registries
+        self.verifier = verifier
+        self.cache = cache
+        self.package_runtime = package_runtime
 
     @activity.defn(name=c.READ_PACKAGE)
     @edge
@@ -100,8 +100,8 @@ class PackageActivities(Verifier):
         if pkg is None:
             return c.ReadPackageResult(found=False)
         if spec(pkg).get("controllerConfigRef"):
-            self.event(pkg, WARNING, "InstallPackageRevision", MSG_CONTROLLER_CONFIG)
-        revs = self.revisions_of(inp.kind, inp.name)
+            self.reader.event(pkg, WARNING, "InstallPackageRevision", MSG_CONTROLLER_CONFIG)
+        revs = self.reader.revisions_of(inp.kind, inp.name)
         s = spec(pkg)
         active = next((r for r in revs if spec(r).get("desiredState") == c.ACTIVE), None)
         return c.ReadPackageResult(
@@ -134,7 +134,7 @@ class PackageActivities(Verifier):
                else self.kube.get(PKG_V1, kind_of(inp.kind), inp.name))
         if obj is None:
             return c.RecordEventResult(recorded=False)
-        self.event(obj, inp.type, inp.reason, inp.message)
+        self.reader.event(obj, inp.type, inp.reason, inp.message)
         return c.RecordEventResult(recorded=True)
 
     @activity.defn(name=c.RESOLVE_DIGEST)
@@ -142,18 +142,18 @@ class PackageActivities(Verifier):
     def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
         """Tag → digest after ImageConfig rewrites, with the package's pull secrets; then
         the signature check an ImageConfig asks for, before anything is fetched."""
-        pkg = self.package(inp.kind, inp.name)
-        resolution = self.resolution(inp.source or str(spec(pkg).get("package", "")))
+        pkg = self.reader.package(inp.kind, inp.name)
+        resolution = self.registries.resolution(inp.source or str(spec(pkg).get("package", "")))
         try:
             digest = self.digest_of(pkg, parse(resolution.resolved), resolution)
-            outcome = self.verify(resolution, digest,
-                                  self.registry(pull_secrets(pkg, resolution)))
+            outcome = self.verifier.verify(resolution, digest,
+                                  self.registries.registry(pull_secrets(pkg, resolution)))
         except LockwrightError as err:
-            self.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
+            self.reader.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
             raise
         self.record_applied(inp.kind, pkg, resolution, outcome)
-        self.say_verified(inp.kind, pkg, outcome, f"{resolution.resolved}@{digest}")
-        self.log(package=inp.name, digest=digest).info("digest.resolved",
+        self.verifier.say_verified(inp.kind, pkg, outcome, f"{resolution.resolved}@{digest}")
+        log(package=inp.name, digest=digest).info("digest.resolved",
                                                         ref=resolution.resolved)
         return c.ResolveDigestResult(
             digest=digest, resolved_source=resolution.resolved,
@@ -176,8 +176,8 @@ class PackageActivities(Verifier):
         if policy == "Never":
             raise PackageNotFound(f"package {ref} not in cache and pull policy is Never")
         secrets = pull_secrets(pkg, resolution)
-        with self.naming_missing_secrets(secrets):
-            digest = self.registry(secrets).resolve(ref)
+        with self.registries.naming_missing_secrets(secrets):
+            digest = self.registries.registry(secrets).resolve(ref)
         self.cache.set_alias(str(ref), digest)
         return digest
 
@@ -196,19 +196,19 @@ class PackageActivities(Verifier):
     @edge
     def ensure_revision(self, inp: c.EnsureRevisionInput) -> c.EnsureRevisionResult:
         """Create ``<package>-<digest12>`` Inactive, or bring an existing one up to date."""
-        pkg = self.package(inp.kind, inp.package)
+        pkg = self.reader.package(inp.kind, inp.package)
         name = names.revision_name(inp.package, inp.digest)
-        revs = self.adopt_orphans(inp.kind, pkg, self.revisions_of(inp.kind, inp.package))
+        revs = self.adopt_orphans(inp.kind, pkg, self.reader.revisions_of(inp.kind, inp.package))
         top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
         existing = next((r for r in revs if meta(r)["name"] == name), None)
-        wanted = revision_spec(inp.kind, pkg, inp.source, self.settings.package_runtime)
+        wanted = revision_spec(inp.kind, pkg, inp.source, self.package_runtime)
         if existing is None:
             try:
                 created = self.kube.create(self.new_revision(inp, pkg, name, wanted, top + 1))
             except KubeAlreadyExists:
-                existing = self.revision(inp.kind, name)
+                existing = self.reader.revision(inp.kind, name)
             else:
-                self.log(package=inp.package, revision=name).info("revision.created")
+                log(package=inp.package, revision=name).info("revision.created")
                 return c.EnsureRevisionResult(revision=name, number=top + 1, created=True,
                                               desired_state=spec(created)["desiredState"],
                                               fresh=True)
@@ -228,9 +228,9 @@ class PackageActivities(Verifier):
             refs = meta(rev).get("ownerReferences") or []
             if not any(r.get("controller") for r in refs) and not deleting(rev):
                 rev = self.kube.patch(PKG_V1, revision_kind(kind), meta(rev)["name"], {
-                    "metadata": {"ownerReferences": [*refs, package_owner(kind, pkg)],
+                    "metadata": {"ownerReferences": [*refs, rv.package_owner(kind_of(kind), pkg)],
                                  "resourceVersion": meta(rev)["resourceVersion"]}})
-                self.log(package=meta(pkg)["name"], revision=meta(rev)["name"]).info(
+                log(package=meta(pkg)["name"], revision=meta(rev)["name"]).info(
                     "revision.adopted")
             out.append(rev)
         return out
@@ -238,11 +238,9 @@ class PackageActivities(Verifier):
     def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
                      number: int) -> Obj:
         """A new Inactive revision controlled by its package."""
-        return {"apiVersion": PKG_V1, "kind": revision_kind(inp.kind),
-                "metadata": {"name": name, "labels": {LABEL_PACKAGE: inp.package},
-                             "annotations": {c.DIGEST_ANNOTATION: inp.digest},
-                             "ownerReferences": [package_owner(inp.kind, pkg)]},
-                "spec": {**wanted, "desiredState": c.INACTIVE, "revision": number}}
+        return rv.new_revision(revision_kind(inp.kind), name,
+                               revision_metadata(inp.package, inp.digest),
+                               rv.package_owner(kind_of(inp.kind), pkg), wanted, number)
 
     def refresh_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, rev: Obj, wanted: Obj,
                          top: int) -> c.EnsureRevisionResult:
@@ -252,18 +250,7 @@ class PackageActivities(Verifier):
         if controller.get("uid") != meta(pkg)["uid"]:
             raise KubeConflict(f"revision {meta(rev)['name']} exists but is not controlled "
                                f"by UID {meta(pkg)['uid']}")
-        number = int(spec(rev).get("revision") or 0)
-        number = top + 1 if number < top else number
-        patch: dict[str, Any] = {k: v for k, v in wanted.items() if spec(rev).get(k) != v}
-        patch.update({k: None for k in (*COPIED, *RUNTIME_FIELDS)
-                      if k not in wanted and k in spec(rev)})
-        if number != spec(rev).get("revision"):
-            patch["revision"] = number
-        body: Obj = {"spec": patch} if patch else {}
-        if (meta(rev).get("labels") or {}).get(LABEL_PACKAGE) != inp.package:
-            body["metadata"] = {"labels": {LABEL_PACKAGE: inp.package}}
-        if (meta(rev).get("annotations") or {}).get(c.DIGEST_ANNOTATION) != inp.digest:
-            body.setdefault("metadata", {})["annotations"] = {c.DIGEST_ANNOTATION: inp.digest}
+        body, number = rv.refresh(rev, wanted, top, revision_metadata(inp.package, inp.digest))
         if body:
             rev = self.kube.patch(PKG_V1, revision_kind(inp.kind), meta(rev)["name"], body)
         installed = conditions.get_condition((rev.get("status") or {}).get("conditions"),
@@ -278,7 +265,7 @@ class PackageActivities(Verifier):
     def write_package_status(self, inp: c.WritePackageStatusInput
                              ) -> c.WritePackageStatusResult:
         """Store the conditions and fields the workflow decided; Events on transitions."""
-        pkg = self.package(inp.kind, inp.name)
+        pkg = self.reader.package(inp.kind, inp.name)
         fields: Obj = {"currentRevision": inp.current_revision,
                        "currentIdentifier": inp.current_identifier}
         if inp.resolved_package:
@@ -288,9 +275,9 @@ class PackageActivities(Verifier):
         if written is None:
             return c.WritePackageStatusResult(changed=False)
         if st.turned(written.before, written.after, conditions.HEALTHY, conditions.TRUE):
-            self.event(pkg, NORMAL, "InstallPackageRevision",
+            self.reader.event(pkg, NORMAL, "InstallPackageRevision",
                        "Successfully installed package revision")
         if st.turned(written.before, written.after, "Synced", conditions.FALSE):
-            self.event(pkg, NORMAL, "ReconciliationPaused",
+            self.reader.event(pkg, NORMAL, "ReconciliationPaused",
                        "Reconciliation is paused via the pause annotation")
         return c.WritePackageStatusResult(changed=True)

@@ -19,29 +19,46 @@ from pathlib import Path
 
 from temporalio import activity
 
-from activities.base import PKG_V1, PKG_V1BETA1, kind_of, meta, revision_kind
+import contracts as c
+from activities.base import PKG_V1, PKG_V1BETA1, kind_of, log, meta, revision_kind
+from activities.contents import Contents
 from activities.errors import edge
-from activities.lock import LockActivities, summary_refs
-from activities.objects import ObjectActivities
+from activities.lock import LockKeeper
+from activities.objects import Establisher
 from activities.package import pull_secrets, revision_spec
+from activities.reads import PackageReader, Registries
 from activities.verify import Verifier
 from lockwright import crdcompat, crvalidate, names
-from lockwright.upgrade import plan as pl
+from lockwright.k8s import Kube, Obj
+from lockwright.objects.claims import summary_refs
 from lockwright.objects.establish import establishable
-from lockwright.k8s import Obj
 from lockwright.objects.lock import LOCK_NAME, ObjectKey
 from lockwright.oci.reference import parse
+from lockwright.upgrade import plan as pl
 from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta
-import contracts as c
 
 #: Custom resources read per page when checking them.
 PAGE = 500
 CRD_API = "apiextensions.k8s.io/v1"
 
 
-class PlanActivities(LockActivities, Verifier, ObjectActivities):
+class PlanActivities:
     """Plan an upgrade."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
+                 registries: Registries, verifier: Verifier, keeper: LockKeeper,
+                 establisher: Establisher, package_runtime: str) -> None:
+        """Plan candidates' revisions as ``ensure_revision`` would make them under
+        ``package_runtime``."""
+        self.kube = kube
+        self.reader = reader
+        self.contents = contents
+        self.registries = registries
+        self.verifier = verifier
+        self.keeper = keeper
+        self.establisher = establisher
+        self.package_runtime = package_runtime
 
     @activity.defn(name=c.PLAN_REVISION)
     @edge
@@ -49,15 +66,15 @@ class PlanActivities(LockActivities, Verifier, ObjectActivities):
         """The plan of switching ``inp.package`` to ``inp.revision``; see the module."""
         new_rev, digest = self._new(inp)
         old_rev = self.kube.get(PKG_V1, revision_kind(inp.kind), inp.against)
-        new = self.cached(inp.kind, new_rev, digest).documents
-        old = self.cached(inp.kind, old_rev, inp.against_digest).documents if (
+        new = self.contents.cached(inp.kind, new_rev, digest).documents
+        old = self.contents.cached(inp.kind, old_rev, inp.against_digest).documents if (
             old_rev is not None and inp.against_digest) else None
         sides = (_side(inp.kind, old), _side(inp.kind, new))
         _, changed, _ = pl.object_changes(sides[0].prints, sides[1].prints)
         verdicts, rejected = self._crds(new, {k for k in changed if pl.is_crd(k)})
         result = pl.assemble(inp.revision, inp.against, sides, (_image(old_rev), _image(new_rev)),
                              verdicts, rejected, self._locked())
-        self.log(package=inp.package, revision=inp.revision).info(
+        log(package=inp.package, revision=inp.revision).info(
             "plan.ready", against=inp.against, breaking=result.breaking_count,
             added=result.added, changed=result.changed, removed=result.removed)
         return result
@@ -67,25 +84,25 @@ class PlanActivities(LockActivities, Verifier, ObjectActivities):
         would make (nothing is written), its digest resolved and verified as an install's,
         and its writes checked and dry-run as the upgrade's preparation would make them."""
         if not inp.candidate:
-            return self.revision(inp.kind, inp.revision), inp.digest
-        pkg = self.package(inp.kind, inp.package)
-        resolution = self.resolution(inp.candidate)
-        client = self.registry(pull_secrets(pkg, resolution))
+            return self.reader.revision(inp.kind, inp.revision), inp.digest
+        pkg = self.reader.package(inp.kind, inp.package)
+        resolution = self.registries.resolution(inp.candidate)
+        client = self.registries.registry(pull_secrets(pkg, resolution))
         digest = client.resolve(parse(resolution.resolved))
-        self.verify(resolution, digest, client)
+        self.verifier.verify(resolution, digest, client)
         rev = {"metadata": {"name": names.revision_name(inp.package, digest)},
                "spec": revision_spec(inp.kind, pkg, inp.candidate,
-                                     self.settings.package_runtime)}
+                                     self.package_runtime)}
         self._prepare(inp.kind, inp.package, rev, digest)
         return rev, digest
 
     def _prepare(self, kind: str, package: str, rev: Obj, digest: str) -> None:
         """A candidate's checks, as an upgrade's preparation makes them: the Lock's claims
         (objects another package claimed but has not created yet), then the dry run."""
-        refs = summary_refs(kind_of(kind), package, self.summary(kind, rev, digest))
+        refs = summary_refs(kind_of(kind), package, self.contents.summary(kind, rev, digest))
         lock = self.kube.get(PKG_V1BETA1, "Lock", LOCK_NAME) or {}
-        self.refuse_claimed(lock, kind, package, rev, refs)
-        self.check_candidate(kind, package, rev, digest)
+        self.keeper.refuse_claimed(lock, kind, package, rev, refs)
+        self.establisher.check_candidate(kind, package, rev, digest)
 
     def _crds(self, documents: Path, changed: set[ObjectKey]
               ) -> tuple[list[crdcompat.Verdict], list[pl.Rejected]]:

@@ -12,12 +12,14 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.base import DEPLOYMENT_RUNTIME, RuntimeConfigs, kind_of, meta, service_account_name
-from activities.errors import edge
-from lockwright.runtime import rbac
-from lockwright.errors import ConflictError, PermissionRejected
-from lockwright.k8s import NORMAL, WARNING, Obj
 import contracts as c
+from activities.base import DEPLOYMENT_RUNTIME, kind_of, meta, service_account_name
+from activities.contents import Contents
+from activities.errors import edge
+from activities.reads import PackageReader, RuntimeConfigs
+from lockwright.errors import ConflictError, PermissionRejected
+from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.runtime import rbac
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 SHOWN_REJECTIONS = 5
@@ -27,8 +29,18 @@ def _and_join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", and " + items[-1]
 
 
-class RbacActivities(RuntimeConfigs):
+class RbacActivities:
     """ClusterRoles, the system binding and the permission-request check."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
+                 runtime_configs: RuntimeConfigs, namespace: str, package_runtime: str) -> None:
+        """Bind the runtime ServiceAccount in ``namespace`` (under a Deployment runtime)."""
+        self.kube = kube
+        self.reader = reader
+        self.contents = contents
+        self.runtime_configs = runtime_configs
+        self.namespace = namespace
+        self.package_runtime = package_runtime
 
     @activity.defn(name=c.ENSURE_RBAC)
     @edge
@@ -36,7 +48,7 @@ class RbacActivities(RuntimeConfigs):
         """Apply edit/view/system ClusterRoles and bind system to the runtime's SA."""
         if kind_of(inp.kind) != "Provider":
             return c.EnsureRbacResult()
-        rev = self.revision(inp.kind, inp.revision)
+        rev = self.reader.revision(inp.kind, inp.revision)
         uid = str(meta(rev)["uid"])
         requests = self.accepted_requests(inp, rev)
         refs = (rev.get("status") or {}).get("objectRefs") or []
@@ -46,13 +58,13 @@ class RbacActivities(RuntimeConfigs):
             return c.EnsureRbacResult()
         changed = [meta(r)["name"] for r in roles if self.apply_owned(r, uid)]
         if changed:
-            self.event(rev, NORMAL, "ApplyClusterRoles",
+            self.reader.event(rev, NORMAL, "ApplyClusterRoles",
                        f"Applied RBAC ClusterRoles: {_and_join(changed)}")
         subjects = self.binding_subjects(inp, rev, uid)
         binding = rbac.render_system_binding(inp.revision, uid, subjects)
         if self.apply_owned(binding, uid):
             accounts = ", ".join(f"{ns}/{sa}" for ns, sa in subjects)
-            self.event(rev, NORMAL, "BindClusterRole", f'Bound system ClusterRole '
+            self.reader.event(rev, NORMAL, "BindClusterRole", f'Bound system ClusterRole '
                        f'"{binding["metadata"]["name"]}" to provider ServiceAccount(s): '
                        f"{accounts}")
         return c.EnsureRbacResult(cluster_roles=len(roles), bindings=1)
@@ -63,7 +75,7 @@ class RbacActivities(RuntimeConfigs):
         Raises:
             PermissionRejected: naming the first rejected rules (one Warning event each).
         """
-        summary = self.summary(inp.kind, rev, inp.digest)
+        summary = self.contents.summary(inp.kind, rev, inp.digest)
         requests = [dict(r) for r in getattr(summary.meta, "permission_requests", ())]
         if not requests:
             return []
@@ -74,7 +86,7 @@ class RbacActivities(RuntimeConfigs):
             return requests
         messages = rbac.rejection_messages(rejected)
         for message in messages[:SHOWN_REJECTIONS]:
-            self.event(rev, WARNING, "ApplyClusterRoles", message)
+            self.reader.event(rev, WARNING, "ApplyClusterRoles", message)
         more = len(messages) - SHOWN_REJECTIONS
         raise PermissionRejected("; ".join(messages[:SHOWN_REJECTIONS])
                                  + (f" (and {more} more)" if more > 0 else ""))
@@ -88,8 +100,8 @@ class RbacActivities(RuntimeConfigs):
         """
         deployments = self.kube.list("apps/v1", "Deployment")
         subjects = rbac.binding_subjects(deployments, uid)
-        if inp.active and self.settings.package_runtime == DEPLOYMENT_RUNTIME:
-            drc, _ = self.runtime_config(rev, required=False)
+        if inp.active and self.package_runtime == DEPLOYMENT_RUNTIME:
+            drc, _ = self.runtime_configs.runtime_config(rev, required=False)
             subjects.append((self.namespace, service_account_name(inp.revision, drc)))
         return list(dict.fromkeys(subjects))
 

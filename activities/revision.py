@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from temporalio import activity
 
+import contracts as c
 from activities import status as st
-from activities.base import PKG_V1, Base, kind_of, meta, revision_kind
+from activities.base import PKG_V1, kind_of, log, meta, revision_kind
+from activities.contents import Contents
 from activities.errors import edge
+from activities.reads import PackageReader
 from lockwright import conditions
 from lockwright.errors import ConstraintError, InvalidPackage, LintError, LockwrightError
-from lockwright.k8s import NORMAL, WARNING, Obj
+from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.xpkg.constraints import parse_constraint
 from lockwright.xpkg.lint import installable
 from lockwright.xpkg.parse import PackageSummary
-import contracts as c
 
 FIRST_WARNINGS = 5
 
@@ -28,22 +30,30 @@ def capabilities(summary: PackageSummary) -> list[str]:
     return caps or (["composition"] if summary.meta.kind == "Function" else [])
 
 
-class RevisionActivities(Base):
+class RevisionActivities:
     """fetch_package, parse_package, check_crossplane_version, write_revision_status."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
+                 crossplane_version: str) -> None:
+        """Check packages against ``crossplane_version`` (what the worker reports)."""
+        self.kube = kube
+        self.reader = reader
+        self.contents = contents
+        self.crossplane_version = crossplane_version
 
     @activity.defn(name=c.FETCH_PACKAGE)
     @edge
     def fetch_package(self, inp: c.FetchPackageInput) -> c.FetchPackageResult:
         """Pull the package by digest into the cache (a hit costs nothing)."""
-        rev = self.revision(inp.kind, inp.revision)
-        hit = self.cache.get(inp.digest) is not None
+        rev = self.reader.revision(inp.kind, inp.revision)
+        hit = self.contents.cache.get(inp.digest) is not None
         try:
-            entry = self.cached(inp.kind, rev, inp.digest)
-            summary = self.summary(inp.kind, rev, inp.digest)
+            entry = self.contents.cached(inp.kind, rev, inp.digest)
+            summary = self.contents.summary(inp.kind, rev, inp.digest)
         except LockwrightError as err:
-            self.event(rev, WARNING, "ParsePackage", f"cannot get package: {err.message}")
+            self.reader.event(rev, WARNING, "ParsePackage", f"cannot get package: {err.message}")
             raise
-        self.log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
+        log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "package.fetched", cached=hit, size=entry.size)
         return c.FetchPackageResult(digest=inp.digest, size=entry.size, cached=hit,
                                     object_counts=dict(summary.counts))
@@ -52,15 +62,15 @@ class RevisionActivities(Base):
     @edge
     def parse_package(self, inp: c.ParsePackageInput) -> c.ParsePackageResult:
         """Validate and lint; copy meta labels onto the revision; warnings as Events."""
-        rev = self.revision(inp.kind, inp.revision)
+        rev = self.reader.revision(inp.kind, inp.revision)
         try:
-            summary = self.summary(inp.kind, rev, inp.digest)
+            summary = self.contents.summary(inp.kind, rev, inp.digest)
         except InvalidPackage as err:
             reason = "LintPackage" if isinstance(err, LintError) else "ValidatePackage"
-            self.event(rev, WARNING, reason, err.message)
+            self.reader.event(rev, WARNING, reason, err.message)
             raise
         for warning in summary.warnings[:FIRST_WARNINGS]:
-            self.event(rev, WARNING, "LintPackage", warning)
+            self.reader.event(rev, WARNING, "LintPackage", warning)
         self.copy_meta(inp.kind, rev, summary)
         kind = kind_of(inp.kind)
         objects = sum(1 for s in summary.summaries if installable(kind, s.api_version, s.kind))
@@ -94,7 +104,7 @@ class RevisionActivities(Base):
     def check_crossplane_version(self, inp: c.CheckCrossplaneVersionInput
                                  ) -> c.CheckCrossplaneVersionResult:
         """The worker's Crossplane version must satisfy ``spec.crossplane.version`` (§7.4)."""
-        version = self.settings.crossplane_version
+        version = self.crossplane_version
         message = conditions.MSG_INCOMPATIBLE_CROSSPLANE.format(version)
         try:
             allowed = parse_constraint(inp.constraint).allows(version)
@@ -109,7 +119,7 @@ class RevisionActivities(Base):
     def write_revision_status(self, inp: c.WriteRevisionStatusInput
                               ) -> c.WriteRevisionStatusResult:
         """Store conditions and counts; Events when health turns."""
-        rev = self.revision(inp.kind, inp.revision)
+        rev = self.reader.revision(inp.kind, inp.revision)
         fields: Obj = {"foundDependencies": inp.found_dependencies,
                        "installedDependencies": inp.installed_dependencies,
                        "invalidDependencies": inp.invalid_dependencies}
@@ -127,8 +137,8 @@ class RevisionActivities(Base):
     def status_events(self, rev: Obj, before: list[Obj] | None, after: list[Obj]) -> None:
         """SyncPackage Events for health transitions (reference §4.3)."""
         if st.turned(before, after, conditions.REVISION_HEALTHY, conditions.TRUE):
-            self.event(rev, NORMAL, "SyncPackage", "Successfully reconciled package revision")
+            self.reader.event(rev, NORMAL, "SyncPackage", "Successfully reconciled package revision")
         if st.turned(before, after, conditions.RUNTIME_HEALTHY, conditions.TRUE):
-            self.event(rev, NORMAL, "SyncPackage", "Successfully configured package revision")
+            self.reader.event(rev, NORMAL, "SyncPackage", "Successfully configured package revision")
         if message := st.new_message(before, after, conditions.REVISION_HEALTHY):
-            self.event(rev, WARNING, "SyncPackage", message)
+            self.reader.event(rev, WARNING, "SyncPackage", message)

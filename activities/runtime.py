@@ -15,39 +15,58 @@ from datetime import UTC, datetime
 
 from temporalio import activity
 
+import contracts as c
 from activities.base import (
     DEPLOYMENT_RUNTIME,
-    RuntimeConfigs,
     deployment_name,
     kind_of,
+    log,
     meta,
     revision_kind,
     secret_names,
     service_name,
     spec,
 )
+from activities.contents import Contents
 from activities.errors import edge
+from activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright import conditions, names
-from lockwright.images import imageconfig
-from lockwright.runtime import manifests as runtime, tls
 from lockwright.errors import KubeAlreadyExists, KubeConflict
-from lockwright.k8s import Obj
-import contracts as c
+from lockwright.images import imageconfig
+from lockwright.k8s import Kube, Obj
+from lockwright.runtime import manifests as runtime
+from lockwright.runtime import tls
 
 SecretData = dict[str, str]
 HEALTH_OBSERVE_S = 2.0
 HEALTH_OBSERVE_POLL_S = 0.05
+#: Crossplane's ServiceAccount in the system namespace: runtimes get its pull Secrets.
+CROSSPLANE_SERVICE_ACCOUNT = "crossplane"
 
 
-class RuntimeActivities(RuntimeConfigs):
+class RuntimeActivities:
     """TLS, runtime objects and their health."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
+                 registries: Registries, runtime_configs: RuntimeConfigs, namespace: str,
+                 package_runtime: str,
+                 crossplane_service_account: str = CROSSPLANE_SERVICE_ACCOUNT) -> None:
+        """Run runtimes in ``namespace`` as ``package_runtime`` (``Deployment``/``External``)."""
+        self.kube = kube
+        self.reader = reader
+        self.contents = contents
+        self.runtime_configs = runtime_configs
+        self.registries = registries
+        self.namespace = namespace
+        self.package_runtime = package_runtime
+        self.crossplane_service_account = crossplane_service_account
 
     @activity.defn(name=c.ENSURE_TLS)
     @edge
     def ensure_tls(self, inp: c.EnsureTlsInput) -> c.EnsureTlsResult:
         """Keep the root CA and the package's server (and provider client) Secrets valid."""
-        rev = self.revision(inp.kind, inp.revision)
-        drc, _ = self.runtime_config(rev, required=False)
+        rev = self.reader.revision(inp.kind, inp.revision)
+        drc, _ = self.runtime_configs.runtime_config(rev, required=False)
         now = datetime.now(UTC)
         ca = self.ensure_secret(tls.ROOT_CA_SECRET, lambda d: tls.ensure_ca(d, now), [])
         owners = list(meta(rev).get("ownerReferences") or [])
@@ -103,10 +122,10 @@ class RuntimeActivities(RuntimeConfigs):
     @edge
     def ensure_runtime(self, inp: c.EnsureRuntimeInput) -> c.EnsureRuntimeResult:
         """Apply the runtime's ServiceAccount, Service and Deployment (Deployment runtime)."""
-        if self.settings.package_runtime != DEPLOYMENT_RUNTIME:
+        if self.package_runtime != DEPLOYMENT_RUNTIME:
             return c.EnsureRuntimeResult()
-        rev = self.revision(inp.kind, inp.revision)
-        drc, chosen = self.runtime_config(rev)
+        rev = self.reader.revision(inp.kind, inp.revision)
+        drc, chosen = self.runtime_configs.runtime_config(rev)
         rin = self.runtime_input(inp, rev)
         sa_live = self.kube.get("v1", "ServiceAccount", runtime.service_account_name(rin, drc),
                                 self.namespace)
@@ -119,7 +138,7 @@ class RuntimeActivities(RuntimeConfigs):
         for obj in (service, deployment):
             self.kube.apply(obj, force=True)
         self.runtime_status(inp, rev, service, chosen)
-        self.log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
+        log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "runtime.applied", deployment=deployment["metadata"]["name"])
         return c.EnsureRuntimeResult(deployment=deployment["metadata"]["name"],
                                      service_account=sa["metadata"]["name"],
@@ -127,13 +146,13 @@ class RuntimeActivities(RuntimeConfigs):
 
     def runtime_input(self, inp: c.EnsureRuntimeInput, rev: Obj) -> runtime.RuntimeInput:
         """Everything ``lockwright.runtime.manifests`` renders from, read from the cluster and cache."""
-        summary = self.summary(inp.kind, rev, inp.digest)
+        summary = self.contents.summary(inp.kind, rev, inp.digest)
         pkg_meta = summary.meta
         controller = getattr(pkg_meta, "controller_image", None) or getattr(
             pkg_meta, "image", None)
-        resolution = self.resolution(str(spec(rev).get("image") or inp.source))
+        resolution = self.registries.resolution(str(spec(rev).get("image") or inp.source))
         crossplane_sa = self.kube.get("v1", "ServiceAccount",
-                                      self.settings.crossplane_service_account, self.namespace)
+                                      self.crossplane_service_account, self.namespace)
         kind = kind_of(inp.kind)
         return runtime.RuntimeInput(
             kind=kind, package_name=inp.package, revision_name=inp.revision,
@@ -166,14 +185,14 @@ class RuntimeActivities(RuntimeConfigs):
     @edge
     def check_health(self, inp: c.CheckHealthInput) -> c.CheckHealthResult:
         """One look at the runtime: the Deployment's Available condition, or External's word."""
-        rev = self.revision(inp.kind, inp.revision)
-        if self.settings.package_runtime != DEPLOYMENT_RUNTIME:
+        rev = self.reader.revision(inp.kind, inp.revision)
+        if self.package_runtime != DEPLOYMENT_RUNTIME:
             found = conditions.get_condition((rev.get("status") or {}).get("conditions"),
                                              conditions.RUNTIME_HEALTHY)
             healthy = bool(found and found.get("status") == conditions.TRUE)
             return c.CheckHealthResult(healthy=healthy, message=str((found or {}).get(
                 "message", "" if healthy else "waiting for the external runtime")))
-        drc, _ = self.runtime_config(rev, required=False)
+        drc, _ = self.runtime_configs.runtime_config(rev, required=False)
         deployment = self.observed_deployment(deployment_name(inp.revision, drc))
         healthy, message = runtime.deployment_health(deployment, kind_of(inp.kind))
         return c.CheckHealthResult(healthy=healthy, message=message)

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import contracts as c
 from activities.base import PKG_V1, meta
 from lockwright import conditions as cond
 from lockwright.k8s import Kube, Obj
-import contracts as c
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,15 @@ import binascii
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from activities.base import PKG_V1, Base, kind_of, meta
+from activities.base import PKG_V1, kind_of, meta
+from activities.reads import PackageReader, Registries
 from lockwright import conditions
 from lockwright.images import verification
 from lockwright.images.cosign import Attestation as Wanted
 from lockwright.images.cosign import KeyAuthority, SignatureError, Verified, verify_image
 from lockwright.images.imageconfig import Reason, Resolution
 from lockwright.k8s import WARNING, Obj
+from lockwright.oci.cache import PackageCache
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import Reference, parse
 
@@ -45,8 +47,22 @@ class Outcome:
         return {"name": self.image_config, "reason": Reason.VERIFY_IMAGE.value}
 
 
-class Verifier(Base):
+class Verifier:
     """verify(): the gate every digest passes before it is fetched."""
+
+    def __init__(self, reader: PackageReader, registries: Registries, cache: PackageCache,
+                 enabled: bool = True) -> None:
+        """Verify as ``registries``' ImageConfigs ask, remembering verdicts in ``cache``.
+
+        Args:
+            enabled: verify at all (off: such packages install unverified, and say so).
+        """
+        self.reader = reader
+        self.kube = reader.kube
+        self.registries = registries
+        self.namespace = registries.namespace
+        self.cache = cache
+        self.enabled = enabled
 
     def verify(self, resolution: Resolution, digest: str,
                client: RegistryClient) -> Outcome | None:
@@ -55,10 +71,10 @@ class Verifier(Base):
         Raises:
             VerificationFailed: no authority passed; the message gives each one's reason.
         """
-        plan = verification.policy(self.image_configs(), resolution.resolved)
+        plan = verification.policy(self.registries.image_configs(), resolution.resolved)
         if plan is None:
             return None
-        if not self.settings.signature_verification:
+        if not self.enabled:
             return Outcome(plan.image_config, skipped=True)
         keys, reasons = self.keys(plan)
         fingerprint = plan.fingerprint(keys)
@@ -97,7 +113,7 @@ class Verifier(Base):
         if wanted is None and old is None:
             return
         if outcome is not None and outcome.skipped:
-            self.event(pkg, WARNING, "VerifyImage", str(wanted and wanted.get("message")))
+            self.reader.event(pkg, WARNING, "VerifyImage", str(wanted and wanted.get("message")))
         after = ([c for c in current if c.get("type") != VERIFIED] if wanted is None
                  else conditions.set_condition(current, wanted, datetime.now(UTC)))
         if after != current:

@@ -6,8 +6,8 @@ Generates a Provider of ``--crds`` CRDs shaped by ``benchmarks/crdgen.py`` (2,00
 one (breaking), and the controller image moves. Starts Debian's docker-registry and
 devcluster on free loopback ports, pushes both, fetches both into a package cache, creates
 both ProviderRevisions and every v1 CRD in devcluster, and then runs the real
-``plan_revision`` activity in this process (``activities.Activities`` over a ``Kube``, in
-an activity context as ``tests/integration/test_activities.py`` runs activities):
+``plan_revision`` activity in this process (``activities.wire`` over a ``Kube``, in an
+activity context as ``tests/integration/test_activities.py`` runs activities):
 
 1. the plan with no custom resources, against the floor: decoding both package.yaml files
    as the fetch does (``lockwright.xpkg.parse.iter_objects``), in turns, best of
@@ -216,12 +216,12 @@ class Setup:
 
 
 def activities(setup: Setup) -> Any:
-    from activities import Activities, Settings
     from lockwright.k8s import Kube
     from lockwright.oci.cache import PackageCache
+    from lockwright.settings import Settings
+    from tests.activity_view import Activities
 
-    settings = Settings(cache_dir=Path(setup.cache),
-                        insecure_registries=frozenset({setup.registry}))
+    settings = Settings(cache_dir=setup.cache, insecure_registries=(setup.registry,))
     return Activities(settings, Kube.connect(setup.kubeconfig), PackageCache(setup.cache))
 
 

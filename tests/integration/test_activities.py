@@ -33,7 +33,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 import contracts as c
-from activities import Activities, Settings
 from lockwright.errors import KubeAlreadyExists
 from lockwright.k8s import Kube
 from lockwright.k8s.crds import load_crds
@@ -42,7 +41,9 @@ from lockwright.oci.cache import PackageCache
 from lockwright.oci.client import RegistryClient
 from lockwright.oci.local import read_tarball
 from lockwright.oci.push import push_package
+from lockwright.settings import Settings
 from lockwright.xpkg.build import build_package
+from tests.activity_view import Activities
 from tests.helpers import unique, wait_for
 from workflows import status as wst
 
@@ -87,8 +88,7 @@ def kube(devcluster: Any) -> Iterator[Kube]:
 
 @pytest.fixture
 def acts(kube: Kube, registry: Any, tmp_path: Path) -> Activities:
-    settings = Settings(cache_dir=tmp_path / "cache",
-                        insecure_registries=frozenset({registry.host}))
+    settings = Settings(cache_dir=str(tmp_path / "cache"), insecure_registries=(registry.host,))
     return Activities(settings, kube, PackageCache(settings.cache_dir))
 
 
@@ -514,13 +514,13 @@ def test_a_take_that_read_the_revision_before_it_was_retired_leaves_no_entry(
     name = unique("fn")
     apply_package(kube, "Function", name, pushed.ref)
     rev, digest, _ = install(acts, c.FUNCTION, name, until="take_lock")
-    real_read = acts.read_lock
+    real_read = acts.keeper.read_lock
 
     def retired_meanwhile() -> Any:  # the first Lock read: the claims' prefetch
         kube.patch(PKG, "FunctionRevision", rev, {"spec": {"desiredState": "Inactive"}})
         return real_read()
 
-    monkeypatch.setattr(acts, "read_lock", retired_meanwhile)
+    monkeypatch.setattr(acts.keeper, "read_lock", retired_meanwhile)
     taken = run(acts.take_lock, c.TakeLockInput(c.FUNCTION, name, rev, pushed.ref, digest))
     assert taken == c.TakeLockResult()
     lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
@@ -600,8 +600,7 @@ def test_pull_secret_is_read_inside_the_activity(
                  "metadata": {"name": secret, "namespace": NS},
                  "data": {".dockerconfigjson": base64.b64encode(
                      json.dumps({"auths": auths}).encode()).decode()}})
-    settings = Settings(cache_dir=tmp_path / "c2", insecure_registries=frozenset(
-        {auth_registry.host}))
+    settings = Settings(cache_dir=str(tmp_path / "c2"), insecure_registries=(auth_registry.host,))
     private = Activities(settings, kube, PackageCache(settings.cache_dir))
     name, bare = unique("priv"), unique("bare")
     for pkg in (name, bare):
@@ -816,7 +815,7 @@ def test_unauthorized_names_the_missing_pull_secret(
     kube.create({"apiVersion": PKG, "kind": "Configuration", "metadata": {"name": name},
                  "spec": {"package": ref, "packagePullSecrets": [{"name": secret}]}})
     settings = Settings(cache_dir=acts.settings.cache_dir,
-                        insecure_registries=frozenset({auth_registry.host}))
+                        insecure_registries=(auth_registry.host,))
     private = Activities(settings, kube, PackageCache(settings.cache_dir))
     with pytest.raises(ApplicationError) as refused:
         run(private.resolve_digest, c.ResolveDigestInput(c.CONFIGURATION, name, ref))

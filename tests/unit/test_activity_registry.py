@@ -7,8 +7,8 @@ from pathlib import Path
 from temporalio import activity
 
 import contracts as c
-from activities import Activities
-from activities.base import Settings
+from lockwright.settings import Settings
+from tests.activity_view import Activities
 from tests.integration.fake_cluster import FakeCluster
 from workflows.retry import TIMEOUTS
 
@@ -23,7 +23,7 @@ def names(fns: list[object]) -> list[str]:
 
 
 def test_every_activity_is_named_timed_registered_and_faked(tmp_path: Path) -> None:
-    acts = Activities(Settings(cache_dir=tmp_path), kube=None, cache=None)  # type: ignore[arg-type]
+    acts = Activities(Settings(cache_dir=str(tmp_path)), kube=None, cache=None)  # type: ignore[arg-type]
     assert len(set(c.ALL_ACTIVITY_NAMES)) == len(c.ALL_ACTIVITY_NAMES)
     assert set(TIMEOUTS) == set(c.ALL_ACTIVITY_NAMES)
     assert sorted(names(acts.all())) == sorted(c.ALL_ACTIVITY_NAMES)

@@ -14,9 +14,9 @@ from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.testing import ActivityEnvironment
 
 import contracts as c
-from activities.base import Settings as ActivitySettings
 from activities.errors import input_fields
-from activities.lock import LockActivities
+from activities.lock import LockKeeper
+from activities.reads import PackageReader
 from contracts import metrics as m
 from lockwright.errors import KubeConflict
 from lockwright.log import log_format, stdlib_formatter
@@ -92,8 +92,8 @@ class RacingKube:
         return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "9"}}
 
 
-def lock_activities(kube: RacingKube, tmp_path: Path) -> LockActivities:
-    return LockActivities(ActivitySettings(cache_dir=tmp_path), kube, None)  # type: ignore[arg-type]
+def lock_activities(kube: RacingKube, tmp_path: Path) -> LockKeeper:
+    return LockKeeper(kube, PackageReader(kube))  # type: ignore[arg-type]
 
 
 def test_each_lost_compare_and_swap_is_counted(buffered: tuple[Runtime, MetricBuffer],

@@ -1,0 +1,142 @@
+"""What a package's revision says: its spec, as created and as brought up to date.
+
+Pure decisions over plain objects (reference §9 step 11): a revision is created Inactive
+with a controller reference to its package and numbered one above the highest; an
+existing one is renumbered when it is not the newest and gets the package's changed
+fields. When one revision becomes active, which others retire, which old ones are
+collected and which Lock entries a gone package leaves are decided here too; the
+activities carry them out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lockwright import names
+
+Obj = dict[str, Any]
+PKG_V1 = "pkg.crossplane.io/v1"
+ACTIVE, INACTIVE = "Active", "Inactive"
+#: The package's fields every revision copies.
+COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",
+          "skipDependencyResolution", "commonLabels", "commonAnnotations")
+#: The fields only a revision with a Deployment runtime has.
+RUNTIME_FIELDS = ("runtimeConfigRef", "tlsServerSecretName", "tlsClientSecretName")
+KINDS_WITH_RUNTIME = ("Provider", "Function")
+
+
+def revision_spec(package_kind: str, pkg: Obj, source: str, deployment_runtime: bool) -> Obj:
+    """The spec of ``pkg``'s revision for ``source``: the image and the fields copied from
+    the package, and under the Deployment runtime its runtime config and TLS Secrets.
+
+    The image is ``source``, what the pass resolved the revision's digest from, not what
+    the package says now: a spec changed since the pass read it must not relabel it.
+
+    Args:
+        package_kind: ``Provider``, ``Configuration`` or ``Function``.
+        pkg: the package object.
+        source: the reference the digest was resolved from ('' falls back to the spec's).
+        deployment_runtime: the worker runs packages' runtimes as Deployments.
+    """
+    s, package = pkg.get("spec") or {}, str(pkg["metadata"]["name"])
+    wanted: Obj = {"image": source or s.get("package")}
+    wanted.update({k: s[k] for k in COPIED if s.get(k) is not None})
+    if package_kind in KINDS_WITH_RUNTIME and deployment_runtime:
+        wanted["runtimeConfigRef"] = s.get("runtimeConfigRef") or {"name": "default"}
+        wanted["tlsServerSecretName"] = names.tls_server_secret_name(package)
+        if package_kind == "Provider":
+            wanted["tlsClientSecretName"] = names.tls_client_secret_name(package)
+    return wanted
+
+
+def package_owner(package_kind: str, pkg: Obj) -> Obj:
+    """The controller reference a revision holds to its package (blocks its deletion)."""
+    return {"apiVersion": PKG_V1, "kind": package_kind, "name": pkg["metadata"]["name"],
+            "uid": pkg["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+def new_revision(revision_kind: str, name: str, metadata: Obj, owner: Obj, wanted: Obj,
+                 number: int) -> Obj:
+    """A new Inactive revision numbered ``number``, controlled by ``owner``.
+
+    Args:
+        metadata: its ``labels`` and ``annotations``.
+    """
+    return {"apiVersion": PKG_V1, "kind": revision_kind,
+            "metadata": {"name": name, **metadata, "ownerReferences": [owner]},
+            "spec": {**wanted, "desiredState": INACTIVE, "revision": number}}
+
+
+def refresh(rev: Obj, wanted: Obj, top: int, metadata: Obj) -> tuple[Obj, int]:
+    """The patch bringing an existing revision up to date, and its number after it.
+
+    A revision below the newest (``top``) is numbered one above it; fields of ``wanted``
+    that differ are set, copied or runtime fields it no longer wants removed, and
+    ``metadata``'s labels and annotations set where they differ. The patch is empty
+    when the revision already says all that.
+
+    Args:
+        rev: the revision as read.
+        wanted: its spec from :func:`revision_spec`.
+        top: the highest revision number of the package.
+        metadata: the ``labels`` and ``annotations`` it must carry.
+    """
+    current = rev.get("spec") or {}
+    number = int(current.get("revision") or 0)
+    number = top + 1 if number < top else number
+    patch: Obj = {k: v for k, v in wanted.items() if current.get(k) != v}
+    patch.update({k: None for k in (*COPIED, *RUNTIME_FIELDS)
+                  if k not in wanted and k in current})
+    if number != current.get("revision"):
+        patch["revision"] = number
+    body: Obj = {"spec": patch} if patch else {}
+    changed = {key: values for key, values in metadata.items()
+               if any((rev["metadata"].get(key) or {}).get(k) != v for k, v in values.items())}
+    if changed:
+        body["metadata"] = changed
+    return body, number
+
+
+def controls(obj: Obj, uid: str) -> bool:
+    """True when ``obj``'s controller reference is to the object of ``uid``."""
+    return any(r.get("uid") == uid and r.get("controller")
+               for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def retirable(rev: Obj, running: list[Obj], locked: set[str]) -> bool:
+    """Active, or still running a runtime or holding a Lock entry (a switch's old one).
+
+    Args:
+        running: the runtime Deployments of the system namespace.
+        locked: the revision names the Lock has entries for.
+    """
+    uid = str(rev["metadata"]["uid"])
+    return ((rev.get("spec") or {}).get("desiredState") == ACTIVE
+            or rev["metadata"]["name"] in locked or any(controls(d, uid) for d in running))
+
+
+def collectable(others: list[Obj], keep: int) -> list[Obj]:
+    """The oldest inactive revisions beyond the ``keep`` newest of ``others`` (lowest
+    ``spec.revision`` first, the current revision left out)."""
+    return [r for r in others[:max(0, len(others) - keep)]
+            if (r.get("spec") or {}).get("desiredState") != ACTIVE]
+
+
+def owned_by_package(rev: Obj, package_kind: str, package: str) -> bool:
+    """True when ``rev`` names the package as an owner.
+
+    Any UID: after the package is gone its revisions still name it until collected.
+    """
+    return any(r.get("kind") == package_kind and r.get("name") == package
+               for r in (rev.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def gone_entries(lock: Obj, package_kind: str, package: str, staying: set[str]) -> list[str]:
+    """The Lock entries of the package's revisions that are not ``staying``.
+
+    An entry is the package's when its name is the package's revision name for the
+    digest its name ends in.
+    """
+    return [str(e["name"]) for e in lock.get("packages") or []
+            if (e.get("kind") or e.get("type")) == package_kind and e["name"] not in staying
+            and e.get("name") == names.revision_name(package, str(e["name"])[-12:])]
