@@ -11,6 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import Client
+from temporalio.service import TLSConfig
+
+from lockwright.settings import Settings
+
 
 @dataclass(frozen=True)
 class TemporalConnection:
@@ -27,8 +32,6 @@ class TemporalConnection:
 
     def options(self) -> dict[str, Any]:
         """``Client.connect`` keyword arguments: namespace, and TLS and API key if asked."""
-        from temporalio.service import TLSConfig
-
         out: dict[str, Any] = {"namespace": self.namespace}
         if self.api_key_file:
             out["api_key"] = Path(self.api_key_file).read_text().strip()
@@ -38,10 +41,8 @@ class TemporalConnection:
                 server_root_ca_cert=_read(self.ca), domain=self.server_name or None)
         return out
 
-    async def connect(self) -> Any:
+    async def connect(self) -> Client:
         """A Temporal client."""
-        from temporalio.client import Client
-
         return await Client.connect(self.address, **self.options())
 
 
@@ -49,7 +50,7 @@ def _read(path: str) -> bytes | None:
     return Path(path).read_bytes() if path else None
 
 
-def from_settings(settings: Any) -> TemporalConnection:
+def from_settings(settings: Settings) -> TemporalConnection:
     """The connection named by a process's ``lockwright.settings.Settings``."""
     return TemporalConnection(
         settings.temporal_address, settings.temporal_namespace, settings.temporal_tls,

@@ -1,13 +1,17 @@
-"""The layering DESIGN.md asks for, checked by import-linter's contracts in pyproject.toml:
-workflows never import I/O, the core never imports Temporal, product code never imports
-devcluster, and nothing below the operator CLI (``commands``) imports it."""
+"""The layering DESIGN.md asks for, checked by import-linter's contracts in pyproject.toml
+(the floors as a layers contract, no import cycles, workflows never import I/O, the core
+never imports Temporal, only ``lockwright.k8s`` imports ``kubernetes``, product code never
+imports devcluster), and the shape of the house: no hidden imports, no long modules, a core
+of folders."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -34,7 +38,63 @@ def test_test_module_names_are_unique() -> None:
     """pytest imports test modules by basename (the test folders are not packages): two
     ``test_x.py`` in different folders stop a whole run at collection."""
     from collections import Counter
-    from pathlib import Path
 
     names = Counter(p.name for p in Path(ROOT, "tests").rglob("test_*.py"))
     assert [n for n, count in names.items() if count > 1] == []
+
+
+PRODUCT = ("lockwright", "contracts", "workflows", "activities", "worker", "commands",
+           "controlplane")
+# A module that imports inside its functions on purpose says why once, on a line of its
+# own starting with this (e.g. start-up time: ``lockwright --help`` loads no Temporal).
+LAZY_MARK = "# Imports inside functions:"
+
+
+def _product_modules() -> list[Path]:
+    return sorted(p for pkg in PRODUCT for p in Path(ROOT, pkg).rglob("*.py"))
+
+
+def _function_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return found
+
+
+def _explained(lines: list[str], node: ast.stmt) -> bool:
+    """A comment on the import, on the line above it, or on the import just before it."""
+    above = lines[node.lineno - 2] if node.lineno >= 2 else ""
+    own = lines[node.lineno - 1:node.end_lineno or node.lineno]
+    if any("#" in line for line in own) or above.strip().startswith("#"):
+        return True
+    return above.strip().startswith(("import ", "from ")) and "#" in above
+
+
+def test_imports_inside_functions_say_why() -> None:
+    """No import hides inside a function unless a comment says why (start-up time, an
+    optional dependency): a hidden import is how a cycle or a wrong floor goes unseen."""
+    unexplained = []
+    for path in _product_modules():
+        text = path.read_text()
+        if any(line.startswith(LAZY_MARK) for line in text.splitlines()):
+            continue
+        lines = text.splitlines()
+        unexplained += [f"{path.relative_to(ROOT)}:{node.lineno}"
+                        for node in _function_imports(ast.parse(text))
+                        if not _explained(lines, node)]
+    assert unexplained == []
+
+
+def test_no_product_module_is_over_600_lines() -> None:
+    """Modules stay readable in one sitting (devcluster, a test server, is not product)."""
+    long = {str(p.relative_to(ROOT)): n for p in _product_modules()
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}
+
+
+def test_the_core_keeps_few_flat_modules() -> None:
+    """Capabilities live in folders of lockwright/; its root keeps the few shared modules
+    (errors, names, conditions, settings, log) and the package's own files."""
+    flat = sorted(p.name for p in Path(ROOT, "lockwright").glob("*.py"))
+    assert len(flat) <= 10, flat
