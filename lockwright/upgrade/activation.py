@@ -61,3 +61,15 @@ def next_step(s: Situation) -> Step:
     if not s.active:
         return Step.INSTALL if wanted else Step.PREPARE_AND_WAIT
     return Step.PREPARE_AND_SWITCH if wanted else Step.PREPARE_AND_WAIT
+
+
+def switch_deadline(annotation: str) -> float:
+    """Seconds a switch waits for the new runtime, from the package's annotation value.
+
+    ``"90"``, ``"90s"`` and ``"1.5"`` are seconds. An empty, malformed or negative value
+    gives 0, which leaves the worker's default deadline in force.
+    """
+    try:
+        return max(0.0, float(annotation.removesuffix("s")))
+    except ValueError:
+        return 0.0

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from lockwright.upgrade.activation import AUTOMATIC, MANUAL, Situation, Step, next_step
+from lockwright.upgrade.activation import (
+    AUTOMATIC,
+    MANUAL,
+    Situation,
+    Step,
+    next_step,
+    switch_deadline,
+)
 
 
 @pytest.mark.parametrize("situation, step", [
@@ -37,3 +44,18 @@ from lockwright.upgrade.activation import AUTOMATIC, MANUAL, Situation, Step, ne
 ])
 def test_next_step(situation: Situation, step: Step) -> None:
     assert next_step(situation) is step
+
+
+@pytest.mark.parametrize(("annotation", "seconds"), [
+    ("90", 90.0),
+    ("90s", 90.0),
+    ("1.5", 1.5),
+    ("", 0.0),  # unset: the worker's default
+    ("-5", 0.0),
+    ("5m", 0.0),  # only seconds are understood
+    ("soon", 0.0),
+    ("90ss", 0.0),
+])
+def test_switch_deadline(annotation: str, seconds: float) -> None:
+    assert switch_deadline(annotation) == seconds
+
