@@ -22,11 +22,12 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 import contracts as c
-from activities.base import log, meta
+from activities.base import log
 from activities.connection import TemporalConnection
 from activities.errors import edge
 from activities.reads import PackageReader
-from lockwright.k8s import NORMAL, Obj
+from lockwright.k8s import NORMAL
+from lockwright.upgrade.activation import annotation_writer, desired_state_writer
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION as ACCEPT_PLAN
 
 Found = tuple[str, str]  # who, when (ISO 8601)
@@ -98,19 +99,3 @@ def names(payloads: Payloads, revision: str) -> bool:
         return False
     return value == revision or (isinstance(value, dict) and value.get("revision") == revision)
 
-
-def annotation_writer(obj: Obj, key: str) -> Found:
-    """The field manager that last wrote annotation ``key``, and when."""
-    writers = [m for m in meta(obj).get("managedFields") or []
-               if f"f:{key}" in (((m.get("fieldsV1") or {}).get("f:metadata") or {})
-                                 .get("f:annotations") or {})]
-    last: Obj = max(writers, key=lambda m: str(m.get("time", "")), default={})
-    return str(last.get("manager", "")), str(last.get("time", ""))
-
-
-def desired_state_writer(rev: Obj) -> Found:
-    """The field manager that last wrote ``spec.desiredState``, and when."""
-    writers = [m for m in meta(rev).get("managedFields") or []
-               if "f:desiredState" in ((m.get("fieldsV1") or {}).get("f:spec") or {})]
-    last: Obj = max(writers, key=lambda m: str(m.get("time", "")), default={})
-    return str(last.get("manager", "")), str(last.get("time", ""))

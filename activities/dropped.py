@@ -13,15 +13,9 @@ from __future__ import annotations
 from activities.base import meta, spec
 from activities.reads import PackageReader
 from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.objects.establish import Ref, unshipped, without_owners
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-Ref = tuple[str, str, str]  # apiVersion, kind, name
-
-
-def refs_of(rev: Obj) -> set[Ref]:
-    """The objects a revision established, from ``status.objectRefs``."""
-    return {(str(r["apiVersion"]), str(r["kind"]), str(r["name"]))
-            for r in (rev.get("status") or {}).get("objectRefs") or []}
 
 
 class DroppedObjects:
@@ -41,19 +35,15 @@ class DroppedObjects:
         """
         if pkg is None:
             return 0
-        others = set().union(*(refs_of(r) for r in revisions if r is not retired))
-        deleted = 0
-        for ref in sorted(refs_of(retired) - others):
-            deleted += self.drop_one(ref, pkg, retired)
-        return deleted
+        return sum(self.drop_one(ref, pkg, retired) for ref in unshipped(retired, revisions))
 
     def drop_one(self, ref: Ref, pkg: Obj, retired: Obj) -> int:
         """Release one object; 1 when it was deleted."""
         live = self.kube.get(*ref)
         if live is None:
             return 0
-        gone = {meta(retired)["uid"], meta(pkg)["uid"]}
-        refs = [r for r in meta(live).get("ownerReferences") or [] if r.get("uid") not in gone]
+        refs = without_owners(meta(live).get("ownerReferences") or [],
+                              {meta(retired)["uid"], meta(pkg)["uid"]})
         if refs:
             self.kube.patch(ref[0], ref[1], ref[2], {"metadata": {
                 "ownerReferences": refs, "resourceVersion": meta(live)["resourceVersion"]}})

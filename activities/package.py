@@ -40,6 +40,7 @@ from lockwright.images.imageconfig import Resolution
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.reference import Reference, parse
+from lockwright.upgrade import activation
 from lockwright.upgrade import revisions as rv
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
@@ -62,21 +63,6 @@ def pull_secrets(pkg: Obj, resolution: Resolution) -> list[str]:
     """The package's own pull Secrets, then the ImageConfig's for its prefix."""
     secrets = secret_names(spec(pkg).get("packagePullSecrets"))
     return secrets + ([resolution.pull_secret] if resolution.pull_secret else [])
-
-
-def switch_deadline(pkg: Obj) -> float:
-    """The package's switch deadline annotation in seconds; 0 when unset or not a number."""
-    raw = (meta(pkg).get("annotations") or {}).get(c.SWITCH_DEADLINE_ANNOTATION, "")
-    try:
-        return max(0.0, float(str(raw).removesuffix("s")))
-    except ValueError:
-        return 0.0
-
-
-def says_paused(pkg: Obj) -> bool:
-    """True when the status still carries ``Synced=False/ReconcilePaused``."""
-    synced = conditions.get_condition((pkg.get("status") or {}).get("conditions"), "Synced")
-    return (synced or {}).get("reason") == "ReconcilePaused"
 
 
 class PackageActivities:
@@ -102,7 +88,7 @@ class PackageActivities:
         if spec(pkg).get("controllerConfigRef"):
             self.reader.event(pkg, WARNING, "InstallPackageRevision", MSG_CONTROLLER_CONFIG)
         revs = self.reader.revisions_of(inp.kind, inp.name)
-        s = spec(pkg)
+        s, annotations = spec(pkg), meta(pkg).get("annotations") or {}
         active = next((r for r in revs if spec(r).get("desiredState") == c.ACTIVE), None)
         return c.ReadPackageResult(
             found=True, uid=str(meta(pkg).get("uid", "")),
@@ -115,16 +101,16 @@ class PackageActivities:
             deleting=deleting(pkg),
             revisions=[meta(r)["name"] for r in revs],
             active_revision=str(meta(active).get("name", "")),
-            switch_deadline_s=switch_deadline(pkg),
+            switch_deadline_s=activation.switch_deadline(
+                str(annotations.get(c.SWITCH_DEADLINE_ANNOTATION, ""))),
             active_source=str(((active or {}).get("status") or {}).get("resolvedImage")
                               or spec(active).get("image", "")),
             active_digest=str((meta(active).get("annotations") or {}).get(
                 c.DIGEST_ANNOTATION, "")),
-            paused=(meta(pkg).get("annotations") or {}).get(c.PAUSED_ANNOTATION) == "true",
-            synced_paused=says_paused(pkg),
+            paused=annotations.get(c.PAUSED_ANNOTATION) == "true",
+            synced_paused=conditions.says_paused((pkg.get("status") or {}).get("conditions")),
             pull_policy=str(s.get("packagePullPolicy") or "IfNotPresent"),
-            accept_plan=str((meta(pkg).get("annotations") or {}).get(
-                ACCEPT_PLAN_ANNOTATION, "")))
+            accept_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION, "")))
 
     @activity.defn(name=c.RECORD_EVENT)
     @edge

@@ -121,11 +121,7 @@ class RbacActivities:
             raise ConflictError(f'{obj["kind"]} "{obj["metadata"]["name"]}" is already '
                                 f'controlled by {controller.get("kind")} '
                                 f'{controller.get("name")} (UID {controller.get("uid")})')
-        fields = ("rules", "subjects", "roleRef")
-        same = (all(live.get(f) == obj.get(f) for f in fields)
-                and meta(live).get("labels") == meta(obj).get("labels")
-                and meta(live).get("ownerReferences") == meta(obj)["ownerReferences"])
-        if same:
+        if rbac.up_to_date(live, obj):
             return False
         obj["metadata"]["resourceVersion"] = meta(live)["resourceVersion"]
         self.kube.update(obj)

@@ -93,7 +93,7 @@ class RuntimeActivities:
             live = self.kube.get("v1", "Secret", name, self.namespace)
             current = (live or {}).get("data")
             data = make(current)
-            refs = _with_owners(meta(live).get("ownerReferences") or [], owners)
+            refs = tls.with_owners(meta(live).get("ownerReferences") or [], owners)
             if live is not None and data == current and refs == meta(live).get(
                     "ownerReferences", []):
                 return data
@@ -208,26 +208,8 @@ class RuntimeActivities:
         deadline = time.monotonic() + HEALTH_OBSERVE_S
         while True:
             deployment = self.kube.get("apps/v1", "Deployment", name, self.namespace)
-            if deployment is None or _observed(deployment) or time.monotonic() > deadline:
+            if (deployment is None or runtime.deployment_observed(deployment)
+                    or time.monotonic() > deadline):
                 return deployment
             time.sleep(HEALTH_OBSERVE_POLL_S)  # poll with a deadline: no watch for one object
 
-
-def _with_owners(current: list[Obj], owners: list[Obj]) -> list[Obj]:
-    """``current`` with ``owners`` in place of any same-named owner of another UID.
-
-    A reference to an earlier package of the same name is stale (it is gone or going);
-    keeping it beside the new one would give the Secret two controllers.
-    """
-    new = {(o.get("kind"), o.get("name")): o for o in owners}
-    kept = [r for r in current if (r.get("kind"), r.get("name")) not in new
-            or r.get("uid") == new[(r.get("kind"), r.get("name"))].get("uid")]
-    uids = {r.get("uid") for r in kept}
-    return [*kept, *(o for o in owners if o.get("uid") not in uids)]
-
-
-def _observed(deployment: Obj) -> bool:
-    status = deployment.get("status") or {}
-    generation = int(meta(deployment).get("generation") or 0)
-    observed = int(status.get("observedGeneration") or 0)
-    return bool(status.get("conditions")) and observed >= generation

@@ -99,6 +99,16 @@ def get_condition(conditions: list[Condition] | None, type_: str) -> Condition |
     return next((c for c in conditions or [] if c.get("type") == type_), None)
 
 
+
+def says_paused(conditions: list[Condition] | None) -> bool:
+    """True when ``conditions`` still carry ``Synced`` with reason ``ReconcilePaused``.
+
+    Once the pause annotation is gone, this is how the package's workflow knows it still
+    has to drop the condition and resume.
+    """
+    synced = get_condition(conditions, SYNCED)
+    return (synced or {}).get("reason") == RECONCILE_PAUSED
+
 def set_condition(conditions: list[Condition] | None, new: Condition,
                   now: datetime) -> list[Condition]:
     """Return ``conditions`` with ``new`` set, keyed by type; the input is not changed.

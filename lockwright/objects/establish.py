@@ -3,7 +3,9 @@
 Given a revision, the objects its package ships and the live objects, decide per object
 what to write. All or nothing: when any object is held by another package the plan has
 conflicts and no actions, so the caller writes nothing. Only an active revision is a
-controller; an inactive one is a plain owner (invariant 5).
+controller; an inactive one is a plain owner (invariant 5). Once an upgrade is finished,
+the objects only the retired revision established are dropped (:func:`unshipped`) and
+lose its and the package's references (:func:`without_owners`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from lockwright.objects.lock import Conflict, ObjectKey, Owner
 from lockwright.objects.webhooks import inject_webhooks
 
 Obj = dict[str, Any]
+#: An object as a revision's ``status.objectRefs`` names it: apiVersion, kind, name.
+Ref = tuple[str, str, str]
 
 PKG_API_VERSION = "pkg.crossplane.io/v1"
 PACKAGE_KINDS = ("Provider", "Configuration", "Function")
@@ -199,6 +203,32 @@ def release_references(current: list[dict[str, Any]], rev: Revision) -> list[dic
         out.append(_plain(rev.kind, rev.name, rev.uid))
     return out
 
+
+
+def established_refs(rev: Obj) -> set[Ref]:
+    """The objects a revision established, from its ``status.objectRefs``."""
+    return {(str(r["apiVersion"]), str(r["kind"]), str(r["name"]))
+            for r in (rev.get("status") or {}).get("objectRefs") or []}
+
+
+def unshipped(retired: Obj, revisions: list[Obj]) -> list[Ref]:
+    """The objects only ``retired`` established, sorted: what a finished upgrade drops.
+
+    Args:
+        retired: the revision the switch retired.
+        revisions: every revision of the package, ``retired`` itself included.
+    """
+    others = set().union(*(established_refs(r) for r in revisions if r is not retired))
+    return sorted(established_refs(retired) - others)
+
+
+def without_owners(current: list[dict[str, Any]], uids: set[str]) -> list[dict[str, Any]]:
+    """``current`` owner references without those to ``uids`` (order kept).
+
+    An object left with none is deleted by the caller: Kubernetes' garbage collector
+    never deletes an object that has no owner references at all.
+    """
+    return [r for r in current if r.get("uid") not in uids]
 
 def contains(live: Any, desired: Any) -> bool:
     """True when every field of ``desired`` is in ``live`` with the same value.

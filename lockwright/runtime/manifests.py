@@ -232,6 +232,18 @@ def manages_service_account(deployment: Obj, service_account: Obj) -> bool:
     return bool(pod.get("serviceAccountName") == service_account["metadata"]["name"])
 
 
+def deployment_observed(deployment: Obj) -> bool:
+    """True when the Deployment's controller has reported on its current spec.
+
+    Until then its status describes the previous spec (or is empty), so health read from
+    it would be stale.
+    """
+    status = deployment.get("status") or {}
+    generation = int((deployment.get("metadata") or {}).get("generation") or 0)
+    observed = int(status.get("observedGeneration") or 0)
+    return bool(status.get("conditions")) and observed >= generation
+
+
 def deployment_health(deployment: Obj | None, kind: str = "Provider") -> tuple[bool, str]:
     """Read the Deployment's ``Available`` condition as RuntimeHealthy does.
 

@@ -119,6 +119,23 @@ def render_system_binding(revision: str, uid: str,
             "subjects": subjects}
 
 
+#: What a rendered ClusterRole or ClusterRoleBinding says besides its metadata.
+RBAC_FIELDS = ("rules", "subjects", "roleRef")
+
+
+def up_to_date(live: Obj, wanted: Obj) -> bool:
+    """True when ``live`` already says what the rendered ``wanted`` says: no write needed.
+
+    Compared exactly: a role's rules, a binding's subjects and role, the labels and the
+    owner references (``wanted`` always carries them). Anything else on ``live`` (server
+    fields, annotations) does not count.
+    """
+    live_meta, wanted_meta = live.get("metadata") or {}, wanted.get("metadata") or {}
+    return (all(live.get(f) == wanted.get(f) for f in RBAC_FIELDS)
+            and live_meta.get("labels") == wanted_meta.get("labels")
+            and live_meta.get("ownerReferences") == wanted_meta["ownerReferences"])
+
+
 def binding_subjects(deployments: list[Obj], revision_uid: str) -> list[tuple[str, str]]:
     """ServiceAccounts of the Deployments owned by the revision (UID match)."""
     return [(str(d["metadata"].get("namespace", "")),

@@ -198,3 +198,22 @@ def secret_manifest(name: str, namespace: str, data: SecretData,
         metadata["ownerReferences"] = owner_references
     return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": SECRET_TYPE,
             "data": dict(data)}
+
+
+def with_owners(current: list[dict[str, Any]],
+                owners: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A Secret's owner references: ``current`` with ``owners`` in place of any same-named
+    owner of another UID.
+
+    A reference to an earlier package of the same name is stale (it is gone or going);
+    keeping it beside the new one would give the Secret two controllers.
+
+    Args:
+        current: the live Secret's ``ownerReferences``.
+        owners: the references the Secret must carry (kept in place when already there).
+    """
+    new = {(o.get("kind"), o.get("name")): o for o in owners}
+    kept = [r for r in current if (r.get("kind"), r.get("name")) not in new
+            or r.get("uid") == new[(r.get("kind"), r.get("name"))].get("uid")]
+    uids = {r.get("uid") for r in kept}
+    return [*kept, *(o for o in owners if o.get("uid") not in uids)]

@@ -72,6 +72,18 @@ def test_set_condition_keeps_other_types_and_order() -> None:
     assert c.get_condition(out, "Missing") is None
 
 
+
+@pytest.mark.parametrize(("conds", "paused"), [
+    ([c.condition(c.SYNCED, c.FALSE, c.RECONCILE_PAUSED, c.MSG_PAUSED)], True),
+    ([healthy(), c.condition(c.SYNCED, c.FALSE, c.RECONCILE_PAUSED)], True),
+    ([c.condition(c.SYNCED, c.TRUE, "ReconcileSuccess")], False),
+    ([c.condition(c.HEALTHY, c.FALSE, c.RECONCILE_PAUSED)], False),  # only Synced counts
+    ([], False),
+    (None, False),
+])
+def test_says_paused(conds: list[c.Condition] | None, paused: bool) -> None:
+    assert c.says_paused(conds) is paused
+
 def test_message_constants() -> None:
     assert c.MSG_INCOMPATIBLE_CROSSPLANE.format("v1.20.0") == (
         "incompatible Crossplane version: package is not compatible with Crossplane version "

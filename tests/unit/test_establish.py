@@ -251,3 +251,45 @@ def test_planning_never_modifies_its_input(objects: list[dict[str, Any]]) -> Non
                                  ca_bundle=CA, namespace=NS)
         es.replan(_rev(), objects, es.seen(plan, found), ca_bundle=CA, namespace=NS)
     assert objects == before
+
+
+def _shipping(*names: str) -> dict[str, Any]:
+    """A revision whose ``status.objectRefs`` name the CRDs ``names``."""
+    return {"status": {"objectRefs": [
+        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+         "name": n} for n in names]}}
+
+
+def _crd_ref(name: str) -> es.Ref:
+    return ("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+
+
+RETIRED = _shipping("c.x", "a.x", "b.x")
+
+
+@pytest.mark.parametrize(("revisions", "dropped"), [
+    ([RETIRED], [_crd_ref("a.x"), _crd_ref("b.x"), _crd_ref("c.x")]),  # sorted
+    ([RETIRED, _shipping("a.x", "d.x")], [_crd_ref("b.x"), _crd_ref("c.x")]),
+    ([_shipping("a.x"), RETIRED, _shipping("b.x")], [_crd_ref("c.x")]),
+    ([RETIRED, _shipping("a.x", "b.x", "c.x")], []),  # the new revision ships them all
+    ([RETIRED, copy.deepcopy(RETIRED)], []),  # an equal revision is another revision
+    ([RETIRED, {}], [_crd_ref("a.x"), _crd_ref("b.x"), _crd_ref("c.x")]),  # no status yet
+])
+def test_unshipped(revisions: list[dict[str, Any]], dropped: list[es.Ref]) -> None:
+    assert es.unshipped(RETIRED, revisions) == dropped
+
+
+def test_a_revision_that_established_nothing_drops_nothing() -> None:
+    assert es.unshipped({}, [{}, RETIRED]) == []
+
+
+@pytest.mark.parametrize(("current", "uids", "want"), [
+    ([OLD_REV, PKG], {"rev-uid-1", "pkg-uid"}, []),
+    ([OLD_REV, PKG, OTHER_PKG], {"rev-uid-1", "pkg-uid"}, [OTHER_PKG]),  # another package's
+    ([OTHER_REV, OLD_REV, OTHER_PKG], {"rev-uid-1"}, [OTHER_REV, OTHER_PKG]),  # order kept
+    ([PLAIN_ME], {"rev-uid-1", "pkg-uid"}, [PLAIN_ME]),
+    ([], {"pkg-uid"}, []),
+])
+def test_without_owners(current: list[dict[str, Any]], uids: set[str],
+                        want: list[dict[str, Any]]) -> None:
+    assert es.without_owners(current, uids) == want

@@ -94,6 +94,34 @@ def test_binding_subjects() -> None:
     assert rbac.binding_subjects(deps, "uid-1") == [("ns", "a"), ("ns", "c")]
 
 
+
+ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "r", "labels": {"a": "b"}, "ownerReferences": OWNER},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+BINDING = rbac.render_system_binding(REV, "uid-1", [("ns", "sa")])
+
+
+def _live(obj: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """``obj`` as read back: server fields added, then ``changes`` (metadata's included)."""
+    meta = {**obj["metadata"], "resourceVersion": "7", "uid": "live-uid",
+            **changes.pop("metadata", {})}
+    return {**obj, "metadata": meta, **changes}
+
+
+@pytest.mark.parametrize(("live", "wanted", "want"), [
+    (_live(ROLE), ROLE, True),  # server fields do not count
+    (_live(ROLE, metadata={"annotations": {"x": "y"}}), ROLE, True),
+    (_live(ROLE, rules=[]), ROLE, False),
+    (_live(ROLE, metadata={"labels": {"a": "b", "c": "d"}}), ROLE, False),  # exact labels
+    (_live(ROLE, metadata={"labels": None}), ROLE, False),
+    (_live(ROLE, metadata={"ownerReferences": []}), ROLE, False),
+    (_live(BINDING), BINDING, True),
+    (_live(BINDING, subjects=[]), BINDING, False),
+    (_live(BINDING, roleRef={**BINDING["roleRef"], "name": "other"}), BINDING, False),
+])
+def test_up_to_date(live: dict[str, Any], wanted: dict[str, Any], want: bool) -> None:
+    assert rbac.up_to_date(live, wanted) is want
+
 ALLOWED_ROLES = [
     {"metadata": {"name": "allow", "labels": {rbac.LABEL_ALLOWED: "true"}},
      "rules": [{"apiGroups": [""], "resources": ["configmaps", "pods"], "verbs": ["get", "list"]},

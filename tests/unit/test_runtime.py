@@ -226,3 +226,26 @@ def _dep(*conds: dict[str, str]) -> dict[str, Any]:
 def test_deployment_health(dep: dict[str, Any] | None, kind: str, ok: bool,
                            message: str) -> None:
     assert rt.deployment_health(dep, kind) == (ok, message)
+
+
+def _observed_dep(generation: int | None, observed: int | None,
+                  conditions: bool = True) -> dict[str, Any]:
+    status: dict[str, Any] = {"conditions": [{"type": "Available", "status": "False"}]
+                              if conditions else []}
+    if observed is not None:
+        status["observedGeneration"] = observed
+    return {"metadata": {} if generation is None else {"generation": generation},
+            "status": status}
+
+
+@pytest.mark.parametrize(("dep", "want"), [
+    (_observed_dep(3, 3), True),
+    (_observed_dep(3, 4), True),
+    (_observed_dep(3, 2), False),  # the controller has not seen the latest spec
+    (_observed_dep(2, 2, conditions=False), False),  # no conditions written yet
+    (_observed_dep(None, None), True),  # no generation: nothing to wait for
+    ({"metadata": {"generation": 1}}, False),  # no status at all
+    ({}, False),
+])
+def test_deployment_observed(dep: dict[str, Any], want: bool) -> None:
+    assert rt.deployment_observed(dep) is want

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -116,3 +117,28 @@ def test_ca_bundle_verifies_server_cert(ca: tls.SecretData) -> None:
     data = tls.ensure_server_cert(None, ca, "svc", "ns", NOW)
     roots = x509.load_pem_x509_certificates(tls.ca_bundle(data))
     _cert(data).verify_directly_issued_by(roots[0])
+
+
+def _ref(kind: str, name: str, uid: str, **kw: Any) -> dict[str, Any]:
+    return {"apiVersion": "pkg.crossplane.io/v1", "kind": kind, "name": name, "uid": uid, **kw}
+
+
+NEW = _ref("Provider", "p", "new")
+OLD = _ref("Provider", "p", "old")
+OTHER = _ref("Function", "f", "f-uid")
+
+
+@pytest.mark.parametrize(("current", "owners", "want"), [
+    ([], [NEW], [NEW]),
+    ([NEW], [NEW], [NEW]),
+    ([OLD], [NEW], [NEW]),  # an earlier package of the same name is stale
+    ([OTHER, OLD], [NEW], [OTHER, NEW]),  # other owners keep their place
+    ([{**NEW, "controller": True}], [NEW], [{**NEW, "controller": True}]),  # kept as written
+    ([OTHER], [], [OTHER]),  # no owners wanted (the root CA): nothing taken away
+    ([OLD, OTHER], [NEW, _ref("Provider", "q", "q-uid")],
+     [OTHER, NEW, _ref("Provider", "q", "q-uid")]),
+])
+def test_with_owners(current: list[dict[str, Any]], owners: list[dict[str, Any]],
+                     want: list[dict[str, Any]]) -> None:
+    assert tls.with_owners(current, owners) == want
+
