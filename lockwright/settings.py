@@ -44,6 +44,9 @@ class Spec:
     help: str
 
 
+#: The Crossplane release lockwright answers to ``spec.crossplane.version`` as, by default: a
+#: current v2 release, so that packages asking for Crossplane v2 install.
+CROSSPLANE_VERSION = "v2.3.0"
 SPECS: tuple[Spec, ...] = (
     Spec("temporal_address", "--temporal-address", "LOCKWRIGHT_TEMPORAL_ADDRESS",
          "127.0.0.1:7233", "Temporal frontend HOST:PORT"),
@@ -61,7 +64,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("insecure_registries", "--insecure-registries", "LOCKWRIGHT_INSECURE_REGISTRIES", "",
          "comma-separated HOST:PORT registries reached over plain HTTP"),
     Spec("crossplane_version", "--crossplane-version", "LOCKWRIGHT_CROSSPLANE_VERSION",
-         "v1.20.0", "Crossplane version reported for package constraint checks"),
+         CROSSPLANE_VERSION, "Crossplane version reported for package constraint checks"),
     Spec("package_runtime", "--package-runtime", "LOCKWRIGHT_PACKAGE_RUNTIME", "Deployment",
          "runtime for Providers and Functions: Deployment or External"),
     Spec("resync_seconds", "--resync-seconds", "LOCKWRIGHT_RESYNC_SECONDS", "600",
@@ -114,7 +117,7 @@ class Settings:
     system_namespace: str = "crossplane-system"
     cache_dir: str = ""
     insecure_registries: tuple[str, ...] = ()
-    crossplane_version: str = "v1.20.0"
+    crossplane_version: str = CROSSPLANE_VERSION
     package_runtime: str = "Deployment"
     resync_seconds: float = 600.0
     max_concurrent_activities: int = 32
@@ -180,7 +183,7 @@ def _check_values(s: Settings) -> None:
                     f"use one of {', '.join(RUNTIMES)}")
     if not _VERSION.match(s.crossplane_version):
         raise _fail("crossplane_version", f"{s.crossplane_version!r} is not a semantic version",
-                    "give e.g. v1.20.0")
+                    f"give e.g. {CROSSPLANE_VERSION}")
     for host in s.insecure_registries:
         if "/" in host or not host:
             raise _fail("insecure_registries", f"{host!r} is not HOST[:PORT]",

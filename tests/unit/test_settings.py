@@ -8,6 +8,7 @@ import pytest
 
 from commands.settings import add_arguments
 from lockwright.settings import SPECS, Settings, SettingsError, from_args
+from lockwright.xpkg.constraints import parse_constraint
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -21,7 +22,7 @@ def test_defaults_without_flags_or_environment() -> None:
     assert (s.temporal_address, s.temporal_namespace, s.task_queue) == (
         "127.0.0.1:7233", "default", "lockwright")
     assert (s.system_namespace, s.crossplane_version, s.package_runtime) == (
-        "crossplane-system", "v1.20.0", "Deployment")
+        "crossplane-system", "v2.3.0", "Deployment")
     assert s.kubeconfig == "" and s.insecure_registries == ()
     assert s.cache_dir.endswith("lockwright/xpkg")
 
@@ -64,7 +65,7 @@ def test_every_setting_has_a_flag_and_a_variable() -> None:
 @pytest.mark.parametrize(("env", "value", "flag", "fix"), [
     ("LOCKWRIGHT_PACKAGE_RUNTIME", "Pod", "--package-runtime", "Deployment, External"),
     ("LOCKWRIGHT_TEMPORAL_ADDRESS", "localhost", "--temporal-address", "127.0.0.1:7233"),
-    ("LOCKWRIGHT_CROSSPLANE_VERSION", "latest", "--crossplane-version", "v1.20.0"),
+    ("LOCKWRIGHT_CROSSPLANE_VERSION", "latest", "--crossplane-version", "v2.3.0"),
     ("LOCKWRIGHT_SYSTEM_NAMESPACE", "Crossplane_System", "--system-namespace",
      "crossplane-system"),
     ("LOCKWRIGHT_INSECURE_REGISTRIES", "http://x/y", "--insecure-registries", "127.0.0.1:5000"),
@@ -99,3 +100,15 @@ def test_watcher_builds_workflow_tuning_from_setting() -> None:
     assert workflow_tuning('{"backoff_max_s": 2}').backoff_max_s == 2
     with pytest.raises(SystemExit, match="known keys"):
         workflow_tuning('{"nonsense": 1}')
+
+
+@pytest.mark.parametrize(("constraint", "installs"), [
+    (">=v2.0.0", True),  # a package written for Crossplane v2
+    (">=v1.14.0-0", True),  # most v1 packages: any later release
+    ("^v2.0.0", True),
+    ("<v2.0.0", False),  # a package that refuses v2
+    (">=v3.0.0", False),
+])
+def test_default_crossplane_version_is_a_v2_release(constraint: str, installs: bool) -> None:
+    """By default lockwright answers ``spec.crossplane.version`` as a current v2 release."""
+    assert parse_constraint(constraint).allows(from_args(None, {}).crossplane_version) is installs
