@@ -18,11 +18,11 @@ from temporalio import activity
 
 from lockwright.errors import ObjectGone
 from lockwright.k8s import Obj
+from lockwright.names import PKG_API_VERSION
 from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta
 
-PKG_V1, PKG_V1BETA1 = "pkg.crossplane.io/v1", "pkg.crossplane.io/v1beta1"
-LABEL_PACKAGE = "pkg.crossplane.io/package"
+PKG_V1, PKG_V1BETA1 = PKG_API_VERSION, "pkg.crossplane.io/v1beta1"
 DEPLOYMENT_RUNTIME = "Deployment"
 KINDS = {"provider": "Provider", "configuration": "Configuration", "function": "Function"}
 

@@ -19,7 +19,7 @@ from typing import Any
 from temporalio import activity
 
 import contracts as c
-from activities.base import KINDS, LABEL_PACKAGE, PKG_V1, deleting, heartbeating, log, meta, spec
+from activities.base import KINDS, PKG_V1, deleting, heartbeating, log, meta, spec
 from activities.contents import Contents
 from activities.errors import edge
 from activities.lock import LOCK_API, LockKeeper
@@ -27,7 +27,7 @@ from activities.reads import PackageReader, Registries
 from activities.verify import Verifier
 from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
 from lockwright.k8s import NORMAL, Kube, Obj
-from lockwright.names import parse_reference
+from lockwright.names import LABEL_PACKAGE, parse_reference
 from lockwright.objects.lock import LOCK_NAME
 from lockwright.oci.fetch import fetch_package
 from lockwright.oci.reference import parse

@@ -14,7 +14,6 @@ import contracts as c
 from activities import status as st
 from activities.base import (
     DEPLOYMENT_RUNTIME,
-    LABEL_PACKAGE,
     PKG_V1,
     deleting,
     kind_of,
@@ -38,6 +37,7 @@ from lockwright.errors import (
 from lockwright.images import imageconfig
 from lockwright.images.imageconfig import Resolution
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.names import LABEL_PACKAGE
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.reference import Reference, parse
 from lockwright.upgrade import activation

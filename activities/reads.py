@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from activities.base import (
-    LABEL_PACKAGE,
     PKG_V1,
     PKG_V1BETA1,
     kind_of,
@@ -26,6 +25,7 @@ from activities.base import (
 from lockwright.errors import KubeNotFound, Unauthorized
 from lockwright.images import imageconfig
 from lockwright.k8s import Kube, Obj
+from lockwright.names import LABEL_PACKAGE
 from lockwright.oci.auth import DockerAuths
 from lockwright.oci.client import RegistryClient
 

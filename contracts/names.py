@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey
 
+# A revision's desired states as the core names them (re-exported: workflows speak them).
+from lockwright.names import ACTIVE as ACTIVE
+from lockwright.names import INACTIVE as INACTIVE
+
 TASK_QUEUE = "lockwright"
 
 # Package kinds, as they appear in workflow ids (lower case) and in Kubernetes (title case).
@@ -16,7 +20,6 @@ PROVIDER, CONFIGURATION, FUNCTION = "provider", "configuration", "function"
 KINDS_WITH_RUNTIME = (PROVIDER, FUNCTION)
 
 AUTOMATIC, MANUAL = "Automatic", "Manual"
-ACTIVE, INACTIVE = "Active", "Inactive"
 # Package annotation: seconds an upgrade waits for the new runtime before reverting.
 SWITCH_DEADLINE_ANNOTATION = "lockwright.dev/switch-deadline-seconds"
 # Package annotation that stops every step for the package while it is "true".

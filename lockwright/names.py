@@ -13,6 +13,11 @@ MAX_DNS_LABEL = 63
 MAX_DNS_SUBDOMAIN = 253
 TLS_SERVER_SUFFIX = "-tls-server"
 TLS_CLIENT_SUFFIX = "-tls-client"
+PKG_API_VERSION = "pkg.crossplane.io/v1"
+#: The label every revision carries: the name of its package.
+LABEL_PACKAGE = "pkg.crossplane.io/package"
+#: A revision's ``spec.desiredState``.
+ACTIVE, INACTIVE = "Active", "Inactive"
 
 # Crossplane validates spec.package with CEL; this is the same expression as a regex.
 FULLY_QUALIFIED_PACKAGE = re.compile(

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lockwright.names import LABEL_PACKAGE
 from lockwright.objects import lock as lk
 from lockwright.objects.establish import establishable, object_ref, sort_object_refs
 from lockwright.objects.webhooks import inject_webhooks
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from lockwright.xpkg.parse import PackageSummary
 
 Obj = dict[str, Any]
-LABEL_PACKAGE = "pkg.crossplane.io/package"
 #: Who holds a revision's objects (None: nobody, it has no package), and which they are.
 Claim = tuple[lk.Owner | None, frozenset[lk.ObjectKey]]
 UNCLAIMED: Claim = (None, frozenset())

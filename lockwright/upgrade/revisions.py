@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from lockwright import names
+from lockwright.names import ACTIVE, INACTIVE
+from lockwright.names import PKG_API_VERSION as PKG_V1
 
 Obj = dict[str, Any]
-PKG_V1 = "pkg.crossplane.io/v1"
-ACTIVE, INACTIVE = "Active", "Inactive"
 #: The package's fields every revision copies.
 COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraints",
           "skipDependencyResolution", "commonLabels", "commonAnnotations")
