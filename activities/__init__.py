@@ -20,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from activities.activation import ActivationActivities
 from activities.approval import ApprovalActivities
 from activities.connection import from_settings
 from activities.contents import Contents
+from activities.definitions import Definitions
 from activities.dependencies import DependencyActivities
 from activities.dropped import DroppedObjects
 from activities.lifecycle import LifecycleActivities
@@ -55,6 +57,7 @@ class Collaborators:
     keeper: LockKeeper
     establisher: Establisher
     dropped: DroppedObjects
+    definitions: Definitions
 
 
 def collaborators(settings: Settings, kube: Kube, cache: PackageCache) -> Collaborators:
@@ -63,12 +66,14 @@ def collaborators(settings: Settings, kube: Kube, cache: PackageCache) -> Collab
     registries = Registries(kube, settings.system_namespace, settings.insecure_registries)
     contents = Contents(cache, registries)
     runtime_configs = RuntimeConfigs(kube, registries)
+    definitions = Definitions(kube, reader, contents, settings.managed_resource_definitions)
     return Collaborators(
         reader, registries, contents, runtime_configs,
         Verifier(reader, registries, cache, settings.signature_verification),
         LockKeeper(kube, reader),
-        Establisher(kube, reader, contents, runtime_configs, settings.system_namespace),
-        DroppedObjects(kube, reader))
+        Establisher(kube, reader, contents, runtime_configs, definitions,
+                    settings.system_namespace),
+        DroppedObjects(kube, reader), definitions)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class Wiring:
     approval: ApprovalActivities
     dependencies: DependencyActivities
     plan: PlanActivities
+    activation: ActivationActivities
 
     def all(self) -> list[Callable[..., Any]]:
         """Every activity as a bound method, in contract order."""
@@ -98,7 +104,8 @@ class Wiring:
                 self.objects.establish_objects, self.rbac.ensure_rbac, rt.ensure_runtime,
                 rt.check_health, r.write_revision_status, p.record_event,
                 self.approval.record_approval, self.dependencies.resolve_dependencies,
-                self.dependencies.apply_resolution, self.plan.plan_revision]
+                self.dependencies.apply_resolution, self.plan.plan_revision,
+                self.activation.activate_definitions]
 
 
 def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
@@ -121,7 +128,8 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
         DependencyActivities(k, x.reader, x.keeper, x.registries, x.contents, x.verifier,
                              policy),
         PlanActivities(k, x.reader, x.contents, x.registries, x.verifier, x.keeper,
-                       x.establisher, runtime))
+                       x.establisher, runtime),
+        ActivationActivities(k, x.reader, x.definitions))
 
 
 def build(settings: Settings, kube: Kube | None = None,

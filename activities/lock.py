@@ -282,8 +282,10 @@ class _Claim:
                     self.claims.others.setdefault(name, cl.claim_of(kind, other))
 
     def write(self) -> None:
-        """The revision's claim (``status.objectRefs``), before its entry, once."""
-        if self.written or self.before == self.refs:
+        """The revision's claim (``status.objectRefs``), before its entry, once; not when
+        what the revision holds covers it already (established MRDs come with their CRDs'
+        names as well, see :func:`lockwright.managed.convert.reserved`)."""
+        if self.written or cl.keys_of(self.refs) <= cl.keys_of(self.before or []):
             return
         self._patch(self.refs)
         self.written = True

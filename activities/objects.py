@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 
@@ -44,6 +44,7 @@ from activities.base import (
     stream_objects,
 )
 from activities.contents import Contents
+from activities.definitions import Definitions
 from activities.errors import edge
 from activities.reads import PackageReader, RuntimeConfigs
 from lockwright import names
@@ -55,6 +56,7 @@ from lockwright.errors import (
     PreflightError,
 )
 from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.managed.convert import reserved
 from lockwright.objects import crdcheck
 from lockwright.objects import establish as est
 from lockwright.objects.lock import Conflict, ObjectKey
@@ -71,9 +73,13 @@ SYNC_FAILED = "cannot establish control of object: "
 CANDIDATE_UID = "00000000-0000-0000-0000-000000000000"
 
 
-def batches(package_kind: str, documents: Path, size: int = BATCH) -> Iterator[list[Obj]]:
-    """The package's establishable objects in lists of ``size``, from ``documents.jsonl``."""
-    objects = (o for o in stream_objects(documents) if est.establishable(package_kind, [o]))
+def batches(revision: est.Revision, documents: Path, size: int = BATCH) -> Iterator[list[Obj]]:
+    """The package's establishable objects in lists of ``size``, from ``documents.jsonl``
+    (CRDs converted to MRDs, each Active one followed by its CRD, when the revision says)."""
+    objects: Iterator[Obj] = (o for o in stream_objects(documents)
+                              if est.establishable(revision.package_kind, [o]))
+    if revision.conversion is not None:
+        objects = (x for o in objects for x in revision.conversion.objects(o))
     while chunk := list(islice(objects, size)):
         yield chunk
 
@@ -118,9 +124,10 @@ class Establisher:
     """Establish, check and release a revision's objects."""
 
     def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
-                 runtime_configs: RuntimeConfigs, namespace: str,
+                 runtime_configs: RuntimeConfigs, definitions: Definitions, namespace: str,
                  workers: int = ESTABLISH_WORKERS) -> None:
         self.kube = kube
+        self.definitions = definitions
         self.reader = reader
         self.contents = contents
         self.runtime_configs = runtime_configs
@@ -130,8 +137,9 @@ class Establisher:
     def establish(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
         """All or nothing: see the module."""
         rev = self.reader.revision(inp.kind, inp.revision)
-        revision = self.est_revision(inp, rev)
         documents = self.contents.cached(inp.kind, rev, inp.digest).documents
+        revision = replace(self.est_revision(inp, rev), conversion=self.definitions.conversion(
+            inp.kind, rev, inp.digest, documents))
         ca, service = self.webhook_target(inp, rev)
         with ThreadPoolExecutor(self.workers) as pool, self.saying_why(rev):
             fresh = self._fresh(pool, inp, revision, documents, (ca, service))
@@ -142,14 +150,22 @@ class Establisher:
                 if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
                     return _checked(refs, seen)
                 counts = self._write_all(pool, revision, documents, seen, ca, service)
+        definitions, active = est.definition_counts(refs)
+        if revision.conversion is not None:  # the names of Inactive MRDs' CRDs too
+            refs = est.sort_object_refs(reserved(refs))
         self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
                         {"status": {"objectRefs": refs}}, subresource="status")
+        recorded = (meta(rev).get("annotations") or {}).get(c.ACTIVE_DEFINITIONS_ANNOTATION)
+        if definitions and inp.control and recorded != str(active):
+            self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name, {"metadata": {
+                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: str(active)}}})
         created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "objects.established", objects=len(refs), created=created, updated=updated,
             owned=counts[est.Op.OWN], control=inp.control)
         return c.EstablishObjectsResult(objects=len(refs), created=created,
-                                        updated=updated + counts[est.Op.OWN])
+                                        updated=updated + counts[est.Op.OWN],
+                                        definitions=definitions, active_definitions=active)
 
     @contextmanager
     def saying_why(self, rev: Obj) -> Iterator[None]:
@@ -173,12 +189,12 @@ class Establisher:
         """
         inp = c.EstablishObjectsInput(kind=kind, package=package, digest=digest, control=True,
                                       revision=names.revision_name(package, digest))
-        revision = self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}})
+        documents = self.contents.cached(kind, rev, digest).documents
+        revision = replace(self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}}),
+                           conversion=self.definitions.conversion(kind, rev, digest, documents))
         ca, service = self.webhook_target(inp, rev)
         with ThreadPoolExecutor(self.workers) as pool:
-            refs, _ = self._check(pool, revision,
-                                  self.contents.cached(kind, rev, digest).documents,
-                                  ca, service)
+            refs, _ = self._check(pool, revision, documents, ca, service)
         return len(refs)
 
     def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj) -> est.Revision:
@@ -216,7 +232,7 @@ class Establisher:
         taken name falls back to it (it names who holds what).
         """
         if (not inp.control or inp.dry_run
-                or self._first_exists(revision.package_kind, documents)):
+                or self._first_exists(revision, documents)):
             return None
         created: list[Address] = []  # addresses only: 2,000 CRDs are 100 MB of objects
         try:
@@ -230,8 +246,8 @@ class Establisher:
         return est.sort_object_refs(refs), {**dict.fromkeys(est.Op, 0),
                                             est.Op.CREATE: len(created)}
 
-    def _first_exists(self, package_kind: str, documents: Path) -> bool:
-        first = next(batches(package_kind, documents, 1), [])
+    def _first_exists(self, revision: est.Revision, documents: Path) -> bool:
+        first = next(batches(revision, documents, 1), [])
         return any(self.kube.get(str(o["apiVersion"]), str(o["kind"]),
                                  str(o["metadata"]["name"])) is not None for o in first)
 
@@ -240,7 +256,7 @@ class Establisher:
                     created: list[Address]) -> list[dict[str, str]]:
         """Create every object, batch by batch; ``created`` lists those made so far."""
         refs: list[dict[str, str]] = []
-        for done, batch in enumerate(batches(revision.package_kind, documents)):
+        for done, batch in enumerate(batches(revision, documents)):
             plan = est.plan_establish(revision, batch, {}, ca_bundle=target[0],
                                       namespace=self.namespace, service=target[1])
             refs.extend(plan.object_refs)
@@ -278,7 +294,7 @@ class Establisher:
                ) -> tuple[list[dict[str, str]], dict[ObjectKey, est.Seen]]:
         """Read, plan, preflight and dry-run every object; raise before any write."""
         checked, dry = Checked(), self.kube.dry_runs()
-        for batch in batches(revision.package_kind, documents):
+        for batch in batches(revision, documents):
             plan, live = self._plan(pool, revision, batch, ca, service)
             findings = crdcheck.preflight(batch, live) if revision.active else []
             checked.add(plan, live, findings)
@@ -301,7 +317,7 @@ class Establisher:
                    seen: dict[ObjectKey, est.Seen], ca: bytes | None,
                    service: str) -> dict[est.Op, int]:
         counts = {op: 0 for op in est.Op}
-        for done, batch in enumerate(batches(revision.package_kind, documents)):
+        for done, batch in enumerate(batches(revision, documents)):
             actions = est.replan(revision, batch, seen, ca_bundle=ca,
                                  namespace=self.namespace, service=service)
             for op in pool.map(self._write, actions):

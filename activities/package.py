@@ -110,7 +110,9 @@ class PackageActivities:
             paused=annotations.get(c.PAUSED_ANNOTATION) == "true",
             synced_paused=conditions.says_paused((pkg.get("status") or {}).get("conditions")),
             pull_policy=str(s.get("packagePullPolicy") or "IfNotPresent"),
-            accept_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION, "")))
+            accept_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION, "")),
+            active_definitions=_count((meta(active).get("annotations") or {}).get(
+                c.ACTIVE_DEFINITIONS_ANNOTATION)))
 
     @activity.defn(name=c.RECORD_EVENT)
     @edge
@@ -267,3 +269,11 @@ class PackageActivities:
             self.reader.event(pkg, NORMAL, "ReconciliationPaused",
                        "Reconciliation is paused via the pause annotation")
         return c.WritePackageStatusResult(changed=True)
+
+
+def _count(raw: object) -> int:
+    """A count an annotation records, or -1 when there is none (or it is not a number)."""
+    try:
+        return int(str(raw)) if raw is not None else -1
+    except ValueError:
+        return -1

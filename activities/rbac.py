@@ -19,6 +19,7 @@ from activities.errors import edge
 from activities.reads import PackageReader, RuntimeConfigs
 from lockwright.errors import ConflictError, PermissionRejected
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.managed.convert import safe_start
 from lockwright.runtime import rbac
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
@@ -52,8 +53,10 @@ class RbacActivities:
         uid = str(meta(rev)["uid"])
         requests = self.accepted_requests(inp, rev)
         refs = (rev.get("status") or {}).get("objectRefs") or []
+        capabilities = getattr(self.contents.summary(inp.kind, rev, inp.digest).meta,
+                               "capabilities", ())
         roles = rbac.render_cluster_roles(inp.revision, uid, rbac.defined_resources(refs),
-                                          requests)
+                                          requests, safe_start=safe_start(capabilities))
         if not roles:
             return c.EnsureRbacResult()
         changed = [meta(r)["name"] for r in roles if self.apply_owned(r, uid)]

@@ -131,7 +131,10 @@ class RuntimeActivities:
                                 self.namespace)
         sa = runtime.render_service_account(
             rin, drc, secret_names((sa_live or {}).get("imagePullSecrets")))
-        deployment = runtime.render_deployment(rin, drc)
+        # Safe-start: zero replicas until an MRD is Active, never back to zero after.
+        zero = inp.awaiting_activation and not runtime.has_run(self.kube.get(
+            "apps/v1", "Deployment", deployment_name(inp.revision, drc), self.namespace))
+        deployment = runtime.render_deployment(rin, drc, awaiting_activation=zero)
         service = runtime.render_service(rin, drc)
         if runtime.manages_service_account(deployment, sa):
             self.kube.apply(sa, force=True)
@@ -142,7 +145,7 @@ class RuntimeActivities:
             "runtime.applied", deployment=deployment["metadata"]["name"])
         return c.EnsureRuntimeResult(deployment=deployment["metadata"]["name"],
                                      service_account=sa["metadata"]["name"],
-                                     service=service["metadata"]["name"])
+                                     service=service["metadata"]["name"], scaled_to_zero=zero)
 
     def runtime_input(self, inp: c.EnsureRuntimeInput, rev: Obj) -> runtime.RuntimeInput:
         """Everything ``lockwright.runtime.manifests`` renders from, read from the cluster and cache."""

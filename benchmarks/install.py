@@ -691,7 +691,8 @@ async def start_stack(stack: Stack, opts: devstack.UpOptions,
                         kubeconfig=kubeconfig, cache_dir=str(opts.state_dir / "cache"),
                         insecure_registries=(registry,), resync_seconds=600,
                         tuning=json.dumps(tuning))
-    await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace)
+    await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace,
+                                    settings.default_activations)
     client = await Client.connect(address)
     await devstack.start_worker(stack, settings, client, opts.timeout)
     await devstack.start_watcher(stack, settings, opts.timeout)

@@ -23,6 +23,7 @@ def _crds_install(args: argparse.Namespace) -> int:
     """Handler of ``lockwright crds install``."""
     from lockwright.k8s.bootstrap import bootstrap_at
     from lockwright.log import configure
+    from lockwright.managed.match import well_formed
     from lockwright.settings import SettingsError, from_args
 
     configure()
@@ -31,8 +32,14 @@ def _crds_install(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for pattern in args.activation or ():
+        if not well_formed(pattern):
+            print(f"error: --activation {pattern!r} is not a valid pattern; use Go "
+                  "filepath.Match patterns such as * or *.aws.upbound.io", file=sys.stderr)
+            return 2
     try:
-        report = bootstrap_at(settings.kubeconfig, settings.system_namespace)
+        activations = tuple(args.activation or settings.default_activations)
+        report = bootstrap_at(settings.kubeconfig, settings.system_namespace, activations)
     except PermissionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -64,8 +71,13 @@ def register(subparsers: Any) -> None:
     crds = subparsers.add_parser("crds", help="the CRDs lockwright serves")
     crds_sub = crds.add_subparsers(dest="crds_command", metavar="COMMAND", required=True)
     install = crds_sub.add_parser("install", help="apply the CRDs, the system namespace, the "
-                                  "default DeploymentRuntimeConfig and the Lock (idempotent)")
+                                  "default DeploymentRuntimeConfig, the Lock and the default "
+                                  "activation policy (idempotent)")
     add_arguments(install)
+    install.add_argument("--activation", action="append", metavar="PATTERN", default=None,
+                         help="an MRD name pattern of the `default` activation policy "
+                         "(repeatable; Crossplane's --activation; default: "
+                         "LOCKWRIGHT_DEFAULT_ACTIVATIONS, itself * by default)")
     install.set_defaults(func=_crds_install)
 
     worker = subparsers.add_parser("worker", help="run workflows and activities (Temporal)")

@@ -23,6 +23,16 @@ caller writes ``import contracts as c`` and ``c.ReadPackageInput``.
 
 from __future__ import annotations
 
+from contracts.activation import (
+    MAX_NAMES,
+    Activated,
+    ActivateDefinitionsInput,
+    ActivateDefinitionsResult,
+    ActivationInput,
+    ActivationResult,
+    ActivationState,
+    ActivationStatusResult,
+)
 from contracts.names import (
     ACTIVE,
     ALL_ACTIVITY_NAMES,
@@ -33,6 +43,7 @@ from contracts.names import (
     CLEANUP_PACKAGE,
     COLLECT_REVISIONS,
     CONFIGURATION,
+    ACTIVE_DEFINITIONS_ANNOTATION,
     DIGEST_ANNOTATION,
     ENSURE_RBAC,
     ENSURE_REVISION,
@@ -55,6 +66,7 @@ from contracts.names import (
     READ_PACKAGE,
     RECORD_APPROVAL,
     RECORD_EVENT,
+    ACTIVATE_DEFINITIONS,
     RESOLVE_DEPENDENCIES,
     RESOLVE_DIGEST,
     SA_PACKAGE_DIGEST,
@@ -74,6 +86,7 @@ from contracts.names import (
     WRITE_REVISION_STATUS,
     package_workflow_id,
     plan_workflow_id,
+    activation_workflow_id,
     resolve_workflow_id,
     revision_workflow_id,
 )
@@ -153,6 +166,16 @@ from contracts.shared import (
 )
 
 __all__ = [
+    "ACTIVATE_DEFINITIONS",
+    "MAX_NAMES",
+    "ActivateDefinitionsInput",
+    "ActivateDefinitionsResult",
+    "Activated",
+    "ActivationInput",
+    "ActivationResult",
+    "ActivationState",
+    "ActivationStatusResult",
+    "activation_workflow_id",
     "ACTIVE",
     "ALL_ACTIVITY_NAMES",
     "APPLY_RESOLUTION",
@@ -175,6 +198,7 @@ __all__ = [
     "CollectRevisionsInput",
     "CollectRevisionsResult",
     "Condition",
+    "ACTIVE_DEFINITIONS_ANNOTATION",
     "DIGEST_ANNOTATION",
     "DependencyChange",
     "ENSURE_RBAC",

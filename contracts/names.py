@@ -26,6 +26,10 @@ SWITCH_DEADLINE_ANNOTATION = "lockwright.dev/switch-deadline-seconds"
 PAUSED_ANNOTATION = "crossplane.io/paused"
 # Revision annotation: the digest a revision was made from (its name keeps only 12 hex).
 DIGEST_ANNOTATION = "lockwright.dev/digest"
+# On a Provider revision: how many of its ManagedResourceDefinitions are Active, written by
+# establish_objects and by the activation workflow; a change makes the package install again
+# (the CRDs of newly Active MRDs, a safe-start runtime scaled up).
+ACTIVE_DEFINITIONS_ANNOTATION = "lockwright.dev/active-definitions"
 
 # Permanent error types: the PermanentError classes of lockwright/errors.py, by name (a
 # test keeps the two in step). Only a new spec can fix them; the attempt ends, the error is
@@ -68,13 +72,14 @@ RECORD_APPROVAL = "record_approval"
 RESOLVE_DEPENDENCIES = "resolve_dependencies"
 APPLY_RESOLUTION = "apply_resolution"
 PLAN_REVISION = "plan_revision"
+ACTIVATE_DEFINITIONS = "activate_definitions"
 
 ALL_ACTIVITY_NAMES = (
     READ_PACKAGE, RESOLVE_DIGEST, ENSURE_REVISION, SET_ACTIVE_REVISION, COLLECT_REVISIONS,
     WRITE_PACKAGE_STATUS, CLEANUP_PACKAGE, FETCH_PACKAGE, PARSE_PACKAGE,
     CHECK_CROSSPLANE_VERSION, TAKE_LOCK, ENSURE_TLS, ESTABLISH_OBJECTS, ENSURE_RBAC,
     ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS, RECORD_EVENT, RECORD_APPROVAL,
-    RESOLVE_DEPENDENCIES, APPLY_RESOLUTION, PLAN_REVISION,
+    RESOLVE_DEPENDENCIES, APPLY_RESOLUTION, PLAN_REVISION, ACTIVATE_DEFINITIONS,
 )
 
 # --- signal, update and query names ----------------------------------------------------
@@ -118,3 +123,10 @@ def resolve_workflow_id(task_queue: str = TASK_QUEUE) -> str:
     ``resolve:lock:<task queue>``.
     """
     return "resolve:lock" if task_queue == TASK_QUEUE else f"resolve:lock:{task_queue}"
+
+
+def activation_workflow_id(task_queue: str = TASK_QUEUE) -> str:
+    """Return the id of the cluster's one activation workflow (activation policies):
+    ``activate:definitions``, or ``activate:definitions:<task queue>`` as for the resolver."""
+    base = "activate:definitions"
+    return base if task_queue == TASK_QUEUE else f"{base}:{task_queue}"

@@ -58,6 +58,9 @@ class PackageState:
     # accepted through the activation update (the annotation is read each pass).
     plan: Plan | None = None
     accepted_plan: str = ""
+    # Active ManagedResourceDefinitions of the installed revision when it was installed: a
+    # revision recording another count (an activation since) installs again.
+    active_definitions: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,9 @@ class ReadPackageResult:
     pull_policy: str = ""
     # The revision named by the lockwright.io/accept-plan annotation.
     accept_plan: str = ""
+    # The active revision's count of Active ManagedResourceDefinitions, as last recorded
+    # (ACTIVE_DEFINITIONS_ANNOTATION); -1 when it records none.
+    active_definitions: int = -1
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ class InstallRevisionResult:
     dependencies_unmet: bool = False
     # Preparing: what the switch would change (None before plans, or with nothing active).
     plan: Plan | None = None
+    # Crossplane v2: how many of its ManagedResourceDefinitions were Active when installed.
+    active_definitions: int = 0
 
 
 
@@ -191,6 +193,9 @@ class EstablishObjectsResult:
     objects: int = 0
     created: int = 0
     updated: int = 0
+    # Crossplane v2: the ManagedResourceDefinitions among them, and how many are Active.
+    definitions: int = 0
+    active_definitions: int = 0
 
 
 @dataclass(frozen=True)
@@ -221,6 +226,9 @@ class EnsureRuntimeInput:
     revision: str = ""
     source: str = ""
     digest: str = ""
+    # Safe-start: none of the revision's ManagedResourceDefinitions is Active yet, so the
+    # runtime runs no replica (unless it already ran: never back to zero).
+    awaiting_activation: bool = False
 
 
 @dataclass(frozen=True)
@@ -230,6 +238,8 @@ class EnsureRuntimeResult:
     deployment: str = ""
     service_account: str = ""
     service: str = ""
+    # Safe-start: the Deployment runs no replica, awaiting the first Active MRD.
+    scaled_to_zero: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from lockwright.managed.match import well_formed
+
 RUNTIMES = ("Deployment", "External")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
@@ -99,11 +101,20 @@ SPECS: tuple[Spec, ...] = (
          "LOCKWRIGHT_DEPENDENCY_DOWNGRADES", "false",
          "worker: also move one down to the highest accepted version below it (implies "
          "upgrades; Crossplane's --enable-dependency-version-downgrades)"),
+    Spec("managed_resource_definitions", "--managed-resource-definitions",
+         "LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS", "true",
+         "worker: install a Provider's CRDs as ManagedResourceDefinitions, as Crossplane v2 "
+         "does (false: plain CRDs, Crossplane v1's way)"),
+    Spec("default_activations", "--default-activations", "LOCKWRIGHT_DEFAULT_ACTIVATIONS",
+         "*", "comma-separated MRD name patterns of the `default` activation policy made at "
+         "start (Crossplane's --activation; empty: no default policy)"),
     Spec("metrics_address", "--metrics-address", "LOCKWRIGHT_METRICS_ADDRESS", "",
          "worker: serve Prometheus metrics (Temporal SDK's and lockwright's) on HOST:PORT "
          "at /metrics (empty: off)"),
 )
 _BY_FIELD = {s.field: s for s in SPECS}
+#: Settings whose variable, set but empty, means "none" rather than "the default".
+_EMPTY_IS_A_VALUE = frozenset({"default_activations"})
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,8 @@ class Settings:
     temporal_tls_server_name: str = ""
     temporal_api_key_file: str = ""
     metrics_address: str = ""
+    managed_resource_definitions: bool = True
+    default_activations: tuple[str, ...] = ("*",)
 
     def __post_init__(self) -> None:
         if not self.cache_dir:
@@ -194,6 +207,10 @@ def _check_values(s: Settings) -> None:
         raise _fail("max_concurrent_activities", "below 1", "give a positive number")
     if s.tuning:
         _check_tuning(s.tuning)
+    for pattern in s.default_activations:
+        if not well_formed(pattern):
+            raise _fail("default_activations", f"{pattern!r} is not a valid pattern",
+                        "use Go filepath.Match patterns such as * or *.aws.upbound.io")
     if bool(s.temporal_tls_cert) != bool(s.temporal_tls_key):
         raise _fail("temporal_tls_cert", "a client certificate needs its key and a key its "
                     "certificate", "give both --temporal-tls-cert and --temporal-tls-key")
@@ -261,6 +278,8 @@ def from_args(args: argparse.Namespace | None = None,
     for spec in SPECS:
         raw = getattr(args, spec.field, None) if args is not None else None
         if raw is None:
-            raw = env.get(spec.env) or spec.default
+            raw = env.get(spec.env)
+            if not raw and not (raw == "" and spec.field in _EMPTY_IS_A_VALUE):
+                raw = spec.default
         values[spec.field] = _convert(spec.field, raw)
     return Settings(**values)

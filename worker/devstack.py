@@ -324,7 +324,8 @@ async def _start_stack(stack: Stack, opts: UpOptions) -> Settings:
     settings = Settings(temporal_address=address, task_queue=opts.task_queue,
                         kubeconfig=kubeconfig, cache_dir=str(opts.state_dir / "cache"),
                         insecure_registries=(registry,), resync_seconds=600)
-    await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace)
+    await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace,
+                                    settings.default_activations)
     _step("CRDs, namespace crossplane-system, DeploymentRuntimeConfig default, Lock lock")
     client = await Client.connect(address)
     await start_worker(stack, settings, client, opts.timeout)

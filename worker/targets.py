@@ -29,6 +29,10 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   an ImageConfig with a pull secret (it decides which tags the resolver may list). Without
   dependencies there is nothing to resolve: a cluster that has none pays no resolution
   per install.
+- The activation workflow (``activate:definitions``) is targeted when an activation policy
+  changes, an MRD is added, deleted or changes its spec (its state), or a CRD of an MRD's
+  name comes or goes. MRDs and CRDs are watched as metadata only (an MRD holds a whole
+  CRD schema).
 - A list (start, periodic resync) targets every package and revision when ``signal_all``
   (lists of DRCs, ImageConfigs and Secrets then target nothing: the package lists cover
   everyone); a relist after ``410 Gone`` targets only what changed, appeared or vanished
@@ -47,6 +51,7 @@ from contracts import (
     PROVIDER,
     LookAgainInput,
     PackageInput,
+    activation_workflow_id,
     package_workflow_id,
     resolve_workflow_id,
 )
@@ -55,10 +60,12 @@ from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 Obj = dict[str, Any]
 PACKAGE_LABEL = "pkg.crossplane.io/package"
 DEFAULT_RUNTIME_CONFIG = "default"
+XP_EXTENSIONS = "apiextensions.crossplane.io"
 DEFAULT_SYSTEM_NAMESPACE = "crossplane-system"  # the watcher binds Settings.system_namespace
 # The metadata a metadata-only object keeps: not annotations, which may carry contents
 # (``kubectl apply`` copies a whole Secret, data included, into last-applied-configuration).
-KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "generation",
+                 "deletionTimestamp")
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,9 @@ class Resource:
     kind: str
     plural: str
     version: str
-    role: str  # package | revision | runtimeconfig | imageconfig | secret | lock
+    # package | revision | runtimeconfig | imageconfig | secret | lock | policy | definition
+    # | crd
+    role: str
     package_kind: str = ""  # for packages and revisions: provider, configuration, function
     group: str = "pkg.crossplane.io"  # "" for the core API group (/api/v1)
     namespace: str = ""  # namespaced resources: the one namespace watched
@@ -117,11 +126,18 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("Secret", "secrets", "v1", "secret", group="",
              namespace=DEFAULT_SYSTEM_NAMESPACE, metadata_only=True),
     Resource("Lock", "locks", "v1beta1", "lock"),
+    Resource("ManagedResourceActivationPolicy", "managedresourceactivationpolicies",
+             "v1alpha1", "policy", group=XP_EXTENSIONS),
+    Resource("ManagedResourceDefinition", "managedresourcedefinitions", "v1alpha1",
+             "definition", group=XP_EXTENSIONS, metadata_only=True),
+    Resource("CustomResourceDefinition", "customresourcedefinitions", "v1", "crd",
+             group="apiextensions.k8s.io", metadata_only=True),
 )
 _PACKAGE_KINDS = {r.kind: r.package_kind for r in RESOURCES if r.role == "package"}
 
 
 RESOLVER = "resolver"  # Target.kind of the dependency resolver
+ACTIVATION = "activation"  # Target.kind of the activation workflow
 
 
 @dataclass(frozen=True)
@@ -140,6 +156,8 @@ class Target:
     @property
     def workflow_id(self) -> str:
         """The workflow id, ``package:<kind>:<name>`` (or the resolver's, by task queue)."""
+        if self.kind == ACTIVATION:
+            return activation_workflow_id(self.name)
         return (resolve_workflow_id(self.name) if self.kind == RESOLVER
                 else package_workflow_id(self.kind, self.name))
 
@@ -313,6 +331,11 @@ class Index:
                     *self.resolver(reason)]
         if res.role == "lock":
             return self._lock_changed(new, old, reason)
+        if res.role in ("policy", "definition") or (
+                res.role == "crd" and name in self.of("ManagedResourceDefinition")):
+            return [Target(ACTIVATION, self.task_queue, reason)]
+        if res.role == "crd":
+            return []
         if res.role == "revision":
             pkg = new.package or (old.package if old else "")
             return [self._package_target(res.package_kind, pkg, reason)] if pkg else []

@@ -37,8 +37,16 @@ from lockwright.k8s.watch import BOOKMARK, Watch, list_all, watch
 from lockwright.log import configure
 from lockwright.settings import Settings
 from worker.common import Backoff, connect, settings_or_exit, stop_on_signals
-from worker.targets import RESOURCES, Index, Obj, Resource, Target, in_namespace
-from workflows import PackageWorkflow, ResolveDependencies
+from worker.targets import (
+    ACTIVATION,
+    RESOURCES,
+    Index,
+    Obj,
+    Resource,
+    Target,
+    in_namespace,
+)
+from workflows import ActivateDefinitions, PackageWorkflow, ResolveDependencies
 
 log = structlog.get_logger("lockwright.watcher")
 
@@ -244,6 +252,9 @@ class Watcher:
         if target.resolver:
             await self.signal_resolver(target)
             return
+        if target.kind == ACTIVATION:
+            await self.signal_activation(target)
+            return
 
         pairs = [SearchAttributePair(c.SA_PACKAGE_KIND, target.kind),
                  SearchAttributePair(c.SA_PACKAGE_NAME, target.name)]
@@ -268,6 +279,18 @@ class Watcher:
             id=target.workflow_id, task_queue=self.settings.task_queue,
             start_signal=c.SIGNAL_LOOK_AGAIN, start_signal_args=[target.signal_input()],
             static_summary="dependency resolution")
+        self.stats["signals"] += 1
+        log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
+                 reason=target.reason)
+
+
+    async def signal_activation(self, target: Target) -> None:
+        """Signal-with-start the activation workflow."""
+        handle = await self.client.start_workflow(
+            ActivateDefinitions.run, c.ActivationInput(tuning=self._tuning),
+            id=target.workflow_id, task_queue=self.settings.task_queue,
+            start_signal=c.SIGNAL_LOOK_AGAIN, start_signal_args=[target.signal_input()],
+            static_summary="activation policies")
         self.stats["signals"] += 1
         log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
                  reason=target.reason)

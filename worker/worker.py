@@ -59,7 +59,8 @@ async def bootstrap_cluster(settings: Settings, timeout: float = BOOTSTRAP_TIMEO
     deadline, backoff = time.monotonic() + timeout, Backoff()
     while True:
         try:
-            await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace)
+            await asyncio.to_thread(bootstrap_at, settings.kubeconfig, settings.system_namespace,
+                                    settings.default_activations)
             return
         except Exception as exc:
             if time.monotonic() > deadline:

@@ -2,6 +2,7 @@
 
 ``PackageWorkflow`` is the entity workflow per package; ``InstallRevision`` is its child
 per revision; ``ResolveDependencies`` resolves the cluster's package graph;
+``ActivateDefinitions`` applies the activation policies;
 ``PlanCandidate`` plans a candidate package reference (``lockwright plan --package``). Register ``ALL_WORKFLOWS`` on the worker.
 """
 
@@ -11,6 +12,7 @@ with workflow.unsafe.imports_passed_through():
     # Each module by its dotted name: the sandbox then knows every contracts module, and
     # the payload converter finds the names a dataclass's string annotations refer to
     # (``typing.get_type_hints`` looks them up in ``sys.modules[cls.__module__]``).
+    import contracts.activation
     import contracts.names
     import contracts.package
     import contracts.plan
@@ -18,13 +20,14 @@ with workflow.unsafe.imports_passed_through():
     import contracts.revision
     import contracts.shared  # noqa: F401
 
+from workflows.activation import ActivateDefinitions
 from workflows.package import PackageWorkflow
 from workflows.plan import PlanCandidate
 from workflows.resolve import ResolveDependencies
 from workflows.revision import InstallRevision
 
 ALL_WORKFLOWS: list[type] = [PackageWorkflow, InstallRevision, ResolveDependencies,
-                             PlanCandidate]
+                             PlanCandidate, ActivateDefinitions]
 
-__all__ = ["ALL_WORKFLOWS", "InstallRevision", "PackageWorkflow", "PlanCandidate",
+__all__ = ["ALL_WORKFLOWS", "ActivateDefinitions", "InstallRevision", "PackageWorkflow", "PlanCandidate",
            "ResolveDependencies"]

@@ -281,7 +281,11 @@ class PackageWorkflow:
                 small=set(pkg.revisions) <= {rev})
             self._s = replace(self._s, active_revision=rev)
         key = f"{rev}/{pkg.generation}/{'active' if active else 'inactive'}"
-        if key != self._s.installed_key or not self._s.healthy or ensured.fresh:
+        # An MRD activated since (a policy, by hand) needs its CRD and may wake a
+        # safe-start runtime: the revision records another count than was installed.
+        activated = (active and pkg.active_definitions >= 0
+                     and pkg.active_definitions != self._s.active_definitions)
+        if key != self._s.installed_key or not self._s.healthy or ensured.fresh or activated:
             fresh = key not in (self._s.installed_key, self._s.attempted_key)
             # Say "installing" first: a health wait can take minutes. Only for a new key: a
             # re-attempt leaves the last outcome (a refusal, an outage being retried, an
@@ -295,6 +299,7 @@ class PackageWorkflow:
                 self.wait_for_gone(f"{rev} or its package went away while installing")
                 return
             self._s = replace(self._s, installed_key=key, healthy=result.healthy,
+                              active_definitions=result.active_definitions,
                               health_message=result.message, installs=self._s.installs + 1,
                               dependencies_unmet=result.dependencies_unmet)
         await self.collect(pkg, rev)

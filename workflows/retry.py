@@ -106,6 +106,7 @@ TIMEOUTS: dict[str, Timeouts] = {
     # packages it considers (their dependencies), which takes as long as a fetch.
     c.RESOLVE_DEPENDENCIES: _LONG,
     c.APPLY_RESOLUTION: _RARE,
+    c.ACTIVATE_DEFINITIONS: _LONG,
     # Queued: it reads both packages whole and lists the resources of changed CRDs.
     c.PLAN_REVISION: _LONG,
 }

@@ -33,6 +33,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     import contracts as c
     from contracts import metrics
+    from lockwright.conditions import MSG_AWAITING_ACTIVATION
+    from lockwright.managed.convert import awaiting_activation
     from lockwright.upgrade.plan import Plan
     from workflows import status
     from workflows.calls import (
@@ -131,16 +133,22 @@ class InstallRevision:
                 active=inp.active), c.EnsureRbacResult, f"rbac for {inp.revision}")
         health = c.CheckHealthResult(healthy=True)
         if runtime:
-            await self._run(inp, c.ENSURE_RUNTIME, c.EnsureRuntimeInput(
+            awaiting = awaiting_activation(parsed.capabilities, established.definitions,
+                                           established.active_definitions)
+            ensured = await self._run(inp, c.ENSURE_RUNTIME, c.EnsureRuntimeInput(
                 kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
-                digest=inp.digest), c.EnsureRuntimeResult, f"runtime for {inp.package}")
-            health = await self._wait_healthy(inp)
+                digest=inp.digest, awaiting_activation=awaiting), c.EnsureRuntimeResult,
+                f"runtime for {inp.package}" + (" (awaiting activation)" if awaiting else ""))
+            # Safe-start at zero replicas counts as healthy (Crossplane's AwaitingActivation).
+            health = (c.CheckHealthResult(healthy=True, message=MSG_AWAITING_ACTIVATION)
+                      if ensured.scaled_to_zero else await self._wait_healthy(inp))
         await self._write(inp, status.revision_ok(runtime, health.healthy, health.message),
                           objects=established.objects, capabilities=parsed.capabilities)
         workflow.set_current_details(f"**installed** `{inp.revision}` healthy={health.healthy}")
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=established.objects, dependencies=dependencies,
-                                       healthy=health.healthy, message=health.message)
+                                       healthy=health.healthy, message=health.message,
+                                       active_definitions=established.active_definitions)
 
     async def _prepared(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
                         dependencies: int) -> c.InstallRevisionResult:

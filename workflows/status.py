@@ -13,11 +13,13 @@ import contracts as c
 from lockwright.conditions import (
     ACTIVE_PACKAGE_REVISION,
     ACTIVE_RUNTIME,
+    AWAITING_ACTIVATION,
     FALSE,
     HEALTHY,
     HEALTHY_PACKAGE_REVISION,
     INACTIVE_PACKAGE_REVISION,
     INSTALLED,
+    MSG_AWAITING_ACTIVATION,
     MSG_ESTABLISH,
     MSG_GET_PACKAGE,
     MSG_INACTIVE,
@@ -63,6 +65,8 @@ def package_ok(active: bool, healthy: bool, health_message: str,
     """
     installed = (cond(INSTALLED, TRUE, ACTIVE_PACKAGE_REVISION) if active
                  else cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION, MSG_INACTIVE))
+    if healthy and health_message == MSG_AWAITING_ACTIVATION:  # safe-start, scaled to zero
+        return [installed, cond(HEALTHY, TRUE, AWAITING_ACTIVATION, health_message)]
     if healthy:
         return [installed, cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
     message = (f'Package revision health is "False" with message: {health_message}'
@@ -127,7 +131,9 @@ def revision_ok(runtime: bool, healthy: bool, runtime_message: str) -> list[c.Co
         out.append(cond(RUNTIME_HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION) if healthy
                    else cond(RUNTIME_HEALTHY, FALSE, UNHEALTHY_PACKAGE_REVISION,
                              runtime_failed(runtime_message)))
-        out.append(cond(RUNTIME_ACTIVE, TRUE, ACTIVE_RUNTIME))
+        out.append(cond(RUNTIME_ACTIVE, FALSE, AWAITING_ACTIVATION, runtime_message)
+                   if healthy and runtime_message == MSG_AWAITING_ACTIVATION
+                   else cond(RUNTIME_ACTIVE, TRUE, ACTIVE_RUNTIME))
     return out
 
 

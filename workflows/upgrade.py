@@ -240,17 +240,18 @@ class Upgrader:
             await self._revert(pkg, new, result.message)
             _switched(self._kind, began, "reverted")
             return
-        await self._finish(pkg, new)
+        await self._finish(pkg, new, result.active_definitions)
         _switched(self._kind, began, "finished")
 
-    async def _finish(self, pkg: c.ReadPackageResult, new: Install) -> None:
+    async def _finish(self, pkg: c.ReadPackageResult, new: Install,
+                      active_definitions: int = 0) -> None:
         """``new`` is healthy: the old revision lets go of the rest and leaves."""
         host = self._host
         await self._activate(new.revision, keep_runtime=False,
                              why=f"finish the switch to {new.revision}", finish=True)
         host.state = replace(host.state, installed_key=f"{new.revision}/{pkg.generation}/active",
                              healthy=True, health_message="", installs=host.state.installs + 1,
-                             active_revision=new.revision)
+                             active_revision=new.revision, active_definitions=active_definitions)
         await host.collect(pkg, new.revision)
         await host.write_status(conditions.package_ok(True, True, ""), new.source)
         host.settle(True, new.revision)

@@ -20,6 +20,9 @@ from lockwright.errors import KubeConflict, KubeForbidden, KubeNotFound
 from lockwright.k8s.client import Kube
 from lockwright.k8s.crds import load_crds
 from lockwright.k8s.discovery import Resource
+from lockwright.managed import convert
+from lockwright.managed.convert import MRD_API_VERSION
+from lockwright.managed.policy import DEFAULT_POLICY
 
 log = structlog.get_logger("lockwright.k8s.bootstrap")
 
@@ -29,6 +32,7 @@ CRD_GROUP, CRD_VERSION, CRD_PLURAL = "apiextensions.k8s.io", "v1", "customresour
 CRD_API, CRD_KIND = f"{CRD_GROUP}/{CRD_VERSION}", "CustomResourceDefinition"
 PKG_API = f"{PKG_GROUP}/{PKG_BETA}"
 DEFAULT_DRC = "default"
+MRAP_API, MRAP_KIND = MRD_API_VERSION, convert.MRAP_KIND
 LOCK_NAME = "lock"
 ESTABLISH_TIMEOUT_S = 60.0
 _CAS_ATTEMPTS = 5
@@ -37,7 +41,8 @@ KINDS = (Resource(CRD_API, CRD_KIND, CRD_PLURAL, namespaced=False),
          Resource("v1", "Namespace", "namespaces", namespaced=False),
          Resource(PKG_API, "DeploymentRuntimeConfig", "deploymentruntimeconfigs",
                   namespaced=False),
-         Resource(PKG_API, "Lock", "locks", namespaced=False))
+         Resource(PKG_API, "Lock", "locks", namespaced=False),
+         Resource(MRAP_API, MRAP_KIND, "managedresourceactivationpolicies", namespaced=False))
 
 
 @dataclass
@@ -176,8 +181,11 @@ def _ensure_namespace(kube: Kube, name: str) -> str:
 
 
 def ensure_system_objects(kube: Kube, namespace: str,
-                          report: BootstrapReport | None = None) -> BootstrapReport:
-    """Create the system namespace, the ``default`` DRC and the ``lock`` Lock if missing."""
+                          report: BootstrapReport | None = None,
+                          activations: tuple[str, ...] = ()) -> BootstrapReport:
+    """Create the system namespace, the ``default`` DRC, the ``lock`` Lock and, when
+    ``activations`` are given, the ``default`` activation policy, if missing (as
+    Crossplane's initializer makes it from its ``--activation`` flags)."""
     report = report or BootstrapReport()
     kube.discovery.know(*KINDS)
     report.record(_ensure_namespace(kube, namespace), f"namespace/{namespace}")
@@ -187,27 +195,34 @@ def ensure_system_objects(kube: Kube, namespace: str,
     lock = {"apiVersion": PKG_API, "kind": "Lock",
             "metadata": {"name": LOCK_NAME}, "packages": []}
     report.record(_create_if_missing(kube, lock), f"lock/{LOCK_NAME}")
+    if activations:
+        policy = {"apiVersion": MRAP_API, "kind": MRAP_KIND,
+                  "metadata": {"name": DEFAULT_POLICY}, "spec": {"activate": list(activations)}}
+        report.record(_create_if_missing(kube, policy),
+                      f"managedresourceactivationpolicy/{DEFAULT_POLICY}")
     return report
 
 
-def bootstrap(kube: Kube, namespace: str) -> BootstrapReport:
+def bootstrap(kube: Kube, namespace: str, activations: tuple[str, ...] = ()) -> BootstrapReport:
     """Install the CRDs, then the system objects that depend on them.
 
     Args:
         kube: the connection (see :meth:`Kube.connect`).
         namespace: the system namespace (``crossplane-system`` by default).
+        activations: patterns of the ``default`` activation policy (none: no policy).
 
     Returns:
         What was created, updated or left unchanged.
     """
     report = install_crds(kube)
-    ensure_system_objects(kube, namespace, report)
+    ensure_system_objects(kube, namespace, report, activations)
     log.info("bootstrap done", created=len(report.created), updated=len(report.updated),
              unchanged=len(report.unchanged), namespace=namespace)
     return report
 
 
-def bootstrap_at(kubeconfig: str, namespace: str) -> BootstrapReport:
+def bootstrap_at(kubeconfig: str, namespace: str,
+                 activations: tuple[str, ...] = ()) -> BootstrapReport:
     """:func:`bootstrap` over a connection of its own (see :meth:`Kube.connect`).
 
     Args:
@@ -215,4 +230,4 @@ def bootstrap_at(kubeconfig: str, namespace: str) -> BootstrapReport:
         namespace: the system namespace.
     """
     with Kube.connect(kubeconfig) as kube:
-        return bootstrap(kube, namespace)
+        return bootstrap(kube, namespace, activations)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from lockwright.managed.convert import Conversion
 from lockwright.objects.lock import Conflict, ObjectKey, Owner
 from lockwright.objects.webhooks import inject_webhooks
 
@@ -66,6 +67,8 @@ class Revision:
     active: bool
     common_labels: dict[str, str] = field(default_factory=dict)
     common_annotations: dict[str, str] = field(default_factory=dict)
+    # Crossplane v2: its CRDs established as ManagedResourceDefinitions (None: as CRDs).
+    conversion: Conversion | None = None
 
 
 @dataclass(frozen=True)
@@ -288,6 +291,13 @@ def object_ref(obj: Obj) -> dict[str, str]:
     """The TypedReference ``{apiVersion, kind, name}`` of an object."""
     return {"apiVersion": str(obj["apiVersion"]), "kind": str(obj["kind"]),
             "name": str(obj["metadata"]["name"])}
+
+
+def definition_counts(refs: list[dict[str, str]]) -> tuple[int, int]:
+    """How many MRDs ``refs`` name, and how many of them come with their CRD (Active)."""
+    mrds = {r["name"] for r in refs if r.get("kind") == "ManagedResourceDefinition"}
+    crds = {r["name"] for r in refs if r.get("kind") == "CustomResourceDefinition"}
+    return len(mrds), len(mrds & crds)
 
 
 def sort_object_refs(refs: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -194,6 +194,12 @@ def _kind_overrides(inp: RuntimeInput, template: Obj, container: Obj) -> None:
     container["image"] = container.get("image") or inp.controller_image or inp.image
 
 
+def has_run(live: Obj | None) -> bool:
+    """Whether a live Deployment was ever asked for replicas (a safe-start runtime that ran
+    is never scaled back to zero)."""
+    return int(((live or {}).get("spec") or {}).get("replicas") or 0) > 0
+
+
 def render_deployment(inp: RuntimeInput, drc: Obj | None, awaiting_activation: bool = False) -> Obj:
     """The runtime Deployment: the DRC's template with the package manager's overrides.
 

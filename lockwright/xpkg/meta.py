@@ -31,6 +31,12 @@ ERR_INVALID_DEPENDENCY = (
 _NON_ALNUM = re.compile(r"[^a-z0-9]")
 
 
+def capability_matches(declared: str, capability: str) -> bool:
+    """Whether a declared capability names ``capability``: as Crossplane's
+    ``CapabilitiesContainFuzzyMatch``, only letters and digits count, in any case."""
+    return _NON_ALNUM.sub("", declared.lower()) == _NON_ALNUM.sub("", capability.lower())
+
+
 @dataclass(frozen=True)
 class Dependency:
     """One ``spec.dependsOn`` entry, normalised to the Lock's view of it.
@@ -68,8 +74,7 @@ class PackageMeta:
 
     def has_capability(self, capability: str) -> bool:
         """Fuzzy match as Crossplane does: case and non-alphanumerics are ignored."""
-        want = _NON_ALNUM.sub("", capability.lower())
-        return any(_NON_ALNUM.sub("", c.lower()) == want for c in self.capabilities)
+        return any(capability_matches(c, capability) for c in self.capabilities)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -91,6 +91,12 @@ class FakeCluster:
     # resolve_dependencies' decisions, in turn.
     lock_reports: dict[str, list[c.TakeLockResult]] = field(default_factory=dict)
     decisions: list[c.ResolveDependenciesResult] = field(default_factory=list)
+    # activate_definitions' results, in turn; per package, its revision's capabilities and
+    # (MRDs, Active MRDs) as establish_objects reports them.
+    activation_passes: list[c.ActivateDefinitionsResult] = field(default_factory=list)
+    capabilities: dict[str, list[str]] = field(default_factory=dict)
+    definitions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    runtimes: list[c.EnsureRuntimeInput] = field(default_factory=list)
     applied: list[c.ApplyResolutionInput] = field(default_factory=list)
     locks_taken: list[c.TakeLockInput] = field(default_factory=list)
     # plan_revision's plan by package name (default: compatible), given the revisions'
@@ -125,7 +131,7 @@ class FakeCluster:
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
                 self.check_health, self.write_revision_status, self.record_event,
                 self.record_approval, self.resolve_dependencies, self.apply_resolution,
-                self.plan_revision]
+                self.plan_revision, self.activate_definitions]
 
     def _enter(self, name: str) -> None:
         self.calls[name] += 1
@@ -153,7 +159,8 @@ class FakeCluster:
             synced_paused=self.says_paused.get(pkg.name, False),
             active_source=active_rev.source if active_rev else "",
             active_digest=active_rev.digest if active_rev else "",
-            accept_plan=pkg.accept_plan)
+            accept_plan=pkg.accept_plan,
+            active_definitions=self.definitions.get(pkg.name, (0, -1))[1])
 
     @activity.defn(name=c.RESOLVE_DIGEST)
     async def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
@@ -239,8 +246,11 @@ class FakeCluster:
     @activity.defn(name=c.PARSE_PACKAGE)
     async def parse_package(self, inp: c.ParsePackageInput) -> c.ParsePackageResult:
         self._enter(c.PARSE_PACKAGE)
+        rev = self.revisions.get(inp.revision)
         return c.ParsePackageResult(meta_name="provider-nop", crossplane_constraint=">=v1.0.0",
-                                    objects=2, warnings=1, first_warnings=["no docs"])
+                                    objects=2, warnings=1, first_warnings=["no docs"],
+                                    capabilities=self.capabilities.get(
+                                        rev.package if rev else "", []))
 
     @activity.defn(name=c.CHECK_CROSSPLANE_VERSION)
     async def check_crossplane_version(
@@ -267,7 +277,9 @@ class FakeCluster:
         self._enter(c.ESTABLISH_OBJECTS)
         mode = "dry-run" if inp.dry_run else "control" if inp.control else "owner"
         self.established[f"{inp.revision}/{mode}"] += 1
-        return c.EstablishObjectsResult(objects=2, created=2 if inp.control else 0)
+        definitions, active = self.definitions.get(inp.package, (0, 0))
+        return c.EstablishObjectsResult(objects=2, created=2 if inp.control else 0,
+                                        definitions=definitions, active_definitions=active)
 
     @activity.defn(name=c.ENSURE_RBAC)
     async def ensure_rbac(self, inp: c.EnsureRbacInput) -> c.EnsureRbacResult:
@@ -277,8 +289,10 @@ class FakeCluster:
     @activity.defn(name=c.ENSURE_RUNTIME)
     async def ensure_runtime(self, inp: c.EnsureRuntimeInput) -> c.EnsureRuntimeResult:
         self._enter(c.ENSURE_RUNTIME)
+        self.runtimes.append(inp)
         return c.EnsureRuntimeResult(deployment=inp.revision, service_account=inp.package,
-                                     service=inp.package)
+                                     service=inp.package,
+                                     scaled_to_zero=inp.awaiting_activation)
 
     @activity.defn(name=c.CHECK_HEALTH)
     async def check_health(self, inp: c.CheckHealthInput) -> c.CheckHealthResult:
@@ -313,6 +327,13 @@ class FakeCluster:
         self.planned.append(inp)
         return replace(self.plans.get(inp.package, Plan()), revision=inp.revision,
                        against=inp.against)
+
+    @activity.defn(name=c.ACTIVATE_DEFINITIONS)
+    async def activate_definitions(self, inp: c.ActivateDefinitionsInput
+                                   ) -> c.ActivateDefinitionsResult:
+        self._enter(c.ACTIVATE_DEFINITIONS)
+        return (self.activation_passes.pop(0) if self.activation_passes
+                else c.ActivateDefinitionsResult())
 
     # --- dependency resolution ----------------------------------------------------------
     @activity.defn(name=c.RESOLVE_DEPENDENCIES)

@@ -289,7 +289,9 @@ def test_every_step_twice_changes_nothing(acts: Activities, kube: Kube,
     install(acts, c.PROVIDER, name)
     finish(acts, c.PROVIDER, name, rev)
     assert snapshot(kube, name, rev, provider.group) == before
-    assert run(acts.establish_objects, steps[-3][1]) == c.EstablishObjectsResult(objects=2)
+    # The CRD of widgets, its MRD (Crossplane v2) and the ProviderConfig CRD (stays a CRD).
+    assert run(acts.establish_objects, steps[-3][1]) == c.EstablishObjectsResult(
+        objects=3, definitions=1, active_definitions=1)
 
 
 def test_second_package_sharing_a_crd_names_the_first_and_writes_nothing(
@@ -668,7 +670,7 @@ def test_cache_entry_without_its_documents_is_fetched_again(
     assert entry is not None
     entry.documents.unlink()
     establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
-    assert run(acts.establish_objects, establish).objects == 2
+    assert run(acts.establish_objects, establish).objects == 3  # with the widgets MRD
     again = acts.cache.get(digest)
     assert again is not None and again.documents.stat().st_size == again.documents_size > 0
 
@@ -928,7 +930,8 @@ def test_upgrade_dropping_a_stored_crd_version_is_refused_and_writes_nothing(
 
     inactive = c.EstablishObjectsInput(c.PROVIDER, name, new, v2.digest, control=False)
     owned = run(acts.establish_objects, inactive)
-    assert owned == c.EstablishObjectsResult(objects=2, updated=2)
+    assert owned == c.EstablishObjectsResult(objects=3, updated=3, definitions=1,
+                                             active_definitions=1)
     widgets = kube.get(CRD_API, "CustomResourceDefinition", f"widgets.{provider.group}") or {}
     assert [v["name"] for v in widgets["spec"]["versions"]] == ["v1alpha1"]
     refs = {r["name"]: r for r in widgets["metadata"]["ownerReferences"]}

@@ -26,8 +26,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     dc.stop()
 
 
-def lockwright(*args: str, kubeconfig: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": kubeconfig}
+def lockwright(*args: str, kubeconfig: str,
+               **more_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KUBECONFIG": kubeconfig, **more_env}
     return subprocess.run([sys.executable, "-m", "lockwright", *args], env=env, text=True,
                           capture_output=True, timeout=120, check=False)
 
@@ -51,15 +52,50 @@ def test_crds_install_twice_is_idempotent(fresh_cluster: DevCluster) -> None:
     first = lockwright("crds", "install", "--kubeconfig", cluster.kubeconfig,
                        kubeconfig="/nonexistent")  # the flag beats $KUBECONFIG
     assert first.returncode == 0, first.stderr
-    assert "created 12, updated 0, unchanged 0" in first.stdout
+    # 11 CRDs, the namespace, the default DRC, the Lock and the default activation policy
+    assert "created 15, updated 0, unchanged 0" in first.stdout
     rv_before = kubectl("get", "crd", "providers.pkg.crossplane.io", "-o",
                         "jsonpath={.metadata.resourceVersion}", kubeconfig=cluster.kubeconfig)
     second = lockwright("crds", "install", kubeconfig=cluster.kubeconfig)
     assert second.returncode == 0, second.stderr
-    assert "created 0, updated 0, unchanged 12" in second.stdout
+    assert "created 0, updated 0, unchanged 15" in second.stdout
     rv_after = kubectl("get", "crd", "providers.pkg.crossplane.io", "-o",
                        "jsonpath={.metadata.resourceVersion}", kubeconfig=cluster.kubeconfig)
     assert rv_before == rv_after
+
+
+def _activations(kubeconfig: str) -> str:
+    return kubectl("get", "mrap", "-o", "jsonpath={range .items[*]}{.metadata.name}="
+                   "{.spec.activate}{end}", kubeconfig=kubeconfig)
+
+
+def test_the_default_activation_policy_from_flags_or_the_setting(
+        fresh_cluster: DevCluster) -> None:
+    """As Crossplane's --activation: repeated flags make the `default` policy; without
+    them LOCKWRIGHT_DEFAULT_ACTIVATIONS does (``*`` unless set); once made it is kept."""
+    kc = fresh_cluster.kubeconfig
+    done = lockwright("crds", "install", "--activation", "*.aws.upbound.io",
+                      "--activation", "buckets.s3.gcp.io", kubeconfig=kc)
+    assert done.returncode == 0, done.stderr
+    assert _activations(kc) == 'default=["*.aws.upbound.io","buckets.s3.gcp.io"]'
+    again = lockwright("crds", "install", kubeconfig=kc)
+    assert again.returncode == 0 and "created 0" in again.stdout  # an admin's policy stays
+    assert _activations(kc) == 'default=["*.aws.upbound.io","buckets.s3.gcp.io"]'
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("*", 'default=["*"]'), ("", "")])
+def test_the_setting_makes_the_default_policy_or_none(fresh_cluster: DevCluster, setting: str,
+                                                      expected: str) -> None:
+    kc = fresh_cluster.kubeconfig
+    done = lockwright("crds", "install", kubeconfig=kc, LOCKWRIGHT_DEFAULT_ACTIVATIONS=setting)
+    assert done.returncode == 0, done.stderr
+    assert _activations(kc) == expected
+
+
+def test_a_malformed_activation_pattern_is_refused(cluster: DevCluster) -> None:
+    done = lockwright("crds", "install", "--activation", "[aws", kubeconfig=cluster.kubeconfig)
+    assert done.returncode == 2
+    assert "--activation '[aws' is not a valid pattern" in done.stderr
 
 
 def test_kubectl_reads_packages_and_system_objects(cluster: DevCluster) -> None:

@@ -50,6 +50,9 @@ SHAPES |= {"package_upgrade_plan_accepted", "revision_planned", "plan_candidate"
 SHAPES |= {"package_resumed"}
 # A signal during the last clean-up starts another pass (PATCH_GONE_LOOKS_AGAIN).
 SHAPES |= {"package_gone_looks_again"}
+# Crossplane v2 (tests/integration/test_activation_workflows.py): the activation workflow's
+# pass, and a safe-start revision installed at zero replicas (no health wait).
+SHAPES |= {"activation_pass_and_nudge", "revision_awaiting_activation"}
 
 
 def load(shape: str) -> WorkflowHistory:

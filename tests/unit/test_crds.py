@@ -66,8 +66,35 @@ def test_names_versions(name: str, kind: str, versions: list[str], storage: str,
     assert all(("subresources" in v) is status for v in spec["versions"])
 
 
-def test_nine_files_one_crd_each() -> None:
-    assert len(crd_files()) == 9 == len(CRDS)
+def test_eleven_files_one_crd_each() -> None:
+    assert len(crd_files()) == 11 == len(CRDS)
+
+
+@pytest.mark.parametrize(("name", "kind", "short", "columns"), [
+    ("managedresourcedefinitions.apiextensions.crossplane.io", "ManagedResourceDefinition",
+     ["mrd", "mrds"], ["STATE", "ESTABLISHED", "AGE"]),
+    ("managedresourceactivationpolicies.apiextensions.crossplane.io",
+     "ManagedResourceActivationPolicy", ["mrap"], ["AGE"]),
+])
+def test_crossplane_v2_definitions(name: str, kind: str, short: list[str],
+                                   columns: list[str]) -> None:
+    """Crossplane v2's MRD and MRAP types: names, short names and columns as Crossplane's."""
+    crd = CRDS[name]
+    spec = crd["spec"]
+    assert (spec["group"], spec["scope"], spec["names"]["kind"]) == (
+        "apiextensions.crossplane.io", "Cluster", kind)
+    assert spec["names"]["shortNames"] == short
+    assert spec["names"]["categories"] == ["crossplane"]
+    [version] = spec["versions"]
+    assert version["name"] == "v1alpha1" and "status" in version["subresources"]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == columns
+
+
+def test_mrd_state_defaults_inactive_and_stays_active() -> None:
+    state = _version("managedresourcedefinitions.apiextensions.crossplane.io", "v1alpha1")[
+        "schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["state"]
+    assert state["default"] == "Inactive" and state["enum"] == ["Active", "Inactive"]
+    assert state["x-kubernetes-validations"][0]["rule"] == "self == oldSelf || oldSelf != 'Active'"
     assert sorted(p.name for p in (ROOT / "crds").glob("*.yaml")) == crd_files()
 
 

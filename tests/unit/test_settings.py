@@ -72,12 +72,30 @@ def test_every_setting_has_a_flag_and_a_variable() -> None:
     ("LOCKWRIGHT_RESYNC_SECONDS", "soon", "--resync-seconds", "number"),
     ("LOCKWRIGHT_RESYNC_SECONDS", "-1", "--resync-seconds", "0 turns resync off"),
     ("LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "0", "--max-concurrent-activities", "positive"),
+    ("LOCKWRIGHT_DEFAULT_ACTIVATIONS", "*,[a", "--default-activations", "filepath.Match"),
+    ("LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS", "maybe", "--managed-resource-definitions",
+     "true"),
 ])
 def test_invalid_values_name_the_flag_variable_and_fix(env: str, value: str, flag: str,
                                                        fix: str) -> None:
     with pytest.raises(SettingsError) as err:
         from_args(parse(), {env: value})
     assert flag in str(err.value) and env in str(err.value) and fix in str(err.value)
+
+
+@pytest.mark.parametrize(("environ", "patterns"), [
+    ({}, ("*",)), ({"LOCKWRIGHT_DEFAULT_ACTIVATIONS": ""}, ()),
+    ({"LOCKWRIGHT_DEFAULT_ACTIVATIONS": "*.aws.io, *.gcp.io"}, ("*.aws.io", "*.gcp.io")),
+])
+def test_default_activations_empty_means_no_policy(environ: dict[str, str],
+                                                   patterns: tuple[str, ...]) -> None:
+    assert from_args(None, environ).default_activations == patterns
+
+
+def test_managed_resource_definitions_are_on_by_default() -> None:
+    assert Settings().managed_resource_definitions
+    assert not from_args(None, {"LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS": "false"}
+                         ).managed_resource_definitions
 
 
 def test_env_round_trips_for_child_processes() -> None:

@@ -287,7 +287,7 @@ def test_metadata_only_keeps_no_contents() -> None:
                          "managedFields": [{"fieldsV1": {"f:data": {"f:token": {}}}}]}}
     kept = metadata_only(full)
     assert kept == {"metadata": {"name": "pull", "namespace": "crossplane-system",
-                                 "uid": "u-1", "resourceVersion": "4"}}
+                                 "uid": "u-1", "resourceVersion": "4"}}  # no contents
     assert RES["Secret"].keep(full) == kept
     assert "c2VjcmV0" not in repr(kept) and "secret" not in repr(kept)
     assert RES["Provider"].keep(provider("p")) == provider("p")
@@ -411,3 +411,55 @@ def test_resolver_once_per_list_and_named_by_task_queue() -> None:
     resolvers = [t for t in targets if t.resolver]
     assert [t.workflow_id for t in resolvers] == ["resolve:lock:e2e-1234"]
     assert ids(targets) == ["package:provider:a", "package:provider:b"]
+
+
+# --- the activation workflow (Crossplane v2's activation policies) ---------------------
+ACTIVATE = "activate:definitions"
+
+
+@pytest.mark.parametrize(("kind", "event", "before", "after", "expected"), [
+    ("ManagedResourceActivationPolicy", "ADDED", None, obj("p"), [ACTIVATE]),
+    ("ManagedResourceActivationPolicy", "MODIFIED", obj("p"), obj("p", 2), [ACTIVATE]),
+    ("ManagedResourceActivationPolicy", "MODIFIED", obj("p"), obj("p"), []),  # status only
+    ("ManagedResourceActivationPolicy", "DELETED", obj("p"), obj("p"), [ACTIVATE]),
+    ("ManagedResourceDefinition", "ADDED", None, obj("things.x.io"), [ACTIVATE]),
+    ("ManagedResourceDefinition", "MODIFIED", obj("things.x.io"), obj("things.x.io", 2),
+     [ACTIVATE]),  # its state (spec) changed
+    ("ManagedResourceDefinition", "MODIFIED", obj("things.x.io"), obj("things.x.io"), []),
+    ("ManagedResourceDefinition", "DELETED", obj("things.x.io"), obj("things.x.io"),
+     [ACTIVATE]),
+])
+def test_policies_and_definitions_signal_the_activation_workflow(
+        kind: str, event: str, before: dict[str, Any] | None, after: dict[str, Any],
+        expected: list[str]) -> None:
+    index = Index()
+    if before is not None:
+        index.on_event(RES[kind], "ADDED", before)
+    assert [t.workflow_id for t in index.on_event(RES[kind], event, after)] == expected
+
+
+def test_a_crd_signals_activation_only_when_an_mrd_has_its_name() -> None:
+    index = Index(task_queue="q")
+    index.on_event(RES["ManagedResourceDefinition"], "ADDED", obj("things.x.io"))
+    crd = RES["CustomResourceDefinition"]
+    assert [t.workflow_id for t in index.on_event(crd, "ADDED", obj("things.x.io"))] == [
+        "activate:definitions:q"]
+    assert index.on_event(crd, "ADDED", obj("others.x.io")) == []
+    assert [t.workflow_id for t in index.on_event(crd, "DELETED", obj("things.x.io"))] == [
+        "activate:definitions:q"]
+
+
+def test_mrds_and_crds_are_watched_as_metadata_keeping_their_generation() -> None:
+    assert RES["ManagedResourceDefinition"].metadata_only
+    assert RES["CustomResourceDefinition"].metadata_only
+    assert not RES["ManagedResourceActivationPolicy"].metadata_only
+    assert metadata_only(obj("things.x.io", 3))["metadata"]["generation"] == 3
+    assert RES["ManagedResourceDefinition"].path == (
+        "/apis/apiextensions.crossplane.io/v1alpha1/managedresourcedefinitions")
+
+
+def test_a_list_of_many_definitions_signals_activation_once() -> None:
+    index = Index()
+    mrds = [obj(f"t{i}.x.io") for i in range(2000)]
+    targets = index.on_sync(RES["ManagedResourceDefinition"], mrds, True)
+    assert [t.workflow_id for t in targets] == [ACTIVATE]

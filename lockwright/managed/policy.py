@@ -1,0 +1,108 @@
+"""What activation policies activate, and what each policy and MRD says about it.
+
+As Crossplane's activation-policy controller
+(``internal/controller/apiextensions/activationpolicy/``): each policy's patterns are matched
+against every MRD's name (``plural.group``) with Go's ``filepath.Match``; a matching MRD
+that is not Active is made Active; ``status.activated`` lists every MRD the policy matches,
+sorted. Activation is one way (deleting a policy deactivates nothing) and policies are a
+union (each activates its own matches). Pure functions over plain data; the activity
+reads and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lockwright.managed.match import matches
+
+#: Event reason on a policy for each MRD it activated (Crossplane's).
+REASON_ACTIVATED = "ActivateManagedResourceDefinition"
+MSG_ACTIVATED = "Successfully activated ManagedResourceDefinition"
+#: The MRD ``Established`` condition's reasons (Crossplane's v1alpha1 conditions).
+ESTABLISHED = "Established"
+REASON_ESTABLISHED = "EstablishedManagedResource"
+REASON_PENDING = "PendingManagedResource"
+REASON_INACTIVE = "InactiveManagedResource"
+#: The policy's ``Healthy`` condition's reasons.
+HEALTHY = "Healthy"
+REASON_RUNNING, REASON_ERRORS = "Running", "EncounteredErrors"
+#: The default policy, made at bootstrap from ``LOCKWRIGHT_DEFAULT_ACTIVATIONS``.
+DEFAULT_POLICY = "default"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One MRD as activation sees it: name, whether Active, who controls it."""
+
+    name: str
+    active: bool
+    controller: str = ""  # the controlling revision's name ("" when none)
+    established: str = ""  # its Established condition's status as last written
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One activation policy: its name and patterns."""
+
+    name: str
+    patterns: tuple[str, ...]
+
+    def activates(self, name: str) -> bool:
+        """Whether any pattern matches the MRD name (malformed patterns match nothing)."""
+        return any(matches(p, name) for p in self.patterns)
+
+
+@dataclass(frozen=True)
+class Activation:
+    """What to do: the MRDs to make Active (each with the first policy that asks), and
+    each policy's ``status.activated``."""
+
+    activate: dict[str, str] = field(default_factory=dict)  # MRD name → policy name
+    activated: dict[str, list[str]] = field(default_factory=dict)  # policy → MRD names
+
+    def summary(self) -> str:
+        """One line for the workflow's details and logs."""
+        return (f"{len(self.activate)} to activate, "
+                f"{sum(len(v) for v in self.activated.values())} matched by "
+                f"{len(self.activated)} policies")
+
+
+def decide(policies: Iterable[Policy], definitions: Iterable[Definition]) -> Activation:
+    """What ``policies`` activate among ``definitions`` (the union, one way only)."""
+    defs = sorted(definitions, key=lambda d: d.name)
+    activate: dict[str, str] = {}
+    activated: dict[str, list[str]] = {}
+    for policy in sorted(policies, key=lambda p: p.name):
+        names = [d.name for d in defs if policy.activates(d.name)]
+        activated[policy.name] = names
+        for d in defs:
+            if not d.active and d.name in names:
+                activate.setdefault(d.name, policy.name)
+    return Activation(activate=activate, activated=activated)
+
+
+def active_by_revision(definitions: Iterable[Definition], activated: Iterable[str]
+                       ) -> dict[str, int]:
+    """How many MRDs each controlling revision has Active, counting ``activated`` too."""
+    now = set(activated)
+    counts: dict[str, int] = {}
+    for d in definitions:
+        if d.controller:
+            counts[d.controller] = counts.get(d.controller, 0) + int(d.active or d.name in now)
+    return counts
+
+
+def established(active: bool, crd_exists: bool) -> tuple[str, str]:
+    """The MRD's ``Established`` condition: status and reason (Crossplane's)."""
+    if not active:
+        return "False", REASON_INACTIVE
+    return ("True", REASON_ESTABLISHED) if crd_exists else ("Unknown", REASON_PENDING)
+
+
+def policy_health(failed: int, matched: int) -> tuple[str, str, str]:
+    """The policy's ``Healthy`` condition: status, reason, message (Crossplane's words)."""
+    if failed:
+        return ("Unknown", REASON_ERRORS,
+                f"failed to activate {failed} of {matched} ManagedResourceDefinitions")
+    return "True", REASON_RUNNING, ""

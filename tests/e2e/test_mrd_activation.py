@@ -1,0 +1,221 @@
+"""Crossplane v2 packages end to end: MRDs, activation policies, safe-start (issue 22).
+
+Every step goes through kubectl and the watcher. The shared stacks run without a default
+activation policy (``LOCKWRIGHT_DEFAULT_ACTIVATIONS`` empty), so each test's policies name
+its own API group and nothing else; the default policy (``*``) gets a stack of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.e2e.packages import crd
+from tests.e2e.test_failures import crd_exists
+from tests.fixtures.stack import Stack, running_stack
+from tests.helpers import unique, wait_for
+
+NS = "crossplane-system"
+IMAGE = "registry.example.org/example/provider-gadgets:{tag}"
+MRD = "managedresourcedefinitions.apiextensions.crossplane.io"
+AWAITING = "AwaitingActivation"
+Obj = dict[str, Any]
+
+
+def things(group: str, count: int) -> list[Obj]:
+    """``count`` managed resource CRDs, ``thing00s.<group>`` on, and a ProviderConfig."""
+    return [*(crd(group, f"Thing{i:02d}") for i in range(count)), crd(group, "ProviderConfig")]
+
+
+def provider(stack: Stack, tmp: Path, group: str, count: int, tag: str = "v1.0.0",
+             capabilities: list[str] | None = None, repo: str = "") -> str:
+    """Push a Provider of ``count`` CRDs in ``group`` that asks for Crossplane v2."""
+    root = tmp / unique(tag)
+    root.mkdir(parents=True)
+    meta = {"apiVersion": "meta.pkg.crossplane.io/v1", "kind": "Provider",
+            "metadata": {"name": f"provider-{group.split('.')[0]}"},
+            "spec": {"controller": {"image": IMAGE.format(tag=tag)},
+                     "crossplane": {"version": ">=v2.0.0"},
+                     "capabilities": capabilities or []}}
+    (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    (root / "objects.yaml").write_text(yaml.safe_dump_all(things(group, count)))
+    return stack.push(root, repo=repo or unique("activation"), tag=tag)
+
+
+def policy(name: str, *patterns: str) -> str:
+    return yaml.safe_dump({"apiVersion": "apiextensions.crossplane.io/v1alpha1",
+                           "kind": "ManagedResourceActivationPolicy",
+                           "metadata": {"name": name}, "spec": {"activate": list(patterns)}})
+
+
+def states(stack: Stack, group: str) -> dict[str, str]:
+    """Each MRD of ``group``: its state, as ``kubectl get mrd`` prints it."""
+    out = stack.kubectl("get", "mrd", "-o", "json").stdout
+    return {m["metadata"]["name"]: m["spec"].get("state", "")
+            for m in json.loads(out)["items"] if m["spec"]["group"] == group}
+
+
+def active(stack: Stack, group: str) -> set[str]:
+    return {name for name, state in states(stack, group).items() if state == "Active"}
+
+
+def crds_of(stack: Stack, group: str) -> set[str]:
+    listed = client.ApiextensionsV1Api(stack.api).list_custom_resource_definition().items
+    return {c.metadata.name for c in listed if c.spec.group == group}
+
+
+def controller(obj: Any) -> str:
+    refs = obj.metadata.owner_references or [] if hasattr(obj, "metadata") else []
+    return next((r.name for r in refs if r.controller), "")
+
+
+def crd_controller(stack: Stack, name: str) -> str:
+    return controller(client.ApiextensionsV1Api(stack.api).read_custom_resource_definition(name))
+
+
+def active_revision(stack: Stack, package: str) -> Obj:
+    return next(r for r in stack.revisions("Provider", package)
+                if r["spec"]["desiredState"] == "Active")
+
+
+def replicas(stack: Stack, revision: str) -> int | None:
+    """The runtime Deployment's replicas (None while it does not exist)."""
+    deployments = client.AppsV1Api(stack.api).list_namespaced_deployment(
+        NS, field_selector=f"metadata.name={revision}").items
+    return deployments[0].spec.replicas if deployments else None
+
+
+def names(group: str, *numbers: int) -> set[str]:
+    return {f"thing{n:02d}s.{group}" for n in numbers}
+
+
+def test_safe_start_waits_for_policies_and_keeps_activation_across_an_upgrade(
+        stack: Stack, tmp_path: Path) -> None:
+    group, name = f"{unique('ss')}.activation.example.org", unique("safe")
+    repo = unique("safe-start")
+    ref = provider(stack, tmp_path, group, 50, capabilities=["SafeStart"], repo=repo)
+    stack.apply_package("Provider", name, ref)
+    stack.wait_conditions("Provider", name, {"Installed": ("True", "ActivePackageRevision"),
+                                             "Healthy": ("True", AWAITING)}, timeout=120)
+    rev = active_revision(stack, name)["metadata"]["name"]
+    assert states(stack, group) == {n: "Inactive" for n in names(group, *range(50))}
+    assert crds_of(stack, group) == {f"providerconfigs.{group}"}  # stays a plain CRD
+    assert crd_controller(stack, f"providerconfigs.{group}") == rev
+    assert replicas(stack, rev) == 0
+    assert stack.conditions("Provider", name)["Healthy"]["message"].startswith(
+        "Package runtime is scaled to zero")
+
+    first = unique("mrap")
+    stack.kubectl("apply", "-f", "-", stdin=policy(first, f"thing0[01]s.{group}"))
+    wait_for(lambda: crds_of(stack, group) >= names(group, 0, 1), timeout=90,
+             what="the two activated CRDs")
+    assert active(stack, group) == names(group, 0, 1)
+    assert crds_of(stack, group) == names(group, 0, 1) | {f"providerconfigs.{group}"}
+    assert {crd_controller(stack, n) for n in names(group, 0, 1)} == {rev}
+    wait_for(lambda: replicas(stack, rev) == 1, timeout=60, what="the runtime scaled up")
+    stack.wait_healthy("Provider", name, timeout=120)
+    wait_for(lambda: _activated(stack, first) == sorted(names(group, 0, 1)), timeout=30,
+             what="the policy's status.activated")
+
+    stack.kubectl("delete", "mrap", first)
+    second = unique("mrap")
+    stack.kubectl("apply", "-f", "-", stdin=policy(second, f"thing1?s.{group}"))
+    wait_for(lambda: crds_of(stack, group) >= names(group, *range(10, 20)), timeout=90,
+             what="the second policy's CRDs")
+    assert active(stack, group) == names(group, 0, 1, *range(10, 20))  # nothing deactivated
+    assert crds_of(stack, group) >= names(group, 0, 1)
+
+    v2 = provider(stack, tmp_path, group, 50, tag="v2.0.0", capabilities=["safe_start"],
+                  repo=repo)
+    stack.kubectl("patch", "provider", name, "--type", "merge", "-p",
+                  json.dumps({"spec": {"package": v2}}))
+    wait_for(lambda: active_revision(stack, name)["metadata"]["name"] != rev, timeout=120,
+             what="the upgrade")
+    new = active_revision(stack, name)["metadata"]["name"]
+    wait_for(lambda: {crd_controller(stack, n) for n in names(group, 0, 1, *range(10, 20))}
+             == {new}, timeout=120, what="the CRDs' controller to move to the new revision")
+    wait_for(lambda: replicas(stack, new) == 1, timeout=60, what="the new runtime running")
+    stack.wait_healthy("Provider", name, timeout=120)
+    assert active(stack, group) == names(group, 0, 1, *range(10, 20))
+    stack.kubectl("delete", "mrap", second)
+
+
+def _activated(stack: Stack, name: str) -> list[str]:
+    got = stack.kubectl("get", "mrap", name, "-o", "json").stdout
+    return list((json.loads(got).get("status") or {}).get("activated") or [])
+
+
+def test_a_provider_without_safe_start_has_every_mrd_active(stack: Stack,
+                                                            tmp_path: Path) -> None:
+    group, name = f"{unique('all')}.activation.example.org", unique("plain")
+    stack.apply_package("Provider", name, provider(stack, tmp_path, group, 5))
+    stack.wait_healthy("Provider", name, timeout=120)
+    rev = active_revision(stack, name)["metadata"]["name"]
+    assert active(stack, group) == names(group, *range(5))
+    assert crds_of(stack, group) == names(group, *range(5)) | {f"providerconfigs.{group}"}
+    assert {crd_controller(stack, n) for n in crds_of(stack, group)} == {rev}
+    assert replicas(stack, rev) != 0
+    mrds = json.loads(stack.kubectl("get", "mrd", "-o", "json").stdout)["items"]
+    mine = [m for m in mrds if m["spec"]["group"] == group]
+    assert {m["metadata"]["ownerReferences"][0]["name"] for m in mine} == {rev}
+    wait_for(lambda: all(c.get("status") == "True" for m in _mrds(stack, group)
+                         for c in (m.get("status") or {}).get("conditions") or []
+                         if c["type"] == "Established") and len(_mrds(stack, group)) == 5
+             and all((m.get("status") or {}).get("conditions") for m in _mrds(stack, group)),
+             timeout=60, what="every MRD Established")
+
+
+def _mrds(stack: Stack, group: str) -> list[Obj]:
+    mrds = json.loads(stack.kubectl("get", "mrd", "-o", "json").stdout)["items"]
+    return [m for m in mrds if m["spec"]["group"] == group]
+
+
+def test_a_configuration_ships_a_policy(stack: Stack, tmp_path: Path) -> None:
+    group, name = f"{unique('cfg')}.activation.example.org", unique("gated")
+    stack.apply_package("Provider", name, provider(stack, tmp_path, group, 3,
+                                                   capabilities=["safe-start"]))
+    stack.wait_conditions("Provider", name, {"Healthy": ("True", AWAITING)}, timeout=120)
+    root = tmp_path / "configuration"
+    root.mkdir()
+    meta = {"apiVersion": "meta.pkg.crossplane.io/v1", "kind": "Configuration",
+            "metadata": {"name": "activates-one"},
+            "spec": {"crossplane": {"version": ">=v2.0.0"}}}
+    (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    (root / "policy.yaml").write_text(policy(unique("shipped"), f"thing01s.{group}"))
+    configuration = unique("cfg")
+    stack.apply_package("Configuration", configuration, stack.push(root))
+    stack.wait_healthy("Configuration", configuration, timeout=120)
+    wait_for(lambda: crd_exists(stack, f"thing01s.{group}") is not None, timeout=90,
+             what="the CRD the shipped policy activates")
+    assert active(stack, group) == names(group, 1)
+    stack.wait_healthy("Provider", name, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def default_policy_stack(registry: Any, auth_registry: Any, temporal_env: Any,
+                         cluster_kind: str) -> Any:
+    """A stack whose worker starts with the default activation policy, ``*``."""
+    with running_stack(registry, auth_registry, temporal_env, kind=cluster_kind,
+                       worker_env={"LOCKWRIGHT_DEFAULT_ACTIVATIONS": "*"}) as s:
+        yield s
+
+
+def test_the_default_policy_activates_everything(default_policy_stack: Stack,
+                                                 tmp_path: Path) -> None:
+    stack = default_policy_stack
+    assert json.loads(stack.kubectl("get", "mrap", "default", "-o", "json").stdout)[
+        "spec"]["activate"] == ["*"]
+    group, name = f"{unique('dflt')}.activation.example.org", unique("default")
+    stack.apply_package("Provider", name, provider(stack, tmp_path, group, 4,
+                                                   capabilities=["SafeStart"]))
+    wait_for(lambda: crds_of(stack, group) == names(group, *range(4))
+             | {f"providerconfigs.{group}"}, timeout=120, what="every CRD")
+    assert active(stack, group) == names(group, *range(4))
+    stack.wait_healthy("Provider", name, timeout=120)
+    rev = active_revision(stack, name)["metadata"]["name"]
+    wait_for(lambda: replicas(stack, rev) == 1, timeout=60, what="the runtime scaled up")

@@ -1,0 +1,207 @@
+"""Crossplane v2's MRDs as pure functions: conversion, Go's filepath.Match, activation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lockwright.managed import convert, policy
+from lockwright.managed.match import BadPattern, match, matches, well_formed
+from lockwright.managed.policy import Definition, Policy
+from tests.e2e.packages import crd
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+# Generated with Go 1.26.8's path/filepath.Match over these (pattern, name) pairs.
+GO_VECTORS = json.loads((DATA / "filepath_match_go1.26.json").read_text())
+
+
+# --- filepath.Match --------------------------------------------------------------------
+@pytest.mark.parametrize("vector", GO_VECTORS, ids=lambda v: f"{v['pattern']}|{v['name']}")
+def test_match_agrees_with_go(vector: dict[str, Any]) -> None:
+    if vector["bad"]:
+        with pytest.raises(BadPattern):
+            match(vector["pattern"], vector["name"])
+        assert not matches(vector["pattern"], vector["name"])
+    else:
+        assert match(vector["pattern"], vector["name"]) is vector["matched"]
+
+
+@pytest.mark.parametrize(("pattern", "ok"), [
+    ("*", True), ("*.aws.upbound.io", True), ("[a-c]*", True), ("a\\*", True),
+    ("[", False), ("a\\", False), ("[a-", False), ("[]", False), ("", False),
+])
+def test_well_formed(pattern: str, ok: bool) -> None:
+    assert well_formed(pattern) is ok
+
+
+# --- conversion ------------------------------------------------------------------------
+@pytest.mark.parametrize(("kind", "converts"), [
+    ("Bucket", True), ("ProviderConfig", False), ("ClusterProviderConfig", False),
+    ("ProviderConfigUsage", False), ("ClusterProviderConfigUsage", False),
+    ("ProviderConfigs", True),
+])
+def test_exempt_kinds_stay_crds(kind: str, converts: bool) -> None:
+    assert convert.converts(crd("s3.aws.example.org", kind)) is converts
+
+
+def test_a_crd_whose_kind_cannot_be_read_converts() -> None:
+    assert convert.converts({"apiVersion": convert.CRD_API_VERSION, "kind": convert.CRD_KIND,
+                             "spec": "nonsense"})
+
+
+@pytest.mark.parametrize(("capabilities", "safe"), [
+    ([], False), (["SafeStart"], True), (["safe-start"], True), (["safe_start"], True),
+    (["SAFESTART"], True), (["Safe Start"], True), (["composition"], False),
+    (["safe-start-later"], False), (["Other", "safeStart"], True),
+])
+def test_the_capability_in_any_spelling(capabilities: list[str], safe: bool) -> None:
+    assert convert.safe_start(capabilities) is safe
+
+
+def test_to_mrd_keeps_metadata_and_spec_and_sets_state() -> None:
+    source = crd("s3.aws.example.org", "Bucket")
+    source["metadata"]["labels"] = {"a": "b"}
+    mrd = convert.to_mrd(source, active=False)
+    assert (mrd["apiVersion"], mrd["kind"]) == (convert.MRD_API_VERSION, convert.MRD_KIND)
+    assert mrd["metadata"] == source["metadata"]
+    assert mrd["spec"] == {**source["spec"], "state": "Inactive"}
+    assert convert.to_mrd(source, active=True)["spec"]["state"] == "Active"
+    assert convert.crd_of(convert.to_mrd(source, active=True)) == source
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ("x", "spec is not an object"),
+    ({"group": 1}, "spec.group is not a string"),
+    ({"names": []}, "spec.names is not an object"),
+    ({"names": {"kind": 3}}, "spec.names.kind is not a string"),
+    ({"names": {"shortNames": "b"}}, "spec.names.shortNames is not a list of strings"),
+    ({"versions": {}}, "spec.versions is not a list of objects"),
+    ({"versions": [{"name": "v1", "served": "yes"}]}, "spec.versions[0].served is not a boolean"),
+    ({"conversion": "Webhook"}, "spec.conversion is not an object"),
+    ({"preserveUnknownFields": "no"}, "spec.preserveUnknownFields is not a boolean"),
+])
+def test_a_crd_of_the_wrong_shape_cannot_convert(spec: Any, problem: str) -> None:
+    with pytest.raises(convert.ConversionError, match=problem.replace("[", r"\[")) as err:
+        convert.check({"metadata": {"name": "buckets.example.org"}, "spec": spec})
+    assert "buckets.example.org" in str(err.value)
+
+
+def test_a_good_crd_checks() -> None:
+    convert.check(crd("s3.aws.example.org", "Bucket"))
+
+
+@pytest.mark.parametrize(("default_active", "active", "expected"), [
+    (True, frozenset(), ["ManagedResourceDefinition:Active", "CustomResourceDefinition"]),
+    (False, frozenset(), ["ManagedResourceDefinition:Inactive"]),
+    (False, frozenset({"buckets.s3.example.org"}),
+     ["ManagedResourceDefinition:Active", "CustomResourceDefinition"]),
+])
+def test_the_conversion_of_one_crd(default_active: bool, active: frozenset[str],
+                                   expected: list[str]) -> None:
+    out = convert.Conversion(default_active, active).objects(crd("s3.example.org", "Bucket"))
+    assert [o["kind"] + (":" + o["spec"]["state"] if convert.is_mrd(o) else "")
+            for o in out] == expected
+
+
+def test_the_conversion_passes_other_objects_through() -> None:
+    config = crd("s3.example.org", "ProviderConfig")
+    webhook = {"apiVersion": "admissionregistration.k8s.io/v1",
+               "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "w"}}
+    conversion = convert.Conversion(False)
+    assert conversion.objects(config) == [config]
+    assert conversion.objects(webhook) == [webhook]
+
+
+@pytest.mark.parametrize(("capabilities", "definitions", "active", "awaiting"), [
+    (["SafeStart"], 50, 0, True), (["SafeStart"], 50, 2, False), (["SafeStart"], 0, 0, False),
+    ([], 50, 0, False),
+])
+def test_awaiting_activation(capabilities: list[str], definitions: int, active: int,
+                             awaiting: bool) -> None:
+    assert convert.awaiting_activation(capabilities, definitions, active) is awaiting
+
+
+# --- activation ------------------------------------------------------------------------
+ROWS = [Definition("buckets.s3.aws.io", False, "rev-a"), Definition("queues.sqs.aws.io", True,
+                                                                     "rev-a"),
+        Definition("vms.compute.gcp.io", False, "rev-b"), Definition("orphans.x.io", False)]
+
+
+@pytest.mark.parametrize(("policies", "activate", "activated"), [
+    ([], {}, {}),
+    ([Policy("p", ("*",))], {"buckets.s3.aws.io": "p", "vms.compute.gcp.io": "p",
+                             "orphans.x.io": "p"},
+     {"p": sorted(d.name for d in ROWS)}),
+    ([Policy("aws", ("*.aws.io",))], {"buckets.s3.aws.io": "aws"},
+     {"aws": ["buckets.s3.aws.io", "queues.sqs.aws.io"]}),
+    ([Policy("b", ("*.gcp.io",)), Policy("a", ("vms.*",))], {"vms.compute.gcp.io": "a"},
+     {"a": ["vms.compute.gcp.io"], "b": ["vms.compute.gcp.io"]}),
+    ([Policy("bad", ("[",)), Policy("none", ("nothing",))], {}, {"bad": [], "none": []}),
+])
+def test_decide_is_a_union_and_one_way(policies: list[Policy], activate: dict[str, str],
+                                       activated: dict[str, list[str]]) -> None:
+    decision = policy.decide(policies, ROWS)
+    assert decision.activate == activate
+    assert decision.activated == activated
+
+
+def test_active_by_revision_counts_what_is_and_what_was_activated() -> None:
+    assert policy.active_by_revision(ROWS, {"buckets.s3.aws.io"}) == {"rev-a": 2, "rev-b": 0}
+
+
+@pytest.mark.parametrize(("active", "crd_exists", "expected"), [
+    (False, False, ("False", "InactiveManagedResource")),
+    (False, True, ("False", "InactiveManagedResource")),
+    (True, False, ("Unknown", "PendingManagedResource")),
+    (True, True, ("True", "EstablishedManagedResource")),
+])
+def test_established(active: bool, crd_exists: bool, expected: tuple[str, str]) -> None:
+    assert policy.established(active, crd_exists) == expected
+
+
+def test_policy_health_in_crossplanes_words() -> None:
+    assert policy.policy_health(0, 3) == ("True", "Running", "")
+    assert policy.policy_health(1, 3) == (
+        "Unknown", "EncounteredErrors", "failed to activate 1 of 3 ManagedResourceDefinitions")
+
+
+# --- the activity's side: a conversion that fails falls back, saying so ----------------
+class _Reader:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Any, type_: str, reason: str, message: str) -> None:
+        self.events.append((type_, reason, message))
+
+
+def _documents(tmp_path: Path, objects: list[Any]) -> Path:
+    path = tmp_path / "documents.jsonl"
+    path.write_text("".join(json.dumps([i, o]) + "\n" for i, o in enumerate(objects)))
+    return path
+
+
+def test_a_failed_conversion_installs_crds_with_a_warning(tmp_path: Path) -> None:
+    from activities.definitions import Definitions
+
+    broken = crd("s3.example.org", "Bucket")
+    broken["spec"]["versions"][0]["served"] = "yes"
+    reader = _Reader()
+    definitions = Definitions(None, reader, None, enabled=True)  # type: ignore[arg-type]
+    documents = _documents(tmp_path, [crd("s3.example.org", "Queue"), broken])
+    assert definitions.conversion("provider", {}, "sha256:0", documents) is None
+    [(type_, reason, message)] = reader.events
+    assert (type_, reason) == ("Warning", "ConvertCRDToMRD")
+    assert "buckets.s3.example.org: spec.versions[0].served is not a boolean" in message
+
+
+@pytest.mark.parametrize(("kind", "enabled"), [("configuration", True), ("provider", False)])
+def test_no_conversion_off_or_for_other_kinds(tmp_path: Path, kind: str,
+                                              enabled: bool) -> None:
+    from activities.definitions import Definitions
+
+    definitions = Definitions(None, _Reader(), None, enabled=enabled)  # type: ignore[arg-type]
+    documents = _documents(tmp_path, [crd("s3.example.org", "Queue")])
+    assert definitions.conversion(kind, {}, "sha256:0", documents) is None
