@@ -181,6 +181,11 @@ class ReadPackageResult:
     pull_policy: str = ""
     # The revision named by the lockwright.io/accept-plan annotation.
     accept_plan: str = ""
+    # The upgrade gate (lockwright.dev/upgrade-gate, else the worker's setting): Evidence
+    # or Strict; "" (a result from before gates) is Strict. ``upgrade_gate_problem`` says
+    # what is wrong with an annotation that names no gate (it is then Strict).
+    upgrade_gate: str = ""
+    upgrade_gate_problem: str = ""
 
 
 @dataclass(frozen=True)
