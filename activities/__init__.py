@@ -116,7 +116,8 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
                     downgrades=settings.dependency_downgrades)
     return Wiring(
         settings, x,
-        PackageActivities(k, x.reader, x.registries, x.verifier, cache, runtime),
+        PackageActivities(k, x.reader, x.registries, x.verifier, cache, runtime,
+                          settings.upgrade_gate),
         RevisionActivities(k, x.reader, x.contents, settings.crossplane_version),
         LifecycleActivities(k, ns, x.reader, x.keeper, x.establisher, x.dropped),
         LockActivities(x.reader, x.contents, x.keeper),

@@ -40,7 +40,7 @@ from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.names import LABEL_PACKAGE
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.reference import Reference, parse
-from lockwright.upgrade import activation
+from lockwright.upgrade import activation, gate
 from lockwright.upgrade import revisions as rv
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
@@ -69,14 +69,17 @@ class PackageActivities:
     """Read, resolve, ensure the revision, write the package's status."""
 
     def __init__(self, kube: Kube, reader: PackageReader, registries: Registries,
-                 verifier: Verifier, cache: PackageCache, package_runtime: str) -> None:
-        """Make revisions for ``package_runtime`` (``Deployment`` or ``External``)."""
+                 verifier: Verifier, cache: PackageCache, package_runtime: str,
+                 upgrade_gate: str = gate.EVIDENCE) -> None:
+        """Make revisions for ``package_runtime`` (``Deployment`` or ``External``); gate
+        upgrades with ``upgrade_gate`` unless a package's annotation says otherwise."""
         self.kube = kube
         self.reader = reader
         self.registries = registries
         self.verifier = verifier
         self.cache = cache
         self.package_runtime = package_runtime
+        self.upgrade_gate = upgrade_gate
 
     @activity.defn(name=c.READ_PACKAGE)
     @edge
@@ -90,6 +93,8 @@ class PackageActivities:
         revs = self.reader.revisions_of(inp.kind, inp.name)
         s, annotations = spec(pkg), meta(pkg).get("annotations") or {}
         active = next((r for r in revs if spec(r).get("desiredState") == c.ACTIVE), None)
+        upgrade_gate, problem = gate.choose(str(annotations.get(c.UPGRADE_GATE_ANNOTATION, "")),
+                                            self.upgrade_gate, f"{inp.kind}/{inp.name}")
         return c.ReadPackageResult(
             found=True, uid=str(meta(pkg).get("uid", "")),
             generation=int(meta(pkg).get("generation") or 0), source=str(s.get("package", "")),
@@ -112,7 +117,8 @@ class PackageActivities:
             pull_policy=str(s.get("packagePullPolicy") or "IfNotPresent"),
             accept_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION, "")),
             active_definitions=_count((meta(active).get("annotations") or {}).get(
-                c.ACTIVE_DEFINITIONS_ANNOTATION)))
+                c.ACTIVE_DEFINITIONS_ANNOTATION)),
+            upgrade_gate=upgrade_gate, upgrade_gate_problem=problem)
 
     @activity.defn(name=c.RECORD_EVENT)
     @edge

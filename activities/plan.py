@@ -7,9 +7,10 @@ both itself, first). It streams both packages' cached documents once into finger
 active revision established, with its stored versions), classifies the change
 (:mod:`lockwright.crdcompat`) and checks the custom resources that CRD already holds
 against the new schema, a page at a time (:mod:`lockwright.crvalidate`).
-:func:`lockwright.upgrade.plan.assemble` builds the plan, the activity's result (in the workflow's
-history and its ``plan`` query); the workflow writes its verdict as the revision's
-``PlanCompatible`` condition.
+:func:`lockwright.upgrade.plan.assemble` builds the plan and
+:func:`lockwright.upgrade.gate.weigh` adds what the evidence gate would hold on; the plan is
+the activity's result (in the workflow's history and its ``plan`` query); the workflow
+writes its verdict as the revision's ``PlanCompatible`` condition.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from lockwright.objects.claims import summary_refs
 from lockwright.objects.establish import establishable
 from lockwright.objects.lock import LOCK_NAME, ObjectKey
 from lockwright.oci.reference import parse
+from lockwright.upgrade import gate
 from lockwright.upgrade import plan as pl
 from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta
@@ -41,6 +43,8 @@ from lockwright.xpkg.meta import is_meta
 #: Custom resources read per page when checking them.
 PAGE = 500
 CRD_API = "apiextensions.k8s.io/v1"
+#: A CRD's name and one of its versions.
+Version = tuple[str, str]
 
 
 class PlanActivities:
@@ -71,12 +75,14 @@ class PlanActivities:
             old_rev is not None and inp.against_digest) else None
         sides = (_side(inp.kind, old), _side(inp.kind, new))
         _, changed, _ = pl.object_changes(sides[0].prints, sides[1].prints)
-        verdicts, rejected = self._crds(new, {k for k in changed if pl.is_crd(k)})
-        result = pl.assemble(inp.revision, inp.against, sides, (_image(old_rev), _image(new_rev)),
-                             verdicts, rejected, self._locked())
+        verdicts, rejected, checked = self._crds(new, {k for k in changed if pl.is_crd(k)})
+        result = gate.weigh(pl.assemble(
+            inp.revision, inp.against, sides, (_image(old_rev), _image(new_rev)), verdicts,
+            rejected, self._locked()), verdicts, checked)
         log(package=inp.package, revision=inp.revision).info(
             "plan.ready", against=inp.against, breaking=result.breaking_count,
-            added=result.added, changed=result.changed, removed=result.removed)
+            held=result.held_count, added=result.added, changed=result.changed,
+            removed=result.removed)
         return result
 
     def _new(self, inp: c.PlanRevisionInput) -> tuple[Obj, str]:
@@ -105,10 +111,12 @@ class PlanActivities:
         self.establisher.check_candidate(kind, package, rev, digest)
 
     def _crds(self, documents: Path, changed: set[ObjectKey]
-              ) -> tuple[list[crdcompat.Verdict], list[pl.Rejected]]:
-        """A verdict per changed CRD, and the resources its new schema would reject."""
+              ) -> tuple[list[crdcompat.Verdict], list[pl.Rejected], dict[Version, int]]:
+        """A verdict per changed CRD, the resources its new schema would reject, and how
+        many resources were checked per CRD and version."""
         verdicts: list[crdcompat.Verdict] = []
         rejected: list[pl.Rejected] = []
+        checked: dict[Version, int] = {}
         for crd in _objects(documents, changed):
             live = self.kube.get(CRD_API, "CustomResourceDefinition", crdcompat.name_of(crd))
             if live is None:
@@ -116,26 +124,30 @@ class PlanActivities:
             verdict = crdcompat.compare(live, crd)
             if verdict.changes or verdict.fields:
                 verdicts.append(verdict)
-                rejected += self._existing(live, crd, verdict)
+                rejected += self._existing(live, crd, verdict, checked)
             activity.heartbeat()
-        return verdicts, rejected
+        return verdicts, rejected, checked
 
-    def _existing(self, live: Obj, crd: Obj, verdict: crdcompat.Verdict
-                  ) -> list[pl.Rejected]:
-        """Per version both CRDs serve: the stored resources the new schema rejects."""
+    def _existing(self, live: Obj, crd: Obj, verdict: crdcompat.Verdict,
+                  checked: dict[Version, int]) -> list[pl.Rejected]:
+        """Per version both CRDs serve: the stored resources the new schema rejects (how
+        many were checked goes to ``checked``)."""
         news = crdcompat.versions_of(crd)
         out = []
         for version, body in crdcompat.versions_of(live).items():
             if body.get("served") and version in news:
-                found = self._check_version(live, version, crdcompat.schema_of(news[version]),
+                tally = self._check_version(live, version, crdcompat.schema_of(news[version]),
                                             pl.removed_paths(verdict, version))
+                checked[(crdcompat.name_of(live), version)] = tally.seen
+                found = tally.rejected(crdcompat.name_of(live), version,
+                                       str(live["spec"]["names"]["kind"]))
                 out += [found] if found is not None else []
         return out
 
     def _check_version(self, live: Obj, version: str, schema: Obj,
-                       removed: list[str]) -> pl.Rejected | None:
-        """The resources stored under ``live`` as ``version`` that ``schema`` rejects or
-        that hold a value at a ``removed`` field."""
+                       removed: list[str]) -> pl.Tally:
+        """The resources stored under ``live`` as ``version``, checked: those ``schema``
+        rejects or that hold a value at a ``removed`` field, and how many there were."""
         kind = str(live["spec"]["names"]["kind"])
         tally = pl.Tally()
         for page in self.kube.pages(f"{live['spec']['group']}/{version}", kind, limit=PAGE):
@@ -143,7 +155,7 @@ class PlanActivities:
                 lost = [path for path in removed if pl.has_path(obj, path)]
                 tally.add(_name(obj), crvalidate.validate(obj, schema), lost)
             activity.heartbeat()
-        return tally.rejected(crdcompat.name_of(live), version)
+        return tally
 
     def _locked(self) -> dict[str, str]:
         """The version of each package source in the Lock."""

@@ -95,7 +95,19 @@ def render(ref: common.PackageRef, plan: Plan) -> str:
     lines += _section("existing resources", [r.message for r in plan.rejected])
     verdict = ("compatible" if plan.compatible
                else f"BREAKING: {plan.breaking_count} change(s)")
-    return "\n".join(lines + [f"verdict: {verdict}"] + [f"  ✗ {b}" for b in plan.breaking])
+    return "\n".join(lines + [f"verdict: {verdict}"] + [f"  ✗ {b}" for b in plan.breaking]
+                     + _evidence(plan))
+
+
+def _evidence(plan: Plan) -> list[str]:
+    """What the evidence gate (lockwright.upgrade.gate) makes of a breaking plan."""
+    if plan.compatible or not plan.weighed:
+        return []
+    if not plan.held_count:
+        return ["evidence gate: no existing resource affected; an Automatic upgrade "
+                "proceeds (a Strict gate holds it)"]
+    return [f"evidence gate: holds on {plan.held_count} change(s)"] + [
+        f"  ✗ {h}" for h in plan.held]
 
 
 def _crds(plan: Plan) -> list[str]:

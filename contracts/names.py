@@ -12,6 +12,7 @@ from temporalio.common import SearchAttributeKey
 # A revision's desired states as the core names them (re-exported: workflows speak them).
 from lockwright.names import ACTIVE as ACTIVE
 from lockwright.names import INACTIVE as INACTIVE
+from lockwright.upgrade import gate
 
 TASK_QUEUE = "lockwright"
 
@@ -22,6 +23,9 @@ KINDS_WITH_RUNTIME = (PROVIDER, FUNCTION)
 AUTOMATIC, MANUAL = "Automatic", "Manual"
 # Package annotation: seconds an upgrade waits for the new runtime before reverting.
 SWITCH_DEADLINE_ANNOTATION = "lockwright.dev/switch-deadline-seconds"
+# Package annotation: the upgrade gate of this package, Evidence or Strict (default: the
+# worker's LOCKWRIGHT_UPGRADE_GATE).
+UPGRADE_GATE_ANNOTATION = gate.ANNOTATION
 # Package annotation that stops every step for the package while it is "true".
 PAUSED_ANNOTATION = "crossplane.io/paused"
 # Revision annotation: the digest a revision was made from (its name keeps only 12 hex).

@@ -187,6 +187,11 @@ class ReadPackageResult:
     # The active revision's count of Active ManagedResourceDefinitions, as last recorded
     # (ACTIVE_DEFINITIONS_ANNOTATION); -1 when it records none.
     active_definitions: int = -1
+    # The upgrade gate (lockwright.dev/upgrade-gate, else the worker's setting): Evidence
+    # or Strict; "" (a result from before gates) is Strict. ``upgrade_gate_problem`` says
+    # what is wrong with an annotation that names no gate (it is then Strict).
+    upgrade_gate: str = ""
+    upgrade_gate_problem: str = ""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 from lockwright.managed.match import well_formed
 
 RUNTIMES = ("Deployment", "External")
+UPGRADE_GATES = ("Evidence", "Strict")  # lockwright.upgrade.gate.GATES
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 _HOST_PORT = re.compile(r"^[^\s:/]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$")
@@ -108,6 +109,11 @@ SPECS: tuple[Spec, ...] = (
     Spec("default_activations", "--default-activations", "LOCKWRIGHT_DEFAULT_ACTIVATIONS",
          "*", "comma-separated MRD name patterns of the `default` activation policy made at "
          "start (Crossplane's --activation; empty: no default policy)"),
+    Spec("upgrade_gate", "--upgrade-gate", "LOCKWRIGHT_UPGRADE_GATE", "Evidence",
+         "worker: what holds an Automatic upgrade with breaking schema changes: Evidence "
+         "(only existing resources it would break, or a check that cannot be made) or "
+         "Strict (any breaking change); the package annotation lockwright.dev/upgrade-gate "
+         "overrides it"),
     Spec("metrics_address", "--metrics-address", "LOCKWRIGHT_METRICS_ADDRESS", "",
          "worker: serve Prometheus metrics (Temporal SDK's and lockwright's) on HOST:PORT "
          "at /metrics (empty: off)"),
@@ -136,6 +142,7 @@ class Settings:
     dependency_upgrades: bool = False
     dependency_downgrades: bool = False
     signature_verification: bool = True
+    upgrade_gate: str = "Evidence"
     temporal_tls: bool = False
     temporal_tls_cert: str = ""
     temporal_tls_key: str = ""
@@ -190,10 +197,16 @@ def _check_names(s: Settings) -> None:
                     "use lower-case letters, digits and '-', e.g. crossplane-system")
 
 
-def _check_values(s: Settings) -> None:
+def _check_choices(s: Settings) -> None:
     if s.package_runtime not in RUNTIMES:
         raise _fail("package_runtime", f"{s.package_runtime!r} is not supported",
                     f"use one of {', '.join(RUNTIMES)}")
+    if s.upgrade_gate not in UPGRADE_GATES:
+        raise _fail("upgrade_gate", f"{s.upgrade_gate!r} is not an upgrade gate",
+                    f"use one of {', '.join(UPGRADE_GATES)}")
+
+
+def _check_values(s: Settings) -> None:
     if not _VERSION.match(s.crossplane_version):
         raise _fail("crossplane_version", f"{s.crossplane_version!r} is not a semantic version",
                     f"give e.g. {CROSSPLANE_VERSION}")
@@ -227,8 +240,8 @@ def _check_tuning(raw: str) -> None:
                     'give e.g. {"backoff_initial_s": 0.5, "backoff_max_s": 2}')
 
 
-_CHECKS: tuple[Callable[[Settings], None], ...] = (_check_address, _check_names, _check_values,
-                                                   _check_metrics_address)
+_CHECKS: tuple[Callable[[Settings], None], ...] = (_check_address, _check_names, _check_choices,
+                                                   _check_values, _check_metrics_address)
 
 
 def _convert(name: str, raw: str) -> Any:

@@ -49,6 +49,7 @@ from contracts import (
     FUNCTION,
     PAUSED_ANNOTATION,
     PROVIDER,
+    UPGRADE_GATE_ANNOTATION,
     LookAgainInput,
     PackageInput,
     activation_workflow_id,
@@ -192,6 +193,7 @@ class Summary:
     version: str = ""  # Secrets: resourceVersion (they have no generation)
     paused: bool = False  # packages: the crossplane.io/paused annotation is "true"
     accepted_plan: str = ""  # packages: the lockwright.io/accept-plan annotation's revision
+    upgrade_gate: str = ""  # packages: the lockwright.dev/upgrade-gate annotation
     entries: int = 0  # the Lock: how many packages it holds
     dependencies: bool = False  # the Lock: some entry has dependencies
 
@@ -220,7 +222,8 @@ def summarize(res: Resource, obj: Obj) -> Summary:
     if res.role == "package":
         annotations = meta.get("annotations") or {}
         base = replace(base, paused=annotations.get(PAUSED_ANNOTATION) == "true",
-                       accepted_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION) or ""))
+                       accepted_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION) or ""),
+                       upgrade_gate=str(annotations.get(UPGRADE_GATE_ANNOTATION) or ""))
     shape = {"package": _package_fields, "imageconfig": _image_config_fields}.get(res.role)
     return replace(base, **shape(res, obj.get("spec") or {})) if shape else base
 
@@ -252,13 +255,13 @@ def _key_secrets(spec: Obj) -> tuple[str, ...]:
 
 
 def _changed(old: Summary | None, new: Summary) -> bool:
-    """Spec changes only (generation; ``version`` for Secrets; the pause and accept-plan
-    annotations, which move no generation), so status writes are not echoed."""
+    """Spec changes only (generation; ``version`` for Secrets; the pause, accept-plan and
+    upgrade-gate annotations, which move no generation), so status writes are not echoed."""
     return old is None or _spec_of(old) != _spec_of(new)
 
 
-def _spec_of(s: Summary) -> tuple[int, bool, str, bool, str]:
-    return s.generation, s.deleting, s.version, s.paused, s.accepted_plan
+def _spec_of(s: Summary) -> tuple[int, bool, str, bool, str, str]:
+    return s.generation, s.deleting, s.version, s.paused, s.accepted_plan, s.upgrade_gate
 
 
 @dataclass

@@ -36,6 +36,7 @@ from lockwright.conditions import (
     UNHEALTHY_PACKAGE_REVISION,
     UNPACKING_PACKAGE,
 )
+from lockwright.upgrade.gate import STRICT, reasons
 from lockwright.upgrade.plan import PLAN_CONDITION, Plan
 
 # Steps whose failure means "we could not even get the package" (Installed=False).
@@ -90,11 +91,15 @@ def package_reverted(active_revision: str, message: str) -> list[c.Condition]:
                  f"; reverted to {active_revision}")]
 
 
-def package_plan_refused(active_revision: str, plan: Plan) -> list[c.Condition]:
-    """Conditions of a package whose upgrade waits: its plan breaks and nobody accepted it."""
+def package_plan_refused(active_revision: str, plan: Plan, gate: str = STRICT
+                         ) -> list[c.Condition]:
+    """Conditions of a package whose upgrade waits: its plan breaks, ``gate`` holds it and
+    nobody accepted it. The message leads with what holds it (under the evidence gate,
+    the resources it would break)."""
     return [cond(INSTALLED, FALSE, INACTIVE_PACKAGE_REVISION,
                  f"{MSG_INACTIVE}: the upgrade plan breaks, {active_revision} stays "
-                 f"active: {plan.summary()}"[:4000]),
+                 f"active (upgrade gate {gate}): {reasons(plan, gate)}. "
+                 f"{plan.summary()}"[:4000]),
             cond(HEALTHY, TRUE, HEALTHY_PACKAGE_REVISION)]
 
 

@@ -43,13 +43,18 @@ with workflow.unsafe.imports_passed_through():
     import contracts as c
     from contracts import metrics
     from lockwright.upgrade.activation import Situation, Step, next_step
-    from lockwright.upgrade.plan import Plan, blocks, refusal
+    from lockwright.upgrade.gate import STRICT, Outcome, decide, refusal, unaffected
+    from lockwright.upgrade.plan import Plan, blocks
     from workflows import status as conditions
     from workflows.calls import R, classify
 
 PATCH_PREPARE_THEN_SWITCH = "prepare-then-switch"
 # workflow.patched() id: an approval is put on record (who, when) as it is carried out.
 PATCH_RECORD_APPROVALS = "record-approvals"
+# workflow.patched() id: a breaking plan holds an Automatic upgrade only as the package's
+# upgrade gate says (lockwright.upgrade.gate); one it lets through is switched with a
+# Warning Event. Runs before held every breaking plan.
+PATCH_EVIDENCE_GATE = "evidence-gate"
 
 
 @dataclass(frozen=True)
@@ -151,11 +156,9 @@ class Upgrader:
             await host.write_status(conditions.package_ok(False, True, ""), new.source)
             host.settle(False, new.revision)
             return
-        if prepared.plan is not None and not prepared.plan.compatible:
-            if blocks(prepared.plan, self._accepted(pkg)):
-                await self._refuse_plan(pkg, new, prepared.plan)
-                return
-            await self._record_acceptance(pkg, new.revision)
+        if prepared.plan is not None and not prepared.plan.compatible and not (
+                await self._through_gate(pkg, new, prepared.plan)):
+            return
         await self._switch(pkg, new)
 
     async def audit(self, pkg: c.ReadPackageResult, rev: str, step: Step,
@@ -189,22 +192,44 @@ class Upgrader:
         """The revision whose breaking plan an operator accepted (annotation or update)."""
         return pkg.accept_plan or self._host.state.accepted_plan
 
-    async def _refuse_plan(self, pkg: c.ReadPackageResult, new: Install, plan: Plan) -> None:
-        """The plan breaks: the new revision stays Inactive, the old one keeps running,
-        and an Event (once per revision and generation) says how to go on."""
+    async def _through_gate(self, pkg: c.ReadPackageResult, new: Install, plan: Plan) -> bool:
+        """Whether the breaking ``plan`` lets ``new`` switch: accepted (put on record), or
+        let through by the package's upgrade gate (a Warning Event says so); else held."""
+        if workflow.patched(PATCH_EVIDENCE_GATE):
+            gate = pkg.upgrade_gate or STRICT
+            outcome = decide(plan, gate, self._accepted(pkg), pkg.activation_policy == c.MANUAL)
+        else:
+            gate = STRICT
+            outcome = Outcome.HOLD if blocks(plan, self._accepted(pkg)) else Outcome.ACCEPTED
+        if outcome is Outcome.HOLD:
+            await self._refuse_plan(pkg, new, plan, gate)
+            return False
+        if outcome is Outcome.ACCEPTED:
+            await self._record_acceptance(pkg, new.revision)
+        else:
+            await self._host.activity(c.RECORD_EVENT, c.RecordEventInput(
+                kind=self._kind, name=self._name, type="Warning", reason="BreakingUpgrade",
+                message=unaffected(self._kind, self._name, plan)), c.RecordEventResult,
+                f"event: plan of {new.revision} breaks, no resource affected", step=False)
+        return True
+
+    async def _refuse_plan(self, pkg: c.ReadPackageResult, new: Install, plan: Plan,
+                           gate: str) -> None:
+        """The gate holds: the new revision stays Inactive, the old one keeps running,
+        and an Event (once per revision and generation) says why and how to go on."""
         host = self._host
         key = f"{new.revision}/{pkg.generation}/refused"
         if host.state.installed_key != key:
             await host.activity(c.RECORD_EVENT, c.RecordEventInput(
                 kind=self._kind, name=self._name, type="Warning", reason="BreakingUpgrade",
-                message=refusal(self._kind, self._name, plan)), c.RecordEventResult,
-                f"event: plan of {new.revision} breaks", step=False)
+                message=refusal(self._kind, self._name, plan, gate, pkg.upgrade_gate_problem)),
+                c.RecordEventResult, f"event: plan of {new.revision} breaks", step=False)
         host.state = replace(host.state, installed_key=key, healthy=True)
         host.fail_activation(new.revision, (
             f"the upgrade plan of {new.revision} breaks ({plan.breaking_count} change(s)); "
             "approve it again accepting the plan, or fix the package"))
-        await host.write_status(conditions.package_plan_refused(pkg.active_revision, plan),
-                                new.source)
+        await host.write_status(conditions.package_plan_refused(pkg.active_revision, plan,
+                                                                gate), new.source)
         host.settle(False, new.revision)
 
     async def _record_acceptance(self, pkg: c.ReadPackageResult, rev: str) -> None:

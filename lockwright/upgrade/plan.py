@@ -7,10 +7,11 @@ checks the custom resources those CRDs already hold, and hands everything to `as
 A plan is a summary: counts and the first few names of each list, never package
 contents, so the plan of a 2,000-CRD provider stays far inside Temporal's payload limits.
 
-Policy (`blocks`): a plan with a breaking change (a blocking CRD change, as
+A plan is breaking when it has a breaking change: a blocking CRD change, as
 :mod:`lockwright.crdcompat` classifies it, or a custom resource the new schema would
-reject or that cannot be checked) never activates unless an operator accepted that one
-revision's plan.
+reject or that cannot be checked. Whether a breaking plan holds its upgrade is the
+upgrade gate's call (:mod:`lockwright.upgrade.gate`); `blocks` is the strict gate of runs
+started before there was a choice.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Rejected:
         first: the first few, ``namespace/name`` or ``name``.
         field: the first one's offending field path.
         reason: why, for the first one.
+        kind: their kind ("" in plans made before it was recorded).
     """
 
     crd: str
@@ -58,12 +60,15 @@ class Rejected:
     first: list[str] = field(default_factory=list)
     field: str = ""
     reason: str = ""
+    kind: str = ""
 
     @property
     def message(self) -> str:
-        """One line for a condition or an Event."""
+        """One line for a condition or an Event: which resources, which field, why."""
         names = ", ".join(self.first) + (" and more" if self.count > len(self.first) else "")
-        return (f"{self.count} existing {self.crd} ({self.version}) would be rejected: "
+        what = (f"{self.kind} ({self.crd} {self.version})" if self.kind
+                else f"{self.crd} ({self.version})")
+        return (f"{self.count} existing {what} would be rejected: "
                 f"{names}: {self.field}: {self.reason}")
 
 
@@ -72,9 +77,10 @@ class Tally:
     """Custom resources of one CRD version checked one by one: the rejected ones.
 
     One that cannot be checked here (a CEL rule) counts as rejected: the check fails
-    closed.
+    closed. ``seen`` counts every resource checked, rejected or not.
     """
 
+    seen: int = 0
     count: int = 0
     first: list[str] = field(default_factory=list)
     field: str = ""
@@ -83,6 +89,7 @@ class Tally:
     def add(self, name: str, validation: Validation, lost: list[str]) -> None:
         """Count ``name`` if ``validation`` does not pass or it has a value at a field the
         new schema removes (``lost``: the server would prune it)."""
+        self.seen += 1
         if validation.ok and not lost:
             return
         self.count += 1
@@ -97,11 +104,11 @@ class Tally:
         self.reason = found.reason if validation.violations else (
             f"cannot be checked before the upgrade ({found.reason})")
 
-    def rejected(self, crd: str, version: str) -> Rejected | None:
+    def rejected(self, crd: str, version: str, kind: str = "") -> Rejected | None:
         """What the tally found, or None when every resource passed."""
         if not self.count:
             return None
-        return Rejected(crd, version, self.count, self.first, self.field, self.reason)
+        return Rejected(crd, version, self.count, self.first, self.field, self.reason, kind)
 
 
 def has_path(obj: Any, path: str) -> bool:
@@ -139,7 +146,10 @@ class Plan:
 
     Objects are named ``Kind name``. ``crds`` keeps the first `CRD_LIMIT` CRD verdicts
     (blocking first), ``breaking`` the first `BREAKING_LIMIT` breaking changes as
-    sentences; ``breaking_count`` counts them all.
+    sentences; ``breaking_count`` counts them all. ``held`` (first `BREAKING_LIMIT`) and
+    ``held_count`` are the breaking changes the live resources do not clear, as
+    :func:`lockwright.upgrade.gate.weigh` finds them; ``weighed`` says it did (plans made
+    before it did not, and the evidence gate treats them as strict).
     """
 
     revision: str = ""
@@ -158,6 +168,9 @@ class Plan:
     rejected: list[Rejected] = field(default_factory=list)
     breaking: list[str] = field(default_factory=list)
     breaking_count: int = 0
+    held: list[str] = field(default_factory=list)
+    held_count: int = 0
+    weighed: bool = False
 
     @property
     def compatible(self) -> bool:
@@ -296,11 +309,3 @@ def blocks(plan: Plan | None, accepted: str) -> bool:
             accepting one revision never accepts another.
     """
     return plan is not None and not plan.compatible and accepted != plan.revision
-
-
-def refusal(kind: str, name: str, plan: Plan) -> str:
-    """The Event that says a breaking plan stopped an upgrade, and how to go on."""
-    return (f"Revision {plan.revision} was not activated; {plan.against} keeps running. "
-            f"Fix the package or the resources, or accept this plan: kubectl annotate "
-            f"{kind.lower()} {name} {ACCEPT_PLAN_ANNOTATION}={plan.revision}. "
-            f"{plan.breaking_count} breaking change(s): {'; '.join(plan.breaking)}")[:1000]

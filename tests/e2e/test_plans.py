@@ -1,9 +1,12 @@
-"""Upgrade plans end to end (issue 15): packages applied and read back through the cluster.
+"""Upgrade plans end to end (issues 15, 22): packages applied and read back through the
+cluster.
 
 Every upgrade is planned while it is prepared; the plan is on the new revision
 (``PlanCompatible``) and, in full, in the package workflow (query ``plan``). A breaking
-plan stops the upgrade with the old revision running until it is accepted. The module
-runs on a stack of its own: one test installs dependencies, which the Lock holds.
+plan the upgrade gate holds stops the upgrade with the old revision running until it is
+accepted: under the default evidence gate, one that would break an existing resource;
+under the strict gate (annotation or worker setting), any. The module runs on a stack of
+its own: one test installs dependencies, which the Lock holds, and one restarts the worker.
 """
 
 from __future__ import annotations
@@ -128,6 +131,10 @@ def test_removing_a_field_a_resource_uses_waits_for_the_plan_to_be_accepted(
     refused = wait_for(lambda: events(plans, name, "BreakingUpgrade"), timeout=60,
                        interval=0.2, what="the BreakingUpgrade Event")
     assert f"lockwright.io/accept-plan={v2}" in refused[0], refused
+    # The evidence gate (the default) holds it and names the resource and its field.
+    assert "upgrade gate Evidence" in refused[0], refused
+    assert f"1 existing Widget (widgets.{g} v1) would be rejected: painted: .spec.color" in (
+        refused[0]), refused
     verdict = revision_condition(plans, v2, "PlanCompatible")
     assert verdict["status"] == "False" and verdict["reason"] == "BreakingChanges"
     assert "painted" in verdict["message"] and ".spec.color" in verdict["message"], verdict
@@ -256,3 +263,79 @@ def test_lockwright_plan_of_a_candidate_changes_nothing_and_gates_on_its_verdict
     none = lockwright(plans, "plan", f"provider/{name}")
     assert none.returncode == 1 and "no prepared upgrade" in none.stderr, output(none)
     assert snapshot(plans, g) == before
+
+
+GATE = "lockwright.dev/upgrade-gate"
+
+
+def sized(stack: Stack, tmp: Path, prefix: str) -> tuple[str, str, str]:
+    """A Provider whose v1 Widget has ``size`` and ``color``, healthy, and the Widget
+    ``sized`` in it that sets only ``size``; (group, repository, package name)."""
+    g, repo, name = group(), unique("prov"), unique(prefix)
+    stack.apply_package("Provider", name, push(stack, tmp, repo, "v1.0.0",
+                                               [widget_crd(g, {**SIZE, **COLOR})]))
+    stack.wait_healthy("Provider", name)
+    stack.custom.create_cluster_custom_object(g, "v1", "widgets", {
+        "apiVersion": f"{g}/v1", "kind": "Widget", "metadata": {"name": "sized"},
+        "spec": {"size": 3}})
+    return g, repo, name
+
+
+def held_by_strict_gate(stack: Stack, tmp: Path, g: str, repo: str, name: str) -> str:
+    """Upgrade to a v2 dropping ``color`` (no resource sets it); see it held by the
+    strict gate with v1 running; the held revision."""
+    v1 = active_revision(stack, name)
+    upgrade_to(stack, name, push(stack, tmp, repo, "v2.0.0", [widget_crd(g, SIZE)]))
+    v2 = current(stack, name, v1)
+    held = wait_for(lambda: events(stack, name, "BreakingUpgrade"), timeout=60,
+                    interval=0.2, what="the BreakingUpgrade Event")
+    assert "upgrade gate Strict" in held[0] and ".spec.color" in held[0], held
+    assert f"lockwright.io/accept-plan={v2}" in held[0], held
+    installed = stack.conditions("Provider", name)["Installed"]
+    assert installed["status"] == "False" and "upgrade gate Strict" in installed["message"]
+    assert active_revision(stack, name) == v1
+    return v2
+
+
+def test_automatic_upgrade_dropping_a_field_no_resource_sets_rolls_out_with_a_warning(
+        plans: Stack, tmp_path: Path) -> None:
+    g, repo, name = sized(plans, tmp_path, "evidence")
+    v1 = active_revision(plans, name)
+
+    upgrade_to(plans, name, push(plans, tmp_path, repo, "v2.0.0", [widget_crd(g, SIZE)]))
+    v2 = current(plans, name, v1)
+    wait_active(plans, name, v2)
+    verdict = revision_condition(plans, v2, "PlanCompatible")
+    assert verdict["status"] == "False" and verdict["reason"] == "BreakingChanges", verdict
+    assert ".spec.color" in verdict["message"], verdict
+    [warned] = wait_for(lambda: events(plans, name, "BreakingUpgrade"), timeout=30,
+                        interval=0.2, what="the Warning Event")
+    assert "no existing resource is affected (upgrade gate Evidence)" in warned, warned
+    assert f"CustomResourceDefinition widgets.{g} version v1 field .spec.color" in warned
+    wait_for(lambda: plans.conditions("Provider", name)["Installed"]["status"] == "True",
+             timeout=60, interval=0.2, what="the package Installed on v2")
+    widget = plans.custom.get_cluster_custom_object(g, "v1", "widgets", "sized")
+    assert widget["spec"] == {"size": 3}  # the resource is untouched
+
+
+def test_strict_gate_by_annotation_holds_an_upgrade_no_resource_is_affected_by(
+        plans: Stack, tmp_path: Path) -> None:
+    g, repo, name = sized(plans, tmp_path, "strict")
+    plans.kubectl("annotate", f"providers.{PKG_GROUP}", name, f"{GATE}=Strict")
+    v2 = held_by_strict_gate(plans, tmp_path, g, repo, name)
+    # The annotation signals the package: Evidence lets the same upgrade through.
+    plans.kubectl("annotate", "--overwrite", f"providers.{PKG_GROUP}", name,
+                  f"{GATE}=Evidence")
+    wait_active(plans, name, v2)
+
+
+def test_strict_gate_by_worker_setting_holds_every_package_the_annotation_does_not_free(
+        plans: Stack, tmp_path: Path) -> None:
+    plans.restart_worker(LOCKWRIGHT_UPGRADE_GATE="Strict")
+    try:
+        g, repo, name = sized(plans, tmp_path, "setting")
+        v2 = held_by_strict_gate(plans, tmp_path, g, repo, name)
+        plans.kubectl("annotate", f"providers.{PKG_GROUP}", name, f"{GATE}=Evidence")
+        wait_active(plans, name, v2)
+    finally:
+        plans.restart_worker(LOCKWRIGHT_UPGRADE_GATE="Evidence")

@@ -54,6 +54,7 @@ class FakePackage:
     paused: bool = False
     skip_dependency_resolution: bool = False
     accept_plan: str = ""  # the lockwright.io/accept-plan annotation
+    upgrade_gate: str = "Evidence"  # the worker's default, or lockwright.dev/upgrade-gate
 
 
 @dataclass
@@ -159,7 +160,7 @@ class FakeCluster:
             synced_paused=self.says_paused.get(pkg.name, False),
             active_source=active_rev.source if active_rev else "",
             active_digest=active_rev.digest if active_rev else "",
-            accept_plan=pkg.accept_plan,
+            accept_plan=pkg.accept_plan, upgrade_gate=pkg.upgrade_gate,
             active_definitions=self.definitions.get(pkg.name, (0, -1))[1])
 
     @activity.defn(name=c.RESOLVE_DIGEST)

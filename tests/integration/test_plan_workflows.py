@@ -1,9 +1,13 @@
-"""Upgrade plans in the workflows (issue 15), with fake activities and the real workflows.
+"""Upgrade plans in the workflows (issues 15, 22), with fake activities and the real
+workflows.
 
 A prepared upgrade is planned (``plan_revision``) against the active revision; a breaking
-plan never activates on its own: the new revision stays Inactive, the old one keeps
-control, an Event says how to go on; the package annotation or the activation update's
-accept flag accepts that one revision's plan, on record (who, when), and no later one.
+plan the upgrade gate holds (Strict: any; Evidence: one that would break an existing
+resource or that could not be weighed) does not activate on its own: the new revision
+stays Inactive, the old one keeps control, an Event says how to go on; the package
+annotation or the activation update's accept flag accepts that one revision's plan, on
+record (who, when), and no later one. A breaking plan the evidence gate lets through
+switches with a Warning Event.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ from workflows.plan import PlanCandidate
 
 BREAKING = Plan(breaking=[("CustomResourceDefinition widgets.example.org version v1 field "
                            ".spec.size: property removed; keep it")], breaking_count=1)
+# Weighed against the live resources: none is affected; or one would be.
+UNAFFECTED = replace(BREAKING, weighed=True)
+AFFECTED = replace(UNAFFECTED, held_count=1, held=[(
+    "1 existing Widget (widgets.example.org v1) would be rejected: default/sized: .spec.size: "
+    "removed from the schema: its value would be lost")])
 
 
 async def upgrade(handle: Handle, cluster: FakeCluster, pkg: FakePackage, version: str,
@@ -129,3 +138,53 @@ async def test_a_candidate_is_planned_against_the_active_revision_and_nothing_el
     ran = {k: n - before.get(k, 0) for k, n in cluster.calls.items() if n != before.get(k, 0)}
     assert ran == {c.READ_PACKAGE: 1, c.PLAN_REVISION: 1}
     await record(temporal_client, plan_id, "plan_candidate")
+
+
+def warnings(cluster: FakeCluster) -> list[c.RecordEventInput]:
+    return [e for e in cluster.events if e.reason == "BreakingUpgrade"]
+
+
+async def test_evidence_gate_switches_when_no_resource_is_affected_and_warns(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.plans[pkg.name] = UNAFFECTED
+
+    st = await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Healthy")
+    v2 = st.current_revision
+    assert v2 != v1 and st.active_revision == v2
+    assert cluster.revisions[v2].desired_state == c.ACTIVE
+    [event] = warnings(cluster)
+    assert event.type == "Warning" and "no existing resource is affected" in event.message
+    assert "property removed" in event.message and not cluster.approvals
+    conditions = {x.type: x for x in cluster.revision_status[v2][0].conditions}
+    assert conditions["PlanCompatible"].status == "False"
+    await record(temporal_client, handle.id, "package_upgrade_plan_unaffected")
+
+
+async def test_evidence_gate_holds_naming_the_resource_and_strict_holds_either_plan(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.plans[pkg.name] = AFFECTED
+    v2 = (await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Inactive")).current_revision
+    assert cluster.revisions[v1].desired_state == c.ACTIVE
+    installed = cluster.last_status(pkg.name)["Installed"]
+    assert "upgrade gate Evidence" in installed.message
+    assert "default/sized: .spec.size" in installed.message, installed.message
+    [held] = warnings(cluster)
+    assert "default/sized" in held.message and f"accept-plan={v2}" in held.message
+
+    # Strict (the annotation) holds even a plan no resource is affected by ...
+    cluster.plans[pkg.name] = UNAFFECTED
+    strict = replace(pkg, upgrade_gate="Strict")
+    v3 = (await upgrade(handle, cluster, strict, "v0.3.0", 3, "Inactive")).current_revision
+    assert v3 != v2 and cluster.revisions[v1].desired_state == c.ACTIVE
+    assert "upgrade gate Strict" in warnings(cluster)[-1].message
+    # ... until the package says Evidence again.
+    st = await upgrade(handle, cluster, pkg, "v0.3.0", 3, "Healthy")
+    assert st.active_revision == v3 and cluster.revisions[v3].desired_state == c.ACTIVE
+    assert "no existing resource is affected" in warnings(cluster)[-1].message
+    await record(temporal_client, handle.id, "package_upgrade_plan_strict")

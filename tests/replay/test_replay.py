@@ -46,6 +46,9 @@ SHAPES |= {"revision_dependencies_unmet", "revision_switch_awaits_dependencies",
 # Upgrade plans (tests/integration/test_plan_workflows.py): a prepared revision planned
 # (PATCH_UPGRADE_PLAN), a breaking plan refused, then accepted by annotation.
 SHAPES |= {"package_upgrade_plan_accepted", "revision_planned", "plan_candidate"}
+# The upgrade gate (PATCH_EVIDENCE_GATE): a breaking plan no resource is affected by
+# switches with a Warning Event; one a resource is, or any under Strict, is held.
+SHAPES |= {"package_upgrade_plan_unaffected", "package_upgrade_plan_strict"}
 # Resuming an installed package installs it again (PATCH_RESUME_REINSTALLS).
 SHAPES |= {"package_resumed"}
 # A signal during the last clean-up starts another pass (PATCH_GONE_LOOKS_AGAIN).

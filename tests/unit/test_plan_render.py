@@ -35,3 +35,14 @@ def test_a_compatible_plan_says_so() -> None:
     assert text.splitlines() == ["function/f: f-2 against f-1",
                                  "objects: 0 added, 0 changed, 0 removed",
                                  "verdict: compatible"]
+
+
+def test_a_weighed_breaking_plan_says_what_the_evidence_gate_makes_of_it() -> None:
+    base = Plan(revision="p-2", against="p-1", breaking=["field removed"], breaking_count=1,
+                weighed=True)
+    clear = render(PackageRef("provider", "p"), base).splitlines()
+    assert clear[-1].startswith("evidence gate: no existing resource affected"), clear
+    held = Plan(**{**base.__dict__, "held": ["1 existing Widget (w v1) would be rejected"],
+                   "held_count": 1})
+    assert render(PackageRef("provider", "p"), held).splitlines()[-2:] == [
+        "evidence gate: holds on 1 change(s)", "  ✗ 1 existing Widget (w v1) would be rejected"]

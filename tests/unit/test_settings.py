@@ -24,6 +24,7 @@ def test_defaults_without_flags_or_environment() -> None:
     assert (s.system_namespace, s.crossplane_version, s.package_runtime) == (
         "crossplane-system", "v2.3.0", "Deployment")
     assert s.kubeconfig == "" and s.insecure_registries == ()
+    assert s.upgrade_gate == "Evidence"  # issue 22: hold only on evidence by default
     assert s.cache_dir.endswith("lockwright/xpkg")
 
 
@@ -46,6 +47,8 @@ def test_defaults_without_flags_or_environment() -> None:
     ("resync_seconds", "--resync-seconds", "LOCKWRIGHT_RESYNC_SECONDS", "5", "7", 5.0),
     ("max_concurrent_activities", "--max-concurrent-activities",
      "LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "4", "8", 4),
+    ("upgrade_gate", "--upgrade-gate", "LOCKWRIGHT_UPGRADE_GATE", "Strict", "Evidence",
+     "Strict"),
 ])
 def test_flag_beats_environment_beats_default(field: str, flag: str, env: str, flag_value: str,
                                               env_value: str, expected: object) -> None:
@@ -75,6 +78,7 @@ def test_every_setting_has_a_flag_and_a_variable() -> None:
     ("LOCKWRIGHT_DEFAULT_ACTIVATIONS", "*,[a", "--default-activations", "filepath.Match"),
     ("LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS", "maybe", "--managed-resource-definitions",
      "true"),
+    ("LOCKWRIGHT_UPGRADE_GATE", "strict", "--upgrade-gate", "Evidence, Strict"),
 ])
 def test_invalid_values_name_the_flag_variable_and_fix(env: str, value: str, flag: str,
                                                        fix: str) -> None:

@@ -9,6 +9,7 @@ import pytest
 from lockwright import crdcompat
 from lockwright.crvalidate import CANNOT_CHECK, INVALID, VALID, Validation, Violation
 from lockwright.objects.lock import ObjectKey
+from lockwright.upgrade import gate
 from lockwright.upgrade import plan as pl
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -101,6 +102,7 @@ def test_tally_counts_rejections_and_fails_closed_on_what_it_cannot_check() -> N
     tally.add("cel", Validation(CANNOT_CHECK, unchecked=[Violation(".spec", "CEL rule")]), [])
     found = tally.rejected("w.x.io", "v1")
     assert found is not None and found.count == 13 and len(found.first) == pl.LIMIT
+    assert tally.seen == 14  # the one that passed too: the gate knows the CRD holds some
     assert (found.first[0], found.field, found.reason) == ("bad-0", ".spec.size",
                                                            "Required value")
     only_cel = pl.Tally()
@@ -137,8 +139,8 @@ def test_a_removed_field_breaks_and_blocks_until_that_revision_is_accepted() -> 
     assert not plan.compatible and plan.breaking_count == 1
     assert ".spec.color" in plan.breaking[0] and "widgets.x.io" in plan.breaking[0]
     assert pl.blocks(plan, "") and pl.blocks(plan, "p-v3") and not pl.blocks(plan, "p-v2")
-    assert "kubectl annotate provider p lockwright.io/accept-plan=p-v2" in pl.refusal(
-        "provider", "p", plan)
+    assert "kubectl annotate provider p lockwright.io/accept-plan=p-v2" in gate.refusal(
+        "provider", "p", plan, gate.STRICT)
 
 
 def test_resources_the_new_schema_rejects_break_the_plan_and_are_named() -> None:

@@ -338,6 +338,24 @@ def test_accepting_a_plan_by_annotation_signals_the_package() -> None:
     assert [t.name for t in index.on_event(provider, "MODIFIED", again) if not t.resolver] == ["p"]
 
 
+
+def test_changing_the_upgrade_gate_by_annotation_signals_the_package() -> None:
+    """lockwright.dev/upgrade-gate moves no generation either: a held upgrade set to
+    Evidence (or one to be held, set to Strict) is looked at again at once."""
+    from worker.targets import RESOURCES, Index
+
+    provider = next(r for r in RESOURCES if r.kind == "Provider")
+    index = Index()
+    obj = {"metadata": {"name": "p", "generation": 2}, "spec": {"package": "x.io/p:v2"}}
+    index.on_event(provider, "ADDED", obj)
+    for value in ("Strict", "Evidence"):
+        gated = {**obj, "metadata": {**obj["metadata"],
+                                     "annotations": {"lockwright.dev/upgrade-gate": value}}}
+        assert [t.name for t in index.on_event(provider, "MODIFIED", gated)
+                if not t.resolver] == ["p"]
+        assert index.on_event(provider, "MODIFIED", {**gated, "status": {"x": 1}}) == []
+
+
 # --- the dependency resolver --------------------------------------------------------------
 def resolver_signalled(targets: list[Target]) -> bool:
     return any(t.resolver and t.workflow_id == "resolve:lock" for t in targets)
