@@ -16,6 +16,7 @@ writes its verdict as the revision's ``PlanCompatible`` condition.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from temporalio import activity
@@ -31,6 +32,7 @@ from activities.reads import PackageReader, Registries
 from activities.verify import Verifier
 from lockwright import crdcompat, crvalidate, names
 from lockwright.k8s import Kube, Obj
+from lockwright.managed.convert import MRD_API_VERSION, MRD_KIND, mrd_active
 from lockwright.objects.claims import summary_refs
 from lockwright.objects.establish import establishable
 from lockwright.objects.lock import LOCK_NAME, ObjectKey
@@ -75,10 +77,12 @@ class PlanActivities:
             old_rev is not None and inp.against_digest) else None
         sides = (_side(inp.kind, old), _side(inp.kind, new))
         _, changed, _ = pl.object_changes(sides[0].prints, sides[1].prints)
-        verdicts, rejected, checked = self._crds(new, {k for k in changed if pl.is_crd(k)})
-        result = gate.weigh(pl.assemble(
+        inactive: list[str] = []
+        verdicts, rejected, checked = self._crds(new, {k for k in changed if pl.is_crd(k)},
+                                                 inactive)
+        result = replace(gate.weigh(pl.assemble(
             inp.revision, inp.against, sides, (_image(old_rev), _image(new_rev)), verdicts,
-            rejected, self._locked()), verdicts, checked)
+            rejected, self._locked()), verdicts, checked), inactive=inactive[:pl.CRD_LIMIT])
         log(package=inp.package, revision=inp.revision).info(
             "plan.ready", against=inp.against, breaking=result.breaking_count,
             held=result.held_count, added=result.added, changed=result.changed,
@@ -110,16 +114,19 @@ class PlanActivities:
         self.keeper.refuse_claimed(lock, kind, package, rev, refs)
         self.establisher.check_candidate(kind, package, rev, digest)
 
-    def _crds(self, documents: Path, changed: set[ObjectKey]
+    def _crds(self, documents: Path, changed: set[ObjectKey], inactive: list[str]
               ) -> tuple[list[crdcompat.Verdict], list[pl.Rejected], dict[Version, int]]:
         """A verdict per changed CRD, the resources its new schema would reject, and how
-        many resources were checked per CRD and version."""
+        many resources were checked per CRD and version. A CRD not served because its MRD
+        is Inactive goes to ``inactive`` (nothing stored under it to check)."""
         verdicts: list[crdcompat.Verdict] = []
         rejected: list[pl.Rejected] = []
         checked: dict[Version, int] = {}
         for crd in _objects(documents, changed):
             live = self.kube.get(CRD_API, "CustomResourceDefinition", crdcompat.name_of(crd))
             if live is None:
+                mrd = self.kube.get(MRD_API_VERSION, MRD_KIND, crdcompat.name_of(crd))
+                inactive += [crdcompat.name_of(crd)] if mrd and not mrd_active(mrd) else []
                 continue
             verdict = crdcompat.compare(live, crd)
             if verdict.changes or verdict.fields:

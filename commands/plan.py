@@ -93,6 +93,8 @@ def render(ref: common.PackageRef, plan: Plan) -> str:
                       + [f"- {r}" for r in plan.rbac_removed])
     lines += _section("runtime", plan.runtime) + _section("dependencies", plan.dependencies)
     lines += _section("existing resources", [r.message for r in plan.rejected])
+    lines += _section("inactive definitions (no CRD served, no resources to check)",
+                      plan.inactive)
     verdict = ("compatible" if plan.compatible
                else f"BREAKING: {plan.breaking_count} change(s)")
     return "\n".join(lines + [f"verdict: {verdict}"] + [f"  ✗ {b}" for b in plan.breaking]

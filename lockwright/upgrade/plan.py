@@ -171,6 +171,8 @@ class Plan:
     held: list[str] = field(default_factory=list)
     held_count: int = 0
     weighed: bool = False
+    # Changed definitions whose MRD is Inactive: no CRD is served, so no resource to check.
+    inactive: list[str] = field(default_factory=list)
 
     @property
     def compatible(self) -> bool:
@@ -182,6 +184,8 @@ class Plan:
         parts = [f"{self.added} added, {self.changed} changed, {self.removed} removed"]
         parts += [f"dependencies: {'; '.join(self.dependencies)}"] if self.dependencies else []
         parts += [f"runtime: {'; '.join(self.runtime)}"] if self.runtime else []
+        parts += [f"{len(self.inactive)} changed definition(s) of inactive "
+                  "ManagedResourceDefinitions: no resources to check"] if self.inactive else []
         if self.compatible:
             return f"Compatible with {self.against}: " + "; ".join(parts)
         return (f"{self.breaking_count} breaking change(s) against {self.against}: "

@@ -145,6 +145,46 @@ def test_safe_start_waits_for_policies_and_keeps_activation_across_an_upgrade(
     stack.kubectl("delete", "mrap", second)
 
 
+def test_a_revision_of_plain_crds_upgrades_to_mrds_keeping_every_type_served(
+        stack: Stack, tmp_path: Path) -> None:
+    """CRD → MRD: a revision installed before MRDs (the setting off) upgraded by one after:
+    the types it served stay served (their MRDs Active, safe-start or not), the CRDs move
+    to the new revision, the custom resources stay, and the plan checked them."""
+    group, name = f"{unique('up')}.activation.example.org", unique("crd2mrd")
+    repo = unique("crd-to-mrd")
+    stack.restart_worker(LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS="false")
+    try:
+        stack.apply_package("Provider", name, provider(stack, tmp_path, group, 3,
+                                                       capabilities=["SafeStart"], repo=repo))
+        stack.wait_healthy("Provider", name, timeout=120)
+        assert states(stack, group) == {}
+        assert crds_of(stack, group) == names(group, 0, 1, 2) | {f"providerconfigs.{group}"}
+    finally:
+        stack.restart_worker(LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS="true")
+    old = active_revision(stack, name)["metadata"]["name"]
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
+        "apiVersion": f"{group}/v1alpha1", "kind": "Thing00",
+        "metadata": {"name": "kept"}, "spec": {"size": 3}}))
+    v2 = provider(stack, tmp_path, group, 3, tag="v2.0.0", capabilities=["SafeStart"],
+                  repo=repo)
+    stack.kubectl("patch", "provider", name, "--type", "merge", "-p",
+                  json.dumps({"spec": {"package": v2}}))
+    wait_for(lambda: active_revision(stack, name)["metadata"]["name"] != old, timeout=120,
+             what="the upgrade")
+    new = active_revision(stack, name)["metadata"]["name"]
+    wait_for(lambda: {crd_controller(stack, n) for n in names(group, 0, 1, 2)} == {new},
+             timeout=120, what="the CRDs' controller to move to the new revision")
+    stack.wait_healthy("Provider", name, timeout=120)
+    assert active(stack, group) == names(group, 0, 1, 2)  # served before: Active
+    assert crds_of(stack, group) == names(group, 0, 1, 2) | {f"providerconfigs.{group}"}
+    assert json.loads(stack.kubectl("get", f"thing00s.{group}", "kept", "-o", "json").stdout)[
+        "spec"] == {"size": 3}
+    wait_for(lambda: replicas(stack, new) == 1, timeout=60, what="the runtime running")
+    plan = {x["type"]: x for x in stack.custom.get_cluster_custom_object(
+        "pkg.crossplane.io", "v1", "providerrevisions", new)["status"]["conditions"]}
+    assert plan["PlanCompatible"]["status"] == "True"
+
+
 def _activated(stack: Stack, name: str) -> list[str]:
     got = stack.kubectl("get", "mrap", name, "-o", "json").stdout
     return list((json.loads(got).get("status") or {}).get("activated") or [])

@@ -46,3 +46,13 @@ def test_a_weighed_breaking_plan_says_what_the_evidence_gate_makes_of_it() -> No
                    "held_count": 1})
     assert render(PackageRef("provider", "p"), held).splitlines()[-2:] == [
         "evidence gate: holds on 1 change(s)", "  ✗ 1 existing Widget (w v1) would be rejected"]
+
+
+def test_inactive_definitions_have_no_resources_to_check_and_say_so() -> None:
+    plan = Plan(revision="p-2", against="p-1", changed=2,
+                inactive=["buckets.s3.aws.io", "queues.sqs.aws.io"])
+    text = render(PackageRef("provider", "p"), plan).splitlines()
+    assert text[-4:] == ["inactive definitions (no CRD served, no resources to check):",
+                         "  buckets.s3.aws.io", "  queues.sqs.aws.io", "verdict: compatible"]
+    assert plan.summary().endswith(
+        "2 changed definition(s) of inactive ManagedResourceDefinitions: no resources to check")
