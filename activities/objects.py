@@ -55,9 +55,9 @@ from lockwright.errors import (
     KubeInvalid,
     PreflightError,
 )
-from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.managed.convert import reserved
-from lockwright.objects import crdcheck
+from lockwright.objects import crdcheck, holders
 from lockwright.objects import establish as est
 from lockwright.objects.lock import Conflict, ObjectKey
 from lockwright.runtime import tls
@@ -92,6 +92,10 @@ class Checked:
     conflicts: list[Conflict] = field(default_factory=list)
     findings: list[crdcheck.Finding] = field(default_factory=list)
     seen: dict[ObjectKey, est.Seen] = field(default_factory=dict)
+    stale: list[holders.Stale] = field(default_factory=list)
+    #: The current UID of each revision a live object's controller reference named
+    #: (None: gone), read once per establish.
+    current: dict[str, str | None] = field(default_factory=dict)
 
     def add(self, plan: est.Plan, live: dict[ObjectKey, Obj],
             findings: list[crdcheck.Finding]) -> None:
@@ -100,6 +104,7 @@ class Checked:
         self.conflicts.extend(plan.conflicts)
         self.findings.extend(findings)
         self.seen.update(est.seen(plan, live))
+        self.stale.extend(plan.stale)
 
     @property
     def clean(self) -> bool:
@@ -143,13 +148,16 @@ class Establisher:
         ca, service = self.webhook_target(inp, rev)
         with ThreadPoolExecutor(self.workers) as pool, self.saying_why(rev):
             fresh = self._fresh(pool, inp, revision, documents, (ca, service))
+            stale: list[holders.Stale] = []
             if fresh is not None:
                 refs, counts = fresh
             else:
-                refs, seen = self._check(pool, revision, documents, ca, service)
+                refs, checked = self._check(pool, revision, documents, ca, service)
                 if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
-                    return _checked(refs, seen)
-                counts = self._write_all(pool, revision, documents, seen, ca, service)
+                    return _checked(refs, checked.seen)
+                counts = self._write_all(pool, revision, documents, checked.seen, ca, service)
+                stale = checked.stale
+        self.say_adopted(rev, stale)
         definitions, active = est.definition_counts(refs)
         if revision.conversion is not None:  # the names of Inactive MRDs' CRDs too
             refs = est.sort_object_refs(reserved(refs))
@@ -162,7 +170,7 @@ class Establisher:
         created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "objects.established", objects=len(refs), created=created, updated=updated,
-            owned=counts[est.Op.OWN], control=inp.control)
+            owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(stale))
         return c.EstablishObjectsResult(objects=len(refs), created=created,
                                         updated=updated + counts[est.Op.OWN],
                                         definitions=definitions, active_definitions=active)
@@ -176,6 +184,12 @@ class Establisher:
         except (ConflictError, PreflightError, KubeInvalid) as exc:
             self.reader.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
             raise
+
+    def say_adopted(self, rev: Obj, stale: list[holders.Stale]) -> None:
+        """An ``AdoptStaleOwner`` Event on the revision per stale holder it took objects
+        from, naming the holder's old UID (``lockwright.objects.holders``)."""
+        for message in holders.adoption_messages(stale):
+            self.reader.event(rev, NORMAL, "AdoptStaleOwner", message)
 
     def check_candidate(self, kind: str, package: str, rev: Obj, digest: str) -> int:
         """A candidate's writes (``lockwright plan --package``), checked and dry-run as an
@@ -291,27 +305,39 @@ class Establisher:
 
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
                ca: bytes | None, service: str
-               ) -> tuple[list[dict[str, str]], dict[ObjectKey, est.Seen]]:
+               ) -> tuple[list[dict[str, str]], Checked]:
         """Read, plan, preflight and dry-run every object; raise before any write."""
         checked, dry = Checked(), self.kube.dry_runs()
         for batch in batches(revision, documents):
-            plan, live = self._plan(pool, revision, batch, ca, service)
+            plan, live = self._plan(pool, revision, batch, ca, service, checked.current)
             findings = crdcheck.preflight(batch, live) if revision.active else []
             checked.add(plan, live, findings)
             if checked.clean:  # once the attempt will fail, dry runs would be wasted
                 list(pool.map(lambda a: self._write(a, dry), plan.actions))
             activity.heartbeat()
         _refuse(checked)
-        return est.sort_object_refs(checked.refs), checked.seen
+        return est.sort_object_refs(checked.refs), checked
 
     def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
-              ca: bytes | None, service: str) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
+              ca: bytes | None, service: str, current: dict[str, str | None]
+              ) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
         prepared = est.prepare(batch, revision, ca, self.namespace, service)
         found = pool.map(lambda o: self.kube.get(str(o["apiVersion"]), str(o["kind"]),
                                                  str(o["metadata"]["name"])), prepared)
         live = {ObjectKey.of(o): f for o, f in zip(prepared, found, strict=True) if f}
-        return est.plan_establish(revision, batch, live, ca_bundle=ca,
-                                  namespace=self.namespace, service=service), live
+        self._look_up(revision, live, current)
+        return est.plan_establish(revision, batch, live, ca_bundle=ca, namespace=self.namespace,
+                                  service=service, current=current), live
+
+    def _look_up(self, revision: est.Revision, live: dict[ObjectKey, Obj],
+                 current: dict[str, str | None]) -> None:
+        """Add to ``current`` the UID now of each revision a controller reference in
+        ``live`` names that decides who holds it (once each: a restored 2,000-CRD
+        provider's references all name the same revision)."""
+        for name in {n for o in live.values() if (n := holders.to_look_up(o, revision))}:
+            if name not in current:
+                found = self.kube.get(est.PKG_API_VERSION, revision.kind, name)
+                current[name] = str(meta(found)["uid"]) if found else None
 
     def _write_all(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
                    seen: dict[ObjectKey, est.Seen], ca: bytes | None,

@@ -212,20 +212,23 @@ class PackageActivities:
         return self.refresh_revision(inp, pkg, existing, wanted, top)
 
     def adopt_orphans(self, kind: str, pkg: Obj, revs: list[Obj]) -> list[Obj]:
-        """Revisions of this package's name that nobody controls become the package's.
+        """Revisions of this package's name that nobody controls, or that a package of
+        this name but another UID controlled, become the package's (``rv.adopted_owners``).
 
-        They are what a package deleted with ``propagationPolicy: Orphan`` left; a new
-        package of the same name takes them over, as Kubernetes controllers adopt orphans.
+        They are what a package deleted with ``propagationPolicy: Orphan`` left, or what a
+        restore from a backup brought back; a new package of the same name takes them
+        over, as Kubernetes controllers adopt orphans.
         """
         out = []
         for rev in revs:
             refs = meta(rev).get("ownerReferences") or []
-            if not any(r.get("controller") for r in refs) and not deleting(rev):
+            owners = rv.adopted_owners(refs, kind_of(kind), pkg)
+            if owners is not None and not deleting(rev):
                 rev = self.kube.patch(PKG_V1, revision_kind(kind), meta(rev)["name"], {
-                    "metadata": {"ownerReferences": [*refs, rv.package_owner(kind_of(kind), pkg)],
+                    "metadata": {"ownerReferences": owners,
                                  "resourceVersion": meta(rev)["resourceVersion"]}})
                 log(package=meta(pkg)["name"], revision=meta(rev)["name"]).info(
-                    "revision.adopted")
+                    "revision.adopted", stale_uids=[r.get("uid") for r in refs])
             out.append(rev)
         return out
 

@@ -15,6 +15,8 @@ from enum import Enum
 from typing import Any
 
 from lockwright.managed.convert import Conversion
+from lockwright.objects import holders
+from lockwright.objects.holders import Current, Hold, Stale
 from lockwright.objects.lock import Conflict, ObjectKey, Owner
 from lockwright.objects.webhooks import inject_webhooks
 
@@ -87,15 +89,19 @@ class Seen:
 
     op: Op
     live: Obj | None
+    drop: frozenset[str] = frozenset()  # stale owner UIDs the write leaves out
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Actions to take, or the conflicts that forbid taking any."""
+    """Actions to take, or the conflicts that forbid taking any; ``stale`` lists the
+    objects whose stale holder (see :mod:`lockwright.objects.holders`) the actions adopt."""
 
     actions: list[Action]
     conflicts: list[Conflict]
     object_refs: list[dict[str, str]]
+    stale: list[Stale] = field(default_factory=list)
+    drops: dict[ObjectKey, frozenset[str]] = field(default_factory=dict)
 
     @property
     def conflict_message(self) -> str:
@@ -163,32 +169,37 @@ def holder_of(live: Obj) -> Owner | None:
     return _holder(refs, controller) if controller else None
 
 
-def conflict_of(key: ObjectKey, live: Obj, rev: Revision) -> Conflict | None:
+def conflict_of(key: ObjectKey, live: Obj, rev: Revision,
+                current: Current | None = None) -> Conflict | None:
     """A conflict when ``live`` is controlled by something other than ``rev``'s package.
 
-    Another revision of the same package (it also lists the package as owner) is no
-    conflict: an active revision takes over from it, an inactive one stays a plain owner.
+    Another revision of the same package is no conflict: a live one (the object also
+    lists the package's UID as owner) hands over, an active revision takes over from it
+    and an inactive one stays a plain owner; a stale one (gone, or re-created under
+    another UID, per ``current``: see :func:`lockwright.objects.holders.hold_of`) is
+    adopted.
     """
-    refs = (live.get("metadata") or {}).get("ownerReferences") or []
-    controller = next((r for r in refs if r.get("controller")), None)
-    if controller is None or controller.get("uid") == rev.uid:
+    if holders.hold_of(live, rev, current or {}) is not Hold.FOREIGN:
         return None
-    if any(r.get("uid") == rev.package_uid for r in refs):
-        return None
-    return Conflict(key, _holder(refs, controller))
+    refs = holders.refs_of(live)
+    return Conflict(key, _holder(refs, holders.controller_of(refs) or {}))
 
 
-def owner_references(current: list[dict[str, Any]], rev: Revision) -> list[dict[str, Any]]:
+def owner_references(current: list[dict[str, Any]], rev: Revision,
+                     drop: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """``current`` plus the package as plain owner and ``rev`` as controller or plain owner.
 
     Existing entries keep their positions, so a re-run produces the same list. When
     ``rev`` is active every other controller flag is cleared (hand-off within the
-    package; callers have ruled out other packages with :func:`conflict_of`).
+    package; callers have ruled out other packages with :func:`conflict_of`). References
+    to the UIDs in ``drop`` (a stale holder's) are left out.
     """
     mine = controller_ref(rev) if rev.active else _plain(rev.kind, rev.name, rev.uid)
     wanted = {rev.package_uid: package_ref(rev), rev.uid: mine}
     out = []
     for ref in current:
+        if ref.get("uid") in drop and ref.get("uid") not in wanted:
+            continue
         if ref.get("uid") in wanted:
             out.append(wanted.pop(str(ref["uid"])))
         elif rev.active and ref.get("controller"):
@@ -269,7 +280,8 @@ def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
     return Op.SKIP if _unchanged(obj, live) else Op.UPDATE
 
 
-def _desired(obj: Obj, live: Obj | None, rev: Revision) -> Obj:
+def _desired(obj: Obj, live: Obj | None, rev: Revision,
+             drop: frozenset[str] = frozenset()) -> Obj:
     # Only metadata changes, so only it is copied; the rest is shared with ``obj``.
     meta = dict(obj["metadata"])
     out = {**obj, "metadata": meta}
@@ -277,7 +289,7 @@ def _desired(obj: Obj, live: Obj | None, rev: Revision) -> Obj:
         meta["ownerReferences"] = [controller_ref(rev), package_ref(rev)]
         return out
     lmeta = live.get("metadata") or {}
-    meta["ownerReferences"] = owner_references(lmeta.get("ownerReferences") or [], rev)
+    meta["ownerReferences"] = owner_references(lmeta.get("ownerReferences") or [], rev, drop)
     for key in ("labels", "annotations"):
         merged = {**(lmeta.get(key) or {}), **(meta.get(key) or {})}
         if merged:
@@ -309,8 +321,8 @@ def sort_object_refs(refs: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj], *,
-                   ca_bundle: bytes | None, namespace: str,
-                   service: str | None = None) -> Plan:
+                   ca_bundle: bytes | None, namespace: str, service: str | None = None,
+                   current: Current | None = None) -> Plan:
     """Decide create / update / adopt / own / skip per object, or report conflicts.
 
     Args:
@@ -321,6 +333,9 @@ def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj]
         ca_bundle: PEM to inject into webhooks; required when the package has any.
         namespace: the system namespace of the package's Service.
         service: the Service name, by default the package name.
+        current: the current UID (None: gone) of each revision
+            :func:`lockwright.objects.holders.to_look_up` names for ``live``; a holder
+            not in it counts as live.
 
     Returns:
         A plan whose ``actions`` are empty whenever ``conflicts`` is not.
@@ -328,16 +343,28 @@ def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj]
     prepared = prepare(objects, rev, ca_bundle, namespace, service)
     keyed = [(ObjectKey.of(o), o) for o in prepared]
     conflicts = sorted({c for k, _ in keyed if k in live
-                        and (c := conflict_of(k, live[k], rev)) is not None},
+                        and (c := conflict_of(k, live[k], rev, current)) is not None},
                        key=lambda c: c.object)
     refs = sort_object_refs([object_ref(o) for _, o in keyed])
     if conflicts:
         return Plan([], conflicts, refs)
+    stale = _stale(rev, [k for k, _ in keyed], live, current or {})
+    drops = {s.object: holders.dead_uids(holders.refs_of(live[s.object]), rev) for s in stale}
     actions = []
     for key, obj in keyed:
-        desired = _desired(obj, live.get(key), rev)
+        desired = _desired(obj, live.get(key), rev, drops.get(key, frozenset()))
         actions.append(Action(_decide(desired, live.get(key), rev), key, desired))
-    return Plan(actions, [], refs)
+    return Plan(actions, [], refs, stale, drops)
+
+
+def _stale(rev: Revision, keys: list[ObjectKey], live: dict[ObjectKey, Obj],
+           current: Current) -> list[Stale]:
+    """The objects whose stale holder an active ``rev`` adopts (an inactive one only
+    co-owns, so it adopts nothing)."""
+    if not rev.active:
+        return []
+    return [holders.stale_of(k, live[k], current) for k in keys
+            if k in live and holders.hold_of(live[k], rev, current) is Hold.STALE]
 
 
 def _slim(live: Obj | None) -> Obj | None:
@@ -351,7 +378,8 @@ def _slim(live: Obj | None) -> Obj | None:
 def seen(plan: Plan, live: dict[ObjectKey, Obj]) -> dict[ObjectKey, Seen]:
     """Per planned object, its decision and live metadata: small enough to keep for every
     object of a package between checking all of them and writing any."""
-    return {a.key: Seen(a.op, _slim(live.get(a.key))) for a in plan.actions}
+    return {a.key: Seen(a.op, _slim(live.get(a.key)), plan.drops.get(a.key, frozenset()))
+            for a in plan.actions}
 
 
 def replan(rev: Revision, objects: list[Obj], seen: dict[ObjectKey, Seen], *,
@@ -370,5 +398,5 @@ def replan(rev: Revision, objects: list[Obj], seen: dict[ObjectKey, Seen], *,
     for obj in prepare(objects, rev, ca_bundle, namespace, service):
         key = ObjectKey.of(obj)
         decided = seen[key]
-        actions.append(Action(decided.op, key, _desired(obj, decided.live, rev)))
+        actions.append(Action(decided.op, key, _desired(obj, decided.live, rev, decided.drop)))
     return actions

@@ -55,6 +55,25 @@ def package_owner(package_kind: str, pkg: Obj) -> Obj:
             "uid": pkg["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
 
 
+def adopted_owners(refs: list[Obj], package_kind: str, pkg: Obj) -> list[Obj] | None:
+    """A revision's owner references once ``pkg`` adopts it, or None to leave it as is.
+
+    A revision nobody controls (its package deleted with ``propagationPolicy: Orphan``, or
+    restored by a tool that drops owner references, as Velero does) is adopted. So is one
+    whose controller is this package's name under another UID: that package is gone
+    (names are unique), as after a restore from a backup, and its reference is dropped.
+    Any other controller keeps it.
+    """
+    controller = next((r for r in refs if r.get("controller")), None)
+    name, uid = pkg["metadata"]["name"], pkg["metadata"]["uid"]
+    if controller is not None and not (controller.get("kind") == package_kind
+                                       and controller.get("name") == name
+                                       and controller.get("uid") != uid):
+        return None
+    kept = [r for r in refs if not (r.get("kind") == package_kind and r.get("name") == name)]
+    return [*kept, package_owner(package_kind, pkg)]
+
+
 def new_revision(revision_kind: str, name: str, metadata: Obj, owner: Obj, wanted: Obj,
                  number: int) -> Obj:
     """A new Inactive revision numbered ``number``, controlled by ``owner``.

@@ -144,3 +144,23 @@ A12, B12 = "a" * 12, "b" * 12
 ])
 def test_gone_entries(entries: list[Obj], staying: set[str], gone: list[str]) -> None:
     assert rv.gone_entries({"packages": entries}, "Provider", "nop", staying) == gone
+
+
+_PKG = {"metadata": {"name": "nop", "uid": "pkg-now"}}
+_OWNER = rv.package_owner("Provider", _PKG)
+_STALE = {**_OWNER, "uid": "pkg-before-restore"}
+_OTHER = {**_OWNER, "name": "alpha", "uid": "alpha-uid"}
+_CM = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "cm"}
+
+
+@pytest.mark.parametrize(("refs", "want"), [
+    ([], [_OWNER]),  # orphaned, or restored with owner references dropped (Velero)
+    ([_CM], [_CM, _OWNER]),
+    ([_STALE], [_OWNER]),  # restored as exported: the package of that name is another now
+    ([{**_STALE, "controller": False}, _CM], [_CM, _OWNER]),
+    ([_OWNER], None),  # already ours
+    ([_OTHER], None),  # another package's: never taken over
+    ([{**_STALE, "kind": "Configuration"}], None),  # another kind's package of that name
+])
+def test_adopted_owners(refs: list[Obj], want: list[Obj] | None) -> None:
+    assert rv.adopted_owners(refs, "Provider", _PKG) == want
