@@ -47,12 +47,15 @@ class Options:
             runtime that never starts); see :mod:`controlplane.kwok`.
         audited_users: users whose requests kube-apiserver's audit log records (Metadata).
         timeout: seconds each component gets to become ready.
+        garbage_collector: False starts kube-controller-manager with
+            ``--enable-garbage-collector=false`` (owner references are never acted on).
     """
 
     nodes: int = 1
     unavailable_images: tuple[str, ...] = ()
     audited_users: tuple[str, ...] = ()
     timeout: float = 90.0
+    garbage_collector: bool = True
 
 
 @dataclass
@@ -253,7 +256,8 @@ def _controllers(cp: ControlPlane) -> None:
         "--use-service-account-credentials=true",
         "--service-account-private-key-file", p.file("sa.key"),
         "--root-ca-file", p.file("ca.crt"), "--cluster-signing-cert-file", p.file("ca.crt"),
-        "--cluster-signing-key-file", p.file("ca.key"), "--allocate-node-cidrs=false"])
+        "--cluster-signing-key-file", p.file("ca.key"), "--allocate-node-cidrs=false",
+        f"--enable-garbage-collector={str(cp.options.garbage_collector).lower()}"])
     cp.spawn("kube-scheduler", [
         str(cp.bin_dir / "kube-scheduler"), "--kubeconfig", cp.kubeconfig,
         "--leader-elect=false", "--secure-port=0"])

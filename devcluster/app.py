@@ -44,14 +44,16 @@ class App:
 
 def start(host: str, port: int, data_dir: str, *, history: int = 10_000,
           bookmark_interval: float = 1.0, deployment_delay: float = 0.05,
-          unavailable_images: Sequence[str] = (), authorization: str = "AlwaysAllow") -> App:
+          unavailable_images: Sequence[str] = (), authorization: str = "AlwaysAllow",
+          owner_gc: bool = True) -> App:
     """Start devcluster on ``host:port`` (0 picks a free port) with state in ``data_dir``.
 
     Deployments with a pod-template image matching one of ``unavailable_images`` (fnmatch
     patterns) are kept unavailable. ``authorization`` ``RBAC`` authenticates bearer tokens
     and authorizes every request by the stored RBAC objects (:mod:`devcluster.guard`);
     ``AlwaysAllow`` serves everyone. RBAC mode serves HTTPS (clients send tokens only over
-    TLS) with a CA of its own, ``App.ca_pem``.
+    TLS) with a CA of its own, ``App.ca_pem``. ``owner_gc`` False turns ownerReference
+    garbage collection off (kube-controller-manager's ``--enable-garbage-collector=false``).
     """
     if authorization not in AUTHORIZATION_MODES:
         raise ValueError(f"authorization mode {authorization!r}: use one of "
@@ -60,7 +62,7 @@ def start(host: str, port: int, data_dir: str, *, history: int = 10_000,
     cluster = Cluster(data_dir, history)
     guard = Guard(cluster, data_dir) if authorization == "RBAC" else None
     serving = tls.serving(data_dir, host) if guard is not None else None
-    gc = GarbageCollector(cluster)
+    gc = GarbageCollector(cluster, owner_references=owner_gc)
     deployments = DeploymentSimulator(cluster, deployment_delay, unavailable_images)
     server = DevServer((host, port), cluster, guard, serving.context() if serving else None)
     gc.start()

@@ -37,6 +37,11 @@ def register(subparsers: Any) -> None:
                             "`kubectl create token` asks) and authorize every request by the "
                             "stored Roles, ClusterRoles and bindings; GET /debug/rbac shows "
                             "which rule allowed what")
+    serve.add_argument("--enable-garbage-collector", choices=("true", "false"), default="true",
+                       help="false: no ownerReference garbage collection (an object whose "
+                            "owners are gone stays; foreground and orphan deletions wait), "
+                            "as kube-controller-manager's flag of that name; namespace and "
+                            "CRD clean-up still run")
     serve.set_defaults(func=serve_command)
 
 
@@ -69,7 +74,8 @@ def serve_command(args: argparse.Namespace) -> int:
                 history=args.watch_history, bookmark_interval=args.bookmark_interval,
                 deployment_delay=args.deployment_delay,
                 unavailable_images=args.unavailable_images,
-                authorization=args.authorization_mode)
+                authorization=args.authorization_mode,
+                owner_gc=args.enable_garbage_collector == "true")
     tmp = f"{args.kubeconfig}.tmp"
     token = app.admin_token
     mode = 0o600 if token else 0o644  # a kubeconfig holding a credential is the owner's

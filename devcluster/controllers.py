@@ -81,10 +81,15 @@ class GarbageCollector(_Loop):
     as the real GC re-reads the object before acting on it.
     """
 
-    def __init__(self, cluster: Cluster, period: float = 1.0) -> None:
+    def __init__(self, cluster: Cluster, period: float = 1.0,
+                 owner_references: bool = True) -> None:
         # Each sweep reads every object; spacing sweeps keeps it off the request path.
         super().__init__("devcluster-gc", period, min_interval=0.2)
         self.cluster = cluster
+        # False: kube-controller-manager's --enable-garbage-collector=false, where nothing
+        # acts on owner references or the orphan and foreground finalizers (the namespace
+        # controller and the CRD clean-up are not the garbage collector, so they still run).
+        self.owner_references = owner_references
         cluster.listeners.append(self._on_change)
 
     def _on_change(self, event: str, key: Key, obj: Obj) -> None:
@@ -100,7 +105,8 @@ class GarbageCollector(_Loop):
             meta = obj["metadata"]
             if meta.get("deletionTimestamp"):
                 self._finish_deleting(key, obj, dependents)
-            elif meta.get("ownerReferences") and not self._classify(obj).all_solid():
+            elif (self.owner_references and meta.get("ownerReferences")
+                  and not self._classify(obj).all_solid()):
                 self._attempt_to_delete(key, meta["uid"], dependents)
 
     def _classify(self, obj: Obj) -> _Owners:
@@ -174,9 +180,9 @@ class GarbageCollector(_Loop):
         """Work an object being deleted waits for: its GC, namespace or CRD finalizer."""
         finalizers = obj["metadata"].get("finalizers") or []
         uid = obj["metadata"]["uid"]
-        if ORPHAN_FINALIZER in finalizers:
+        if ORPHAN_FINALIZER in finalizers and self.owner_references:
             self._orphan(key, uid, dependents)
-        if FOREGROUND_FINALIZER in finalizers:
+        if FOREGROUND_FINALIZER in finalizers and self.owner_references:
             self._foreground(key, uid, dependents)
         if key[:2] == ("", "namespaces"):
             self._finalize_namespace(key)
