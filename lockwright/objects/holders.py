@@ -16,16 +16,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lockwright.objects.lock import ObjectKey
-
-if TYPE_CHECKING:
-    from lockwright.objects.establish import Revision
 
 Ref = dict[str, Any]
 #: A revision's UID now, by name; None when no revision of that name exists.
 Current = Mapping[str, str | None]
+
+
+class Revision(Protocol):
+    """What deciding needs of the revision that wants an object
+    (``lockwright.objects.establish.Revision`` is one)."""
+
+    @property
+    def uid(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def package_kind(self) -> str: ...
+    @property
+    def package_name(self) -> str: ...
+    @property
+    def package_uid(self) -> str: ...
 
 
 class Hold(str, Enum):
@@ -141,6 +154,7 @@ def adoption_messages(stale: list[Stale]) -> list[str]:
     for (kind, revision, uid, now), keys in sorted(by_holder.items(), key=str):
         names = ", ".join(str(k) for k in sorted(keys)[:NAMED])
         more = f" and {len(keys) - NAMED} more" if len(keys) > NAMED else ""
-        out.append(f"took control of {len(keys)} object(s) from a stale owner, "
+        objects = "1 object" if len(keys) == 1 else f"{len(keys)} objects"
+        out.append(f"took control of {objects} from a stale owner, "
                    f"{Stale(keys[0], kind, revision, uid, now).message}: {names}{more}")
     return out

@@ -142,21 +142,22 @@ def _key(name: str) -> ObjectKey:
     return ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", name)
 
 
+CRD_A, CRD_B, CRD_C, CRD_Z = (f'CustomResourceDefinition.apiextensions.k8s.io "{n}.x"'
+                              for n in "abcz")
+
+
 @pytest.mark.parametrize(("stale", "messages"), [
     ([], []),
     ([ho.Stale(_key("b.x"), "ProviderRevision", "nop-1", "u1", None),
       ho.Stale(_key("a.x"), "ProviderRevision", "nop-1", "u1", None)],
-     ['took control of 2 object(s) from a stale owner, ProviderRevision nop-1 (UID u1), '
-      'which no longer exists: CustomResourceDefinition.apiextensions.k8s.io "a.x", '
-      'CustomResourceDefinition.apiextensions.k8s.io "b.x"']),
+     [("took control of 2 objects from a stale owner, ProviderRevision nop-1 (UID u1), "
+       f"which no longer exists: {CRD_A}, {CRD_B}")]),
     ([ho.Stale(_key(f"{n}.x"), "ProviderRevision", "nop-1", "u1", "u2") for n in "edcba"]
      + [ho.Stale(_key("z.x"), "ProviderRevision", "nop-0", "u0", None)],
-     ['took control of 1 object(s) from a stale owner, ProviderRevision nop-0 (UID u0), '
-      'which no longer exists: CustomResourceDefinition.apiextensions.k8s.io "z.x"',
-      'took control of 5 object(s) from a stale owner, ProviderRevision nop-1 (UID u1), '
-      'which now has UID u2: CustomResourceDefinition.apiextensions.k8s.io "a.x", '
-      'CustomResourceDefinition.apiextensions.k8s.io "b.x", '
-      'CustomResourceDefinition.apiextensions.k8s.io "c.x" and 2 more']),
+     [("took control of 1 object from a stale owner, ProviderRevision nop-0 (UID u0), "
+       f"which no longer exists: {CRD_Z}"),
+      ("took control of 5 objects from a stale owner, ProviderRevision nop-1 (UID u1), "
+       f"which now has UID u2: {CRD_A}, {CRD_B}, {CRD_C} and 2 more")]),
 ])
 def test_adoption_messages(stale: list[ho.Stale], messages: list[str]) -> None:
     assert ho.adoption_messages(stale) == messages
