@@ -1,7 +1,7 @@
 """A control plane restored from a backup (issue 22), end to end on both clusters.
 
-The backup is what a user makes with kubectl: every package, revision, the Lock, the CRDs
-the packages installed and their custom resources, read with ``kubectl get -o json`` from
+The backup is what a user makes with kubectl: every package, revision, the Lock, the
+ManagedResourceDefinitions and CRDs the packages installed and their custom resources, read with ``kubectl get -o json`` from
 a cluster of its own, stripped as Velero strips what it restores (the server's fields,
 ``status`` and ``ownerReferences``), then applied with kubectl to a fresh cluster run by a
 fresh lockwright. lockwright must take it all back with no hand edit: the restored
@@ -42,6 +42,7 @@ SERVER_FIELDS = ("generateName", "selfLink", "uid", "resourceVersion", "generati
                  "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                  "ownerReferences", "managedFields")
 PKG = "pkg.crossplane.io"
+MRDS = "managedresourcedefinitions.apiextensions.crossplane.io"
 
 
 def provider_dir(root: Path, group: str, spec: Obj | None = None) -> Path:
@@ -111,6 +112,8 @@ class Backup:
         assert {(r["kind"], r["uid"]) for r in live_crd["metadata"]["ownerReferences"]} == {
             ("ProviderRevision", rev["metadata"]["uid"]), ("Provider", pkg["metadata"]["uid"])}
         assert [r["uid"] for r in controllers(live_crd)] == [rev["metadata"]["uid"]]
+        [mrd] = get_json(target, MRDS, self.crd_name)
+        assert [r["uid"] for r in controllers(mrd)] == [rev["metadata"]["uid"]]
         now = get_json(target, self.plural)
         assert uids(now) == gadgets  # every custom resource kept, none re-created
         assert sorted(o["spec"]["size"] for o in now) == [0, 1, 2]
@@ -177,13 +180,14 @@ async def backup(registry: Any, auth_registry: Any, temporal_env: Any, cluster_k
         [revision] = get_json(source, f"providerrevisions.{PKG}")
         crds = get_json(source, "customresourcedefinitions", crd_name)
         rest = (get_json(source, f"locks.{PKG}") + get_json(source, f"providers.{PKG}")
-                + [revision] + get_json(source, crd_name))
+                + [revision] + get_json(source, MRDS) + get_json(source, crd_name))
         foreign_ref = source.push(provider_dir(tmp / "q", group, spec={
             "crossplane": {"version": ">=v1.0.0"}}))  # another digest, the same CRD
     out = Backup(name, revision["metadata"]["name"], revision["metadata"]["uid"], crd_name,
                  crd_name, crds, rest, foreign_ref)
     await forget_workflows(source, out.workflows)
-    assert {o["kind"] for o in rest} == {"Lock", "Provider", "ProviderRevision", "Gadget"}
+    assert {o["kind"] for o in rest} == {"Lock", "Provider", "ProviderRevision", "Gadget",
+                                         "ManagedResourceDefinition"}
     return out
 
 
