@@ -6,13 +6,16 @@ a controller would (read, change, write over the version read). lockwright insta
 revision and its objects, deploys nothing (no Deployment, ServiceAccount, Service or TLS
 Secret), reads no DeploymentRuntimeConfig for a ``runtimeConfigRef`` of another kind, never
 writes the runtime's conditions, and follows them: True makes the package Healthy, False
-past the switch deadline reverts an upgrade.
+past the switch deadline reverts an upgrade. Webhooks wait (retrying) for the TLS Secret
+the controller reports, then get its CA.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 import contracts as c
+from lockwright.runtime import tls
 from tests.e2e.test_failures import crd_exists, provider_dir, unique_group
+from tests.e2e.test_install import webhook_provider
 from tests.e2e.test_upgrade import GOOD_IMAGE, active_and_inactive, controller_uid
 from tests.fixtures.stack import PKG_GROUP, REVISION_PLURALS, Stack, running_stack
 from tests.helpers import unique, wait_for
@@ -85,6 +90,19 @@ def runtime_says(stack: Stack, revision: str, status: str, reason: str, message:
         return True
 
     wait_for(written, timeout=30, interval=0.1, what=f"RuntimeHealthy={status} on {revision}")
+
+
+def runtime_reports_tls(stack: Stack, revision: str, secret: str) -> bytes:
+    """Issue a server certificate into Secret ``secret`` and report it in the revision's
+    status, as an external controller does; returns the certificate (PEM)."""
+    now = datetime.now(UTC)
+    data = tls.ensure_server_cert(None, tls.ensure_ca(None, now), secret, NS, now)
+    client.CoreV1Api(stack.api).create_namespaced_secret(NS, {
+        "metadata": {"name": secret}, "type": tls.SECRET_TYPE, "data": data})
+    client.CustomObjectsApi(stack.api).patch_cluster_custom_object_status(
+        PKG_GROUP, "v1", REVISION_PLURALS["Provider"], revision,
+        {"status": {"tlsServerSecretName": secret}})
+    return tls.ca_bundle(data)
 
 
 def runtime_condition(stack: Stack, package: str, revision: str) -> Obj:
@@ -175,4 +193,47 @@ def test_external_runtime_false_past_the_switch_deadline_reverts_an_upgrade(
     # Neither revision's runtime condition was rewritten by lockwright.
     assert runtime_condition(external, name, v1)["reason"] == "PodsReady"
     assert runtime_condition(external, name, v2)["message"] == "pod crash-looping"
+    assert runtime_objects(external, name) == []
+
+
+def test_external_runtime_webhooks_wait_for_the_tls_secret_its_controller_reports(
+        external: Stack, tmp_path: Path) -> None:
+    group, name = unique_group(), unique("ext")
+    root = webhook_provider(tmp_path / "webhooks", group)
+    kubectl_apply_provider(external, name, external.push(root, repo=unique("hooks")))
+
+    def waiting() -> Obj | None:
+        healthy = external.conditions("Provider", name).get("Healthy", {})
+        message = healthy.get("message", "")  # the CRD's conversion webhook comes first
+        return healthy if "without having a TLS bundle" in message and "retrying" in message \
+            else None
+
+    try:
+        wait_for(waiting, timeout=90, interval=0.2, what=f"{name} waiting for the TLS Secret")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; conditions: {external.conditions('Provider', name)}; "
+                             f"revisions: {external.revisions('Provider', name)}") from exc
+    hooks = client.AdmissionregistrationV1Api(external.api)
+    webhook_name = f"crossplane-provider-{name}"
+    assert webhook_name not in [w.metadata.name for w in
+                                hooks.list_validating_webhook_configuration().items]
+    [rev] = external.revisions("Provider", name)
+    ca = runtime_reports_tls(external, rev["metadata"]["name"], unique("ext-tls"))
+
+    def injected() -> Any:
+        try:
+            return hooks.read_validating_webhook_configuration(webhook_name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    webhook = wait_for(injected, timeout=120, interval=0.2, what="the webhook injected")
+    config = webhook.webhooks[0].client_config
+    assert base64.b64decode(config.ca_bundle) == ca
+    assert (config.service.name, config.service.namespace) == (name, NS)
+    conversion = (crd_exists(external, f"gadgets.{group}") or {})["spec"]["conversion"]
+    assert base64.b64decode(conversion["webhook"]["client_config"]["ca_bundle"]) == ca
+    runtime_says(external, rev["metadata"]["name"], "True", "PodsReady", "1/1 pods ready")
+    external.wait_healthy("Provider", name)
     assert runtime_objects(external, name) == []
