@@ -35,9 +35,8 @@ from lockwright import names
 from lockwright.errors import KubeAlreadyExists, KubeConflict
 from lockwright.images import imageconfig
 from lockwright.k8s import Kube, Obj
-from lockwright.runtime import external
+from lockwright.runtime import external, tls
 from lockwright.runtime import manifests as runtime
-from lockwright.runtime import tls
 
 SecretData = dict[str, str]
 HEALTH_OBSERVE_S = 2.0

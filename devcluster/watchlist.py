@@ -16,6 +16,8 @@ from devcluster.errors import ApiError
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 NOT_OLDER_THAN = "NotOlderThan"
+MSG_MATCH_ALONE = ("Forbidden: resourceVersionMatch is forbidden for watch unless "
+                   "sendInitialEvents is provided")
 
 
 def sends_initial_events(q: dict[str, str]) -> bool:
@@ -46,12 +48,11 @@ def query_bool(raw: str | None) -> bool:
 def _causes(raw: str | None, match: str) -> list[tuple[str, str, str]]:
     causes: list[tuple[str, str, str]] = []
     if raw is not None and match != NOT_OLDER_THAN:
-        causes.append(("FieldValueForbidden", "resourceVersionMatch", "Forbidden: "
-                       f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}"))
+        causes.append(("FieldValueForbidden", "resourceVersionMatch",
+                       "Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
+                       + NOT_OLDER_THAN))
     if match and raw is None:
-        causes.append(("FieldValueForbidden", "resourceVersionMatch", "Forbidden: "
-                       "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
-                       "provided"))
+        causes.append(("FieldValueForbidden", "resourceVersionMatch", MSG_MATCH_ALONE))
     if match and match != NOT_OLDER_THAN:
         causes.append(("FieldValueNotSupported", "resourceVersionMatch",
                        f'Unsupported value: "{match}": supported values: "{NOT_OLDER_THAN}"'))
