@@ -40,11 +40,19 @@ def lockwright_writes(condition_type: str, package_runtime: str) -> bool:
 
 def external_health(found: list[Condition] | None) -> tuple[bool, str]:
     """Health as the external controller wrote it on the revision: its ``RuntimeHealthy``
-    status True, and its message (or why there is none yet)."""
+    status True, and its message (or why there is none yet).
+
+    A healthy runtime whose ``RuntimeActive`` says ``AwaitingActivation`` (safe-start,
+    scaled to zero) reads as lockwright's own safe-start health, so the package says
+    ``Healthy=True/AwaitingActivation`` as under the Deployment runtime.
+    """
     runtime = conditions.get_condition(found, conditions.RUNTIME_HEALTHY)
     if runtime is None:
         return False, MSG_NOT_YET
     healthy = runtime.get("status") == conditions.TRUE
+    active = conditions.get_condition(found, conditions.RUNTIME_ACTIVE) or {}
+    if healthy and active.get("reason") == conditions.AWAITING_ACTIVATION:
+        return True, conditions.MSG_AWAITING_ACTIVATION
     message = str(runtime.get("message") or "")
     if not healthy and not message:
         message = (f'RuntimeHealthy is "{runtime.get("status", "Unknown")}" '

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from lockwright.conditions import MSG_AWAITING_ACTIVATION
 from lockwright.runtime import external
 
 RUNTIME_HEALTHY = "RuntimeHealthy"
@@ -38,6 +39,14 @@ def _cond(status: str, reason: str = "", message: str = "") -> dict[str, Any]:
     ([_cond("False", "Crashing", "pod crash-looping")], False, "pod crash-looping"),
     ([_cond("False", "Crashing")], False, 'RuntimeHealthy is "False" (Crashing)'),
     ([_cond("Unknown")], False, 'RuntimeHealthy is "Unknown" (no reason given)'),
+    # Safe-start at zero replicas, as the controller says it.
+    ([_cond("True", "HealthyPackageRevision"), {"type": "RuntimeActive", "status": "False",
+                                                "reason": "AwaitingActivation"}],
+     True, MSG_AWAITING_ACTIVATION),
+    ([_cond("False", "Crashing", "down"), {"type": "RuntimeActive", "status": "False",
+                                           "reason": "AwaitingActivation"}], False, "down"),
+    ([_cond("True", "Ready", "up"), {"type": "RuntimeActive", "status": "True",
+                                     "reason": "ActiveRuntime"}], True, "up"),
 ])
 def test_health_is_what_the_external_controller_wrote(
         found: list[dict[str, Any]] | None, healthy: bool, message: str) -> None:
