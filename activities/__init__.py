@@ -65,7 +65,7 @@ def collaborators(settings: Settings, kube: Kube, cache: PackageCache) -> Collab
     reader = PackageReader(kube)
     registries = Registries(kube, settings.system_namespace, settings.insecure_registries)
     contents = Contents(cache, registries)
-    runtime_configs = RuntimeConfigs(kube, registries)
+    runtime_configs = RuntimeConfigs(kube, registries, settings.package_runtime)
     definitions = Definitions(kube, reader, contents, settings.managed_resource_definitions)
     return Collaborators(
         reader, registries, contents, runtime_configs,
@@ -118,7 +118,7 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
         settings, x,
         PackageActivities(k, x.reader, x.registries, x.verifier, cache, runtime,
                           settings.upgrade_gate),
-        RevisionActivities(k, x.reader, x.contents, settings.crossplane_version),
+        RevisionActivities(k, x.reader, x.contents, settings.crossplane_version, runtime),
         LifecycleActivities(k, ns, x.reader, x.keeper, x.establisher, x.dropped),
         LockActivities(x.reader, x.contents, x.keeper),
         ObjectActivities(x.establisher),

@@ -222,12 +222,20 @@ class Establisher:
             common_annotations=dict(spec(rev).get("commonAnnotations") or {}))
 
     def webhook_target(self, inp: c.EstablishObjectsInput, rev: Obj) -> tuple[bytes | None, str]:
-        """The CA bundle and Service name webhooks point at (active runtimes only)."""
+        """The CA bundle and Service name webhooks point at (active runtimes only).
+
+        Under the External runtime the Secret is the one its controller reports in the
+        revision's ``status.tlsServerSecretName`` (none yet: no bundle).
+        """
         if not inp.control or inp.kind not in c.KINDS_WITH_RUNTIME:
             return None, inp.package
         drc, _ = self.runtime_configs.runtime_config(rev, required=False)
         secret_name = (spec(rev).get("tlsServerSecretName")
                        or names.tls_server_secret_name(inp.package))
+        if self.runtime_configs.external:
+            secret_name = (rev.get("status") or {}).get("tlsServerSecretName")
+            if not secret_name:
+                return None, inp.package
         secret = self.kube.get("v1", "Secret", str(secret_name), self.namespace)
         data = (secret or {}).get("data") or {}
         ca = tls.ca_bundle(data) if data.get(tls.TLS_CERT) else None

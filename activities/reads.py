@@ -22,12 +22,13 @@ from activities.base import (
     revision_kind,
     spec,
 )
-from lockwright.errors import KubeNotFound, Unauthorized
+from lockwright.errors import InvalidPackage, KubeNotFound, Unauthorized
 from lockwright.images import imageconfig
 from lockwright.k8s import Kube, Obj
 from lockwright.names import LABEL_PACKAGE
 from lockwright.oci.auth import DockerAuths
 from lockwright.oci.client import RegistryClient
+from lockwright.runtime import external
 
 DOCKER_CONFIG_KEY = ".dockerconfigjson"
 
@@ -124,22 +125,40 @@ class Registries:
 class RuntimeConfigs:
     """Which DeploymentRuntimeConfig a revision's runtime uses (reference §13.1 step 3)."""
 
-    def __init__(self, kube: Kube, registries: Registries) -> None:
+    def __init__(self, kube: Kube, registries: Registries,
+                 package_runtime: str = external.DEPLOYMENT) -> None:
+        """Read DeploymentRuntimeConfigs for a ``Deployment`` ``package_runtime``; under
+        ``External`` none is read (the runtime's controller has its own config)."""
         self.kube = kube
         self.registries = registries
+        self.external = external.is_external(package_runtime)
 
     def runtime_config(self, rev: Obj, required: bool = True
                        ) -> tuple[Obj | None, dict[str, str] | None]:
         """The DRC and, when an ImageConfig chose it, that ImageConfig's applied ref.
 
+        None and None under the External runtime: no DRC is read. A ref to another kind
+        names no DRC (required, it is refused as Crossplane refuses it).
+
         Raises:
             KubeNotFound: ``required`` and the referenced DRC does not exist.
+            InvalidPackage: ``required`` and the ref names another apiVersion and kind.
         """
+        if self.external:
+            return None, None
         resolution = self.registries.resolution(str(spec(rev).get("image", "")))
         chosen = next((r for r in resolution.applied
                        if r["reason"] == imageconfig.Reason.CONFIGURE_RUNTIME.value), None)
         ref = (resolution.runtime_config_ref or spec(rev).get("runtimeConfigRef")
                or {"name": "default"})
+        if not external.is_deployment_runtime_config(ref):
+            if required:
+                raise InvalidPackage(f"{external.MSG_UNKNOWN_KIND}: {ref.get('kind')} "
+                                     f"{ref.get('name')!r} of {ref.get('apiVersion')} (the "
+                                     "Deployment runtime reads DeploymentRuntimeConfigs; "
+                                     "name one, or run the worker with "
+                                     "LOCKWRIGHT_PACKAGE_RUNTIME=External)")
+            return None, chosen
         drc = self.kube.get(PKG_V1BETA1, "DeploymentRuntimeConfig", str(ref["name"]))
         if drc is None and required:
             raise KubeNotFound("cannot get referenced deployment runtime config: "

@@ -6,6 +6,8 @@ contents stay in the per-worker cache, keyed by digest, refetched on a miss (inv
 
 from __future__ import annotations
 
+import contextlib
+
 from temporalio import activity
 
 import contracts as c
@@ -15,13 +17,22 @@ from activities.contents import Contents
 from activities.errors import edge
 from activities.reads import PackageReader
 from lockwright import conditions
-from lockwright.errors import ConstraintError, InvalidPackage, LintError, LockwrightError
+from lockwright.errors import (
+    ConstraintError,
+    InvalidPackage,
+    KubeConflict,
+    LintError,
+    LockwrightError,
+)
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.runtime import external
 from lockwright.xpkg.constraints import parse_constraint
 from lockwright.xpkg.lint import installable
 from lockwright.xpkg.parse import PackageSummary
 
 FIRST_WARNINGS = 5
+#: Guarded status writes made before a lost race is left to the activity's retry.
+WRITE_ATTEMPTS = 3
 
 
 def capabilities(summary: PackageSummary) -> list[str]:
@@ -34,12 +45,14 @@ class RevisionActivities:
     """fetch_package, parse_package, check_crossplane_version, write_revision_status."""
 
     def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
-                 crossplane_version: str) -> None:
-        """Check packages against ``crossplane_version`` (what the worker reports)."""
+                 crossplane_version: str, package_runtime: str = external.DEPLOYMENT) -> None:
+        """Check packages against ``crossplane_version`` (what the worker reports); write
+        the runtime's conditions only when ``package_runtime`` is ``Deployment``."""
         self.kube = kube
         self.reader = reader
         self.contents = contents
         self.crossplane_version = crossplane_version
+        self.package_runtime = package_runtime
 
     @activity.defn(name=c.FETCH_PACKAGE)
     @edge
@@ -118,7 +131,20 @@ class RevisionActivities:
     @edge
     def write_revision_status(self, inp: c.WriteRevisionStatusInput
                               ) -> c.WriteRevisionStatusResult:
-        """Store conditions and counts; Events when health turns."""
+        """Store conditions and counts; Events when health turns.
+
+        Under the External runtime the runtime's controller writes the revision's status
+        too, so the write is guarded and made again over a fresh read when it lost.
+        """
+        guarded = external.is_external(self.package_runtime)
+        for _ in range(WRITE_ATTEMPTS - 1 if guarded else 0):
+            with contextlib.suppress(KubeConflict):
+                return self.revision_status(inp, guarded)
+        return self.revision_status(inp, guarded)
+
+    def revision_status(self, inp: c.WriteRevisionStatusInput,
+                        guarded: bool) -> c.WriteRevisionStatusResult:
+        """One read and, when something differs, one write of the revision's status."""
         rev = self.reader.revision(inp.kind, inp.revision)
         fields: Obj = {"foundDependencies": inp.found_dependencies,
                        "installedDependencies": inp.installed_dependencies,
@@ -127,8 +153,12 @@ class RevisionActivities:
             fields["resolvedImage"] = inp.resolved_image
         if inp.capabilities:
             fields["capabilities"] = list(inp.capabilities)
+        # Under External, RuntimeHealthy and RuntimeActive are the runtime controller's:
+        # writing them would overwrite its word (which check_health reads).
+        ours = [x for x in inp.conditions
+                if external.lockwright_writes(x.type, self.package_runtime)]
         written = st.write_status(self.kube, revision_kind(inp.kind), rev, st.StatusChange(
-            inp.conditions, int(meta(rev).get("generation") or 0), fields))
+            ours, int(meta(rev).get("generation") or 0), fields, guarded=guarded))
         if written is None:
             return c.WriteRevisionStatusResult(changed=False)
         self.status_events(rev, written.before, written.after)

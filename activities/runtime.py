@@ -3,8 +3,9 @@
 Manifests come from ``lockwright.runtime.manifests`` and ``lockwright.runtime.tls``; this module only reads
 what they need and writes what they return. Runtime objects are server-side applied with
 one field manager and ``force``, so a re-run changes nothing and a stale field is taken
-back. With ``package_runtime=External`` nothing is deployed and health is whatever the
-external controller wrote as ``RuntimeHealthy`` (reference §13).
+back. With ``package_runtime=External`` nothing is deployed or issued (no TLS Secrets, no
+ServiceAccount, Service or Deployment) and health is whatever the external controller
+wrote as ``RuntimeHealthy`` (reference §13, :mod:`lockwright.runtime.external`).
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from activities.base import (
 from activities.contents import Contents
 from activities.errors import edge
 from activities.reads import PackageReader, Registries, RuntimeConfigs
-from lockwright import conditions, names
+from lockwright import names
 from lockwright.errors import KubeAlreadyExists, KubeConflict
 from lockwright.images import imageconfig
 from lockwright.k8s import Kube, Obj
+from lockwright.runtime import external, tls
 from lockwright.runtime import manifests as runtime
-from lockwright.runtime import tls
 
 SecretData = dict[str, str]
 HEALTH_OBSERVE_S = 2.0
@@ -64,7 +65,13 @@ class RuntimeActivities:
     @activity.defn(name=c.ENSURE_TLS)
     @edge
     def ensure_tls(self, inp: c.EnsureTlsInput) -> c.EnsureTlsResult:
-        """Keep the root CA and the package's server (and provider client) Secrets valid."""
+        """Keep the root CA and the package's server (and provider client) Secrets valid.
+
+        Not under the External runtime: its controller issues them and says so in the
+        revision's status (Crossplane's contract), so lockwright writes neither.
+        """
+        if external.is_external(self.package_runtime):
+            return c.EnsureTlsResult()
         rev = self.reader.revision(inp.kind, inp.revision)
         drc, _ = self.runtime_configs.runtime_config(rev, required=False)
         now = datetime.now(UTC)
@@ -189,12 +196,10 @@ class RuntimeActivities:
     def check_health(self, inp: c.CheckHealthInput) -> c.CheckHealthResult:
         """One look at the runtime: the Deployment's Available condition, or External's word."""
         rev = self.reader.revision(inp.kind, inp.revision)
-        if self.package_runtime != DEPLOYMENT_RUNTIME:
-            found = conditions.get_condition((rev.get("status") or {}).get("conditions"),
-                                             conditions.RUNTIME_HEALTHY)
-            healthy = bool(found and found.get("status") == conditions.TRUE)
-            return c.CheckHealthResult(healthy=healthy, message=str((found or {}).get(
-                "message", "" if healthy else "waiting for the external runtime")))
+        if external.is_external(self.package_runtime):
+            healthy, message = external.external_health(
+                (rev.get("status") or {}).get("conditions"))
+            return c.CheckHealthResult(healthy=healthy, message=message)
         drc, _ = self.runtime_configs.runtime_config(rev, required=False)
         deployment = self.observed_deployment(deployment_name(inp.revision, drc))
         healthy, message = runtime.deployment_health(deployment, kind_of(inp.kind))

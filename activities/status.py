@@ -26,12 +26,16 @@ class StatusChange:
         generation: the ``observedGeneration`` the conditions are stamped with.
         fields: other status fields, each written only where it differs.
         drop: condition types to remove.
+        guarded: write only over the object as read (its ``resourceVersion``): another
+            writer's conditions in between make the patch fail with a conflict rather
+            than be replaced (a merge patch replaces the whole list).
     """
 
     conditions: list[c.Condition]
     generation: int
     fields: Obj
     drop: Sequence[str] = ()
+    guarded: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,10 @@ def write_status(kube: Kube, kind: str, obj: Obj, change: StatusChange) -> Trans
     changed = changed_fields(status, {"conditions": after, **change.fields})
     if not changed:
         return None
-    kube.patch(PKG_V1, kind, meta(obj)["name"], {"status": changed}, subresource="status")
+    body: Obj = {"status": changed}
+    if change.guarded:
+        body["metadata"] = {"resourceVersion": meta(obj)["resourceVersion"]}
+    kube.patch(PKG_V1, kind, meta(obj)["name"], body, subresource="status")
     return Transition(before, after)
 
 

@@ -28,6 +28,7 @@ from devcluster.guard import Guard
 from devcluster.selectors import field_selector, label_selector
 from devcluster.types import ResourceType, dump_json
 from devcluster.watch import WatchRequest, stream
+from devcluster.watchlist import sends_initial_events
 
 MAX_BODY = 3 * 1024 * 1024
 COMPACT_PATH = "/debug/compact"  # POST: forget the change log, as an etcd compaction
@@ -286,12 +287,13 @@ class Handler(BaseHTTPRequestHandler):
         labels = label_selector(q.get("labelSelector"))
         fields = field_selector(q.get("fieldSelector"), t.rt.kind)
         name = t.name
+        initial_events = sends_initial_events(q)  # 422 for refused options, before headers
         req = WatchRequest(
             t.rt, t.namespace, q.get("resourceVersion"),
             lambda o: labels(o) and fields(o) and (name is None or o["metadata"]["name"] == name),
             bookmarks=q.get("allowWatchBookmarks") in ("true", "1"),
             timeout=float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None,
-            bookmark_interval=Settings.bookmark_interval)
+            bookmark_interval=Settings.bookmark_interval, initial_events=initial_events)
         events = stream(self.server.cluster, req)
         first = next(events, None)  # raises 400 for a malformed version before headers go out
         self.send_response(200)

@@ -2,7 +2,8 @@
 
 Selector semantics follow kube-apiserver's watch cache: an object that starts matching
 arrives as ADDED, one that stops matching as DELETED. A start version older than the
-retained log yields one ``ERROR`` event carrying a 410 ``Expired`` Status.
+retained log yields one ``ERROR`` event carrying a 410 ``Expired`` Status. A watch-list
+(:mod:`devcluster.watchlist`) starts with the current state instead, then its bookmark.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from devcluster.errors import gone
 from devcluster.selectors import Matcher
 from devcluster.store import Event
 from devcluster.types import ResourceType
+from devcluster.watchlist import end_bookmark
 
 Obj = dict[str, Any]
 
@@ -33,6 +35,7 @@ class WatchRequest:
     timeout: float | None = None
     bookmark_interval: float = 1.0
     tick: float = 1.0
+    initial_events: bool = False
 
 
 def _in_scope(req: WatchRequest, event: Event) -> bool:
@@ -59,10 +62,10 @@ def stream(cluster: Cluster, req: WatchRequest) -> Iterator[tuple[str, Obj] | No
     store = cluster.store
     deadline = time.monotonic() + req.timeout if req.timeout else None
     with store.lock:
-        if req.since in (None, "", "0"):
+        if req.initial_events or req.since in (None, "", "0"):
             start = store.rv
             initial = [o for _, o in store.items(req.rt.group, req.rt.plural, req.namespace)
-                       if req.match(o)]
+                       if req.match(o)] if req.initial_events else []
         else:
             start = _parse_rv(req.since)
             if store.too_old(start):
@@ -71,6 +74,8 @@ def stream(cluster: Cluster, req: WatchRequest) -> Iterator[tuple[str, Obj] | No
             initial = []
     for obj in initial:
         yield "ADDED", obj
+    if req.initial_events and req.bookmarks:
+        yield "BOOKMARK", end_bookmark(req.rt.kind, req.rt.group_version, max(start, 1))
     last_bookmark = time.monotonic()
     while deadline is None or time.monotonic() < deadline:
         with store.changed:

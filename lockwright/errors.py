@@ -117,6 +117,11 @@ class KubernetesUnavailable(TransientError):
     """The Kubernetes API could not be reached, or answered 5xx."""
 
 
+class RuntimeNotReady(TransientError):
+    """The package's runtime has not yet provided what its objects need: the webhook TLS
+    Secret (an External runtime's controller reports it in the revision's status)."""
+
+
 class PermissionRejected(PermanentError):
     """A provider's ``permissionRequests`` ask for something no allowed ClusterRole grants."""
 

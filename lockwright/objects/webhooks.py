@@ -12,7 +12,7 @@ import base64
 import copy
 from typing import Any
 
-from lockwright.errors import InvalidPackage
+from lockwright.errors import RuntimeNotReady
 from lockwright.names import webhook_configuration_name
 
 Obj = dict[str, Any]
@@ -53,7 +53,8 @@ def inject_webhooks(obj: Obj, *, package_kind: str, package_name: str, active: b
         service: the Service name when a DeploymentRuntimeConfig renames it.
 
     Raises:
-        InvalidPackage: an active revision with webhooks but no ``ca``.
+        RuntimeNotReady: an active revision with webhooks but no ``ca`` yet (the
+            runtime's TLS Secret is not there or not reported yet; retried).
     """
     kind, svc = obj.get("kind"), service or package_name
     if kind in WEBHOOK_KINDS:
@@ -62,7 +63,7 @@ def inject_webhooks(obj: Obj, *, package_kind: str, package_name: str, active: b
         if not active:
             return out
         if ca is None:
-            raise InvalidPackage(MSG_WEBHOOK_WITHOUT_TLS)
+            raise RuntimeNotReady(MSG_WEBHOOK_WITHOUT_TLS)
         for hook in out.get("webhooks") or []:
             hook["clientConfig"] = client_config(hook.get("clientConfig"), ca, svc, namespace)
         return out
@@ -72,7 +73,7 @@ def inject_webhooks(obj: Obj, *, package_kind: str, package_name: str, active: b
     if conversion.get("strategy") != "Webhook":
         return obj
     if ca is None:
-        raise InvalidPackage(MSG_CONVERSION_WITHOUT_TLS)
+        raise RuntimeNotReady(MSG_CONVERSION_WITHOUT_TLS)
     out = copy.deepcopy(obj)
     _inject_conversion(out["spec"]["conversion"], str(out.get("apiVersion")), ca, svc,
                        namespace)

@@ -1,7 +1,8 @@
 """Watches and persistence.
 
 Matrix: ADDED/MODIFIED/DELETED from a version; list-then-watch misses nothing under
-concurrent writes; selectors turn leaving objects into DELETED; BOOKMARK events;
+concurrent writes; selectors turn leaving objects into DELETED; BOOKMARK events; a
+watch-list's initial events and the bookmark that ends them (asked for, or defaulted);
 timeoutSeconds ends the stream; an expired version gets 410 Expired (small history);
 a restart keeps objects and keeps resourceVersion increasing.
 """
@@ -94,6 +95,36 @@ def test_bookmarks_when_allowed(devcluster: DevCluster, core: client.CoreV1Api,
     first = next(events)
     assert first["type"] == "BOOKMARK"
     assert int(first["object"]["metadata"]["resourceVersion"]) >= int(rv)
+
+
+@pytest.mark.parametrize("query", [
+    "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={rv}",
+    "sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+    "",  # kube-apiserver's defaulting: a watch from no version is a watch-list
+])
+def test_watch_list_ends_initial_events_with_a_bookmark(
+        devcluster: DevCluster, core: client.CoreV1Api, namespace: str, query: str) -> None:
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "w1"}})
+    rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+    events = _raw_watch(devcluster.url, f"/api/v1/namespaces/{namespace}/configmaps?watch=1"
+                        f"&allowWatchBookmarks=true&timeoutSeconds=5&"
+                        + query.format(rv=rv))
+    added, end = next(events), next(events)
+    assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "w1")
+    assert end["type"] == "BOOKMARK"
+    assert end["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(end["object"]["metadata"]["resourceVersion"]) >= int(rv)
+
+
+def test_watch_without_initial_events_starts_now(devcluster: DevCluster,
+                                                 core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "old"}})
+    path = (f"/api/v1/namespaces/{namespace}/configmaps?watch=1&sendInitialEvents=false"
+            "&resourceVersionMatch=NotOlderThan&timeoutSeconds=5")
+    with urllib.request.urlopen(devcluster.url + path, timeout=10) as resp:  # the watch is on
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": "new"}})
+        first = json.loads(resp.readline())
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "new")
 
 
 def test_timeout_seconds_ends_stream(devcluster: DevCluster, namespace: str) -> None:

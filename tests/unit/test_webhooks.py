@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lockwright.errors import InvalidPackage
+from lockwright.errors import RuntimeNotReady
 from lockwright.objects import webhooks as wh
 from tests.unit.webhook_objects import validating_webhooks
 
@@ -48,8 +48,10 @@ def test_webhook_inactive_renamed_not_injected() -> None:
         "conversionReviewVersions": ["v1"]}}),
 ])
 def test_injection_needs_a_bundle(obj: dict[str, Any]) -> None:
-    with pytest.raises(InvalidPackage):
+    """Until the runtime provides one: it heals when the TLS Secret appears, so retried."""
+    with pytest.raises(RuntimeNotReady) as caught:
         _inject(obj, True, None)
+    assert caught.value.retryable
 
 
 def test_conversion_webhook_injected() -> None:
