@@ -188,6 +188,8 @@ class Floor:
         self.work, self.ns = work, namespace
         self.drc = self.kube.get("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig",
                                  "default")
+        # Which MRDs are Active (benchmarks/activation.py); None: all, the worker's default.
+        self.active: frozenset[str] | None = None
 
     def install(self, ref: str, name: str) -> float:
         """Seconds from start until the runtime Deployment is Available."""
@@ -263,14 +265,18 @@ class Floor:
     def establish(self, documents: Path, name: str, rev_name: str, uid: str,
                   ca: bytes) -> list[dict[str, str]]:
         from activities.objects import batches
+        from lockwright.managed.convert import Conversion
         from lockwright.objects import establish as est
 
+        # The worker's default: CRDs as Active MRDs, each with its CRD (Crossplane v2).
+        conversion = (Conversion(default_active=True) if self.active is None
+                      else Conversion(default_active=False, active=self.active))
         revision = est.Revision(name=rev_name, uid=uid, kind="ProviderRevision",
                                 package_kind="Provider", package_name=name, package_uid="",
-                                active=True)
+                                active=True, conversion=conversion)
         refs: list[dict[str, str]] = []
         with ThreadPoolExecutor(8) as pool:  # as many as the activity's establish_workers
-            for batch in batches("Provider", documents):
+            for batch in batches(revision, documents):
                 plan = est.plan_establish(revision, batch, {}, ca_bundle=ca,
                                           namespace=self.ns, service=name)
                 objs = []
@@ -776,6 +782,8 @@ async def on_stack(args: argparse.Namespace, work: Path,
                                                                      stack):
             args.add_worker = worker_adder(stack, settings, client, asyncio.get_running_loop())
             args.server_memory = server_memory(stack)
+            args.control_plane_memory = (stack.control_plane.resident_memory
+                                         if stack.control_plane is not None else dict)
             return await measure(args, work, tuning, settings, client, worker)
     except StackError as exc:
         print(f"error: {exc}", file=sys.stderr)

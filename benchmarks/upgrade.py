@@ -380,6 +380,7 @@ class UpgradeFloor(Floor):
 
     def revision(self, name: str, ref: str, old: str) -> Revision:
         """Create v2's revision Active and mark v1's Inactive; v2 as establish sees it."""
+        from lockwright.managed.convert import Conversion
         from lockwright.objects import establish as est
 
         rev = self.kube.create({"apiVersion": f"{G}/{V}", "kind": "ProviderRevision",
@@ -390,7 +391,8 @@ class UpgradeFloor(Floor):
                         {"spec": {"desiredState": "Inactive"}})
         return est.Revision(name=rev["metadata"]["name"], uid=rev["metadata"]["uid"],
                             kind="ProviderRevision", package_kind="Provider",
-                            package_name=name, package_uid="", active=True)
+                            package_name=name, package_uid="", active=True,
+                            conversion=Conversion(default_active=True))  # as the worker
 
     def ca_bundle(self, name: str) -> bytes:
         """The CA bundle of the package's server Secret, made when v1 was installed."""
@@ -408,7 +410,7 @@ class UpgradeFloor(Floor):
 
         refs: list[dict[str, str]] = []
         with ThreadPoolExecutor(8) as pool:  # as many as the activity's establish_workers
-            for batch in batches("Provider", documents):
+            for batch in batches(rev, documents):
                 objs = est.prepare(batch, rev, ca, self.ns, name)
                 list(pool.map(lambda obj: self.take(obj, rev), objs))
                 refs.extend(est.object_ref(obj) for obj in objs)

@@ -304,9 +304,18 @@ def test_provider_installs_crds_rbac_and_runtime(stack: Stack, tmp_path: Path) -
     assert conds["RuntimeHealthy"][:2] == ("True", "HealthyPackageRevision")
     assert conds["RuntimeActive"][:2] == ("True", "ActiveRuntime")
     crd_names = [f"widgets.{group}", f"providerconfigs.{group}"]
+    # Crossplane v2: the managed resource's CRD also became an (Active) MRD; the
+    # ProviderConfig stays a plain CRD.
     assert rev["status"]["objectRefs"] == [
         {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-         "name": n} for n in sorted(crd_names, reverse=True)]
+         "name": n} for n in sorted(crd_names, reverse=True)] + [
+        {"apiVersion": "apiextensions.crossplane.io/v1alpha1",
+         "kind": "ManagedResourceDefinition", "name": f"widgets.{group}"}]
+    mrd = stack.custom.get_cluster_custom_object(
+        "apiextensions.crossplane.io", "v1alpha1", "managedresourcedefinitions",
+        f"widgets.{group}")
+    check_object_owners(mrd, rev, pkg)
+    assert mrd["spec"]["state"] == "Active"
 
     check_lock(stack, rev, "Provider", ref)
 
@@ -635,7 +644,8 @@ def test_webhooks_point_at_the_package_service_with_a_verifying_ca(
                                         "/convert")
     assert conversion_ca == webhook_ca
     assert sorted(r["kind"] for r in rev["status"]["objectRefs"]) == [
-        "CustomResourceDefinition", "ValidatingWebhookConfiguration"]
+        "CustomResourceDefinition", "ManagedResourceDefinition",
+        "ValidatingWebhookConfiguration"]
 
     core = client.CoreV1Api(stack.api)
     svc = plain(stack, core.read_namespaced_service(name, NS))
