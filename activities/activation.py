@@ -124,13 +124,16 @@ class ActivationActivities:
         return 1
 
     def _record_counts(self, counts: dict[str, int]) -> list[c.PackageRef]:
-        """Write each Provider revision's count of Active MRDs where it moved; return the
-        packages of the active ones among them."""
+        """Write each Provider revision's count of Active MRDs where the one its install
+        recorded is behind; return the packages of the active ones among them. A revision
+        whose install has not recorded one yet is left to it (its MRDs are still being
+        established: telling its package then would install it again for nothing)."""
         out = []
         for rev in self.kube.list("pkg.crossplane.io/v1", "ProviderRevision"):
             name, annotations = meta(rev)["name"], meta(rev).get("annotations") or {}
             count = str(counts.get(name, 0))
-            if name not in counts or annotations.get(c.ACTIVE_DEFINITIONS_ANNOTATION) == count:
+            recorded = annotations.get(c.ACTIVE_DEFINITIONS_ANNOTATION)
+            if name not in counts or not policy.behind(recorded, counts[name]):
                 continue
             self.kube.patch("pkg.crossplane.io/v1", "ProviderRevision", name, {"metadata": {
                 "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: count}}})

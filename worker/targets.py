@@ -51,6 +51,7 @@ from contracts import (
     PROVIDER,
     UPGRADE_GATE_ANNOTATION,
     LookAgainInput,
+    ACTIVE_DEFINITIONS_ANNOTATION,
     PackageInput,
     activation_workflow_id,
     package_workflow_id,
@@ -196,6 +197,7 @@ class Summary:
     upgrade_gate: str = ""  # packages: the lockwright.dev/upgrade-gate annotation
     entries: int = 0  # the Lock: how many packages it holds
     dependencies: bool = False  # the Lock: some entry has dependencies
+    activated: str = ""  # Provider revisions: the lockwright.dev/active-definitions count
 
 
 def _owner_package(res: Resource, obj: Obj) -> str:
@@ -214,7 +216,8 @@ def summarize(res: Resource, obj: Obj) -> Summary:
     if res.role == "secret":
         return replace(base, version=str(meta.get("resourceVersion") or ""))
     if res.role == "revision":
-        return replace(base, package=_owner_package(res, obj))
+        return replace(base, package=_owner_package(res, obj), activated=str(
+            (meta.get("annotations") or {}).get(ACTIVE_DEFINITIONS_ANNOTATION) or ""))
     if res.role == "lock":
         entries = obj.get("packages") or []
         return replace(base, entries=len(entries),
@@ -260,8 +263,9 @@ def _changed(old: Summary | None, new: Summary) -> bool:
     return old is None or _spec_of(old) != _spec_of(new)
 
 
-def _spec_of(s: Summary) -> tuple[int, bool, str, bool, str, str]:
-    return s.generation, s.deleting, s.version, s.paused, s.accepted_plan, s.upgrade_gate
+def _spec_of(s: Summary) -> tuple[int, bool, str, bool, str, str, str]:
+    return (s.generation, s.deleting, s.version, s.paused, s.accepted_plan, s.upgrade_gate,
+            s.activated)
 
 
 @dataclass
@@ -340,8 +344,7 @@ class Index:
         if res.role == "crd":
             return []
         if res.role == "revision":
-            pkg = new.package or (old.package if old else "")
-            return [self._package_target(res.package_kind, pkg, reason)] if pkg else []
+            return self._revision_changed(res, new, old, reason)
         if res.role == "runtimeconfig":
             return self._users_of_runtime_config(name, reason)
         if res.role == "secret":
@@ -350,6 +353,16 @@ class Index:
         # A pull secret also changes which tags the resolver may list (reference §14).
         secret = new.pull_secrets or (old.pull_secrets if old else ())
         return self._matching_images(prefixes, reason) + (self.resolver(reason) if secret else [])
+
+    def _revision_changed(self, res: Resource, new: Summary, old: Summary | None,
+                          reason: str) -> list[Target]:
+        """Its package; only the activation workflow when just the count of Active MRDs
+        its install recorded moved (a count behind the MRDs activated meanwhile is how an
+        activation during the install reaches the package)."""
+        if old is not None and replace(old, activated=new.activated) == new:
+            return [Target(ACTIVATION, self.task_queue, reason)]
+        pkg = new.package or (old.package if old else "")
+        return [self._package_target(res.package_kind, pkg, reason)] if pkg else []
 
     def _package_target(self, kind: str, name: str, reason: str) -> Target:
         res = next(r for r in RESOURCES if r.role == "package" and r.package_kind == kind)

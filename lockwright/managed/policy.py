@@ -106,3 +106,11 @@ def policy_health(failed: int, matched: int) -> tuple[str, str, str]:
         return ("Unknown", REASON_ERRORS,
                 f"failed to activate {failed} of {matched} ManagedResourceDefinitions")
     return "True", REASON_RUNNING, ""
+
+
+def behind(recorded: str | None, active: int) -> bool:
+    """Whether the count of Active MRDs a revision's install recorded is behind ``active``
+    (activation only adds); None: its install has not recorded one yet, not behind."""
+    if recorded is None:
+        return False
+    return not recorded.isdigit() or int(recorded) < active

@@ -205,3 +205,12 @@ def test_no_conversion_off_or_for_other_kinds(tmp_path: Path, kind: str,
     definitions = Definitions(None, _Reader(), None, enabled=enabled)  # type: ignore[arg-type]
     documents = _documents(tmp_path, [crd("s3.example.org", "Queue")])
     assert definitions.conversion(kind, {}, "sha256:0", documents) is None
+
+
+@pytest.mark.parametrize(("recorded", "active", "behind"), [
+    (None, 5, False),  # the install has not recorded a count yet: it will
+    ("0", 2, True), ("2", 2, False), ("3", 2, False), ("x", 0, True),
+])
+def test_a_recorded_count_behind_the_active_mrds(recorded: str | None, active: int,
+                                                 behind: bool) -> None:
+    assert policy.behind(recorded, active) is behind

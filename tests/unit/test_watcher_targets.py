@@ -481,3 +481,17 @@ def test_a_list_of_many_definitions_signals_activation_once() -> None:
     mrds = [obj(f"t{i}.x.io") for i in range(2000)]
     targets = index.on_sync(RES["ManagedResourceDefinition"], mrds, True)
     assert [t.workflow_id for t in targets] == [ACTIVATE]
+
+
+def test_a_revisions_recorded_activation_count_signals_activation_only() -> None:
+    index = Index()
+    rev = obj("p-abc", labels={"pkg.crossplane.io/package": "p"})
+    index.on_event(RES["ProviderRevision"], "ADDED", rev)
+    counted = obj("p-abc", labels={"pkg.crossplane.io/package": "p"})
+    counted["metadata"]["annotations"] = {"lockwright.dev/active-definitions": "3"}
+    assert [t.workflow_id for t in index.on_event(RES["ProviderRevision"], "MODIFIED",
+                                                  counted)] == [ACTIVATE]
+    moved = obj("p-abc", 2, labels={"pkg.crossplane.io/package": "p"})
+    moved["metadata"]["annotations"] = {"lockwright.dev/active-definitions": "3"}
+    assert [t.workflow_id for t in index.on_event(RES["ProviderRevision"], "MODIFIED",
+                                                  moved)] == ["package:provider:p"]
