@@ -10,7 +10,8 @@ for versions that satisfy every constraint at once (a real backtracking search,
 :mod:`lockwright.resolution.search`), across every level of the graph in one decision.
 Roots (Lock entries nobody depends on) are resolved in isolated components: roots that
 share no repository never affect each other, and a root that cannot be satisfied is set
-aside so it never blocks the roots that can.
+aside so it never blocks the roots that can; what can still be installed for it is, as
+Crossplane would (:mod:`lockwright.resolution.fallback`).
 """
 
 from __future__ import annotations

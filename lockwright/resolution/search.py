@@ -5,7 +5,8 @@ and candidates are ``(source, version)`` pairs. Which versions a repository may 
 (reference §12) is decided here: a repository not installed may take any complete semver
 tag, highest first (or exactly the digest a requirement pins); an installed one keeps its
 version unless it may move, and then tries the lowest valid upgrade first, then the highest
-valid downgrade. resolvelib does the search and the backtracking.
+valid downgrade, or the digest its dependents pin. resolvelib does the search and the
+backtracking.
 """
 
 from __future__ import annotations
