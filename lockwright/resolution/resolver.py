@@ -142,7 +142,9 @@ def resolve(graph: Graph, catalog: Catalog, policy: Policy = Policy()) -> Decisi
         that meets every constraint, wanting a name already taken, or the catalog failed.
     """
     space = _space(graph, _Memo(catalog), policy)
-    roots = roots_of(graph)
+    # A Lock entry outlives its package for a moment while the package is deleted (the
+    # entry goes with the revision): nothing is created for a package going away.
+    roots = [root for root in roots_of(graph) if root.package]
     cyclic = _cycles(graph, roots)
     free = [root for root in roots if root.revision not in cyclic]
     outcomes = settle(space, graph, components(graph, free))

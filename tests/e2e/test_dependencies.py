@@ -520,8 +520,7 @@ def test_unsatisfiable_graph_installs_what_it_can_and_names_the_conflict(
         for gone in (name, mid_name):
             deps.kubectl("delete", "configuration", gone, "--timeout=60s",
                          "--ignore-not-found")
-    wait_for(lambda: resolved(deps).get("status") == "True", timeout=60,
-             what="the Lock resolved again once the conflicting packages are gone")
+    resolved_again(deps, "once the conflicting packages are gone")
 
 
 def test_missing_repository_explained_naming_who_asks(deps: Stack, tmp_path: Path) -> None:
@@ -542,5 +541,17 @@ def test_missing_repository_explained_naming_who_asks(deps: Stack, tmp_path: Pat
         assert packages_of(deps, "Provider", nowhere) == []
     finally:
         deps.kubectl("delete", "configuration", name, "--timeout=60s")
-    wait_for(lambda: resolved(deps).get("status") == "True", timeout=60,
-             what="the Lock resolved again once the package is gone")
+    resolved_again(deps, "once the package is gone")
+
+
+def resolved_again(stack: Stack, when: str) -> None:
+    """Wait for ``Resolved=True``; on a timeout, say what the Lock and the resolver said."""
+    try:
+        wait_for(lambda: resolved(stack).get("status") == "True", timeout=60,
+                 what=f"the Lock resolved again {when}")
+    except AssertionError as exc:
+        entries = [(e["name"], e["source"], e["version"]) for e in lock(stack)["packages"]]
+        log = [ln for ln in stack.log("worker").splitlines()
+               if "resolve" in ln or "Resolve" in ln]
+        raise AssertionError(f"{exc}; lock {resolved(stack)} {entries}; log "
+                             + "\n".join(log[-40:])) from exc

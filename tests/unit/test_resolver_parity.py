@@ -188,6 +188,21 @@ def test_a_revision_is_named_by_one_explanation_only() -> None:
                                                           ("e-rev",)]
 
 
+# --- nothing for a package going away --------------------------------------------------
+@pytest.mark.parametrize("deps", [[(P, ">=v1.0.0")], [(B, ">=v1.0.0"), (P, ">=v2.0.0")]],
+                         ids=["satisfiable", "no solution"])
+def test_nothing_for_a_root_whose_package_is_gone_or_going(deps: list[Dep]) -> None:
+    """Its Lock entry outlives the package for a moment (invariant 8): a dependency deleted
+    meanwhile must not be created again for it."""
+    going = locked(f"{ORG}/a", "v1.0.0", *deps, revision="a-rev")
+    going = Node(going.source, going.kind, going.version, "", going.revision,
+                 going.dependencies)
+    decision = run([going, root("e", (Q, ">=v1.0.0"))],
+                   FakeCatalog({B: ["v1.0.0"], P: PTAGS, Q: ["v1.0.0"]}, SPLIT))
+    assert decision.changes == (created(Q, "v1.0.0"),)
+    assert decision.unresolved == ()
+
+
 # --- who asks for a repository that cannot be listed ------------------------------------
 def test_unlisted_repository_names_every_asker_and_the_answer() -> None:
     answer = (f"{Q} not found: registry xpkg.example answered 404 to GET for {Q} "
