@@ -20,6 +20,7 @@ Plain HTTP is used only for hosts named insecure (``insecure`` or
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterable
@@ -178,8 +179,13 @@ class RegistryClient:
         return size
 
     def list_tags(self, ref: Reference) -> list[str]:
-        """Every tag of ``ref``'s repository, following pagination."""
-        return [str(t) for t in OrasTransport(self, ref).get_tags(OrasTransport.container(ref))]
+        """Every tag of ``ref``'s repository, following pagination.
+
+        The repository is asked without tag or digest, so a failure names the repository
+        (``REPO not found``), not a ``REPO:latest`` nobody asked for.
+        """
+        repo = dataclasses.replace(ref, tag=None, digest=None)
+        return [str(t) for t in OrasTransport(self, repo).get_tags(OrasTransport.container(repo))]
 
     def list_versions(self, ref: Reference) -> list[str]:
         """The repository's complete semver tags (``v`` prefix allowed), ascending.

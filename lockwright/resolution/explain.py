@@ -36,9 +36,15 @@ def _order(req: Requirement) -> tuple[str, str]:
     return req.parent, req.constraint
 
 
+def asking(source: str, reqs: Sequence[Requirement]) -> str:
+    """``a-rev asks <source> >=v1.0.0, …``: who asks for which constraint, in a stable order."""
+    return ", ".join(f"{r.parent or 'a root'} asks {source} {r.constraint}"
+                     for r in sorted(reqs, key=_order))
+
+
 def conflict(space: Space, source: str, reqs: Sequence[Requirement]) -> str:
     """Why no version of ``source`` meets every one of ``reqs``."""
-    asks = ", ".join(f"{r.parent or 'a root'} asks {source} {r.constraint}" for r in reqs)
+    asks = asking(source, reqs)
     tags, error = space.listing(source)
     parts = [f"no version of {source} satisfies every constraint: {asks}"]
     node = space.installed.get(source)
@@ -50,8 +56,11 @@ def conflict(space: Space, source: str, reqs: Sequence[Requirement]) -> str:
 
 def hint(space: Space, node: Node, reqs: Sequence[Requirement], tags: Sequence[str]) -> str:
     """Why the installed version stays, when another version would satisfy ``reqs``."""
+    if pinned(reqs) is not None:
+        blocked = node.source in space.eligible and not space.movable(node.source)
+        return " (LOCKWRIGHT_DEPENDENCY_UPGRADES is off)" if blocked else ""
     if is_digest(node.version):
-        return " (pinned by digest)"
+        return " (pinned by digest: it moves only to a digest every dependent pins)"
     current = parse_loose_version(node.version)
     if node.source not in space.eligible or current is None:
         return ""
@@ -62,6 +71,13 @@ def hint(space: Space, node: Node, reqs: Sequence[Requirement], tags: Sequence[s
     if not space.downgrades and any(v < current for v in fits):
         return " (only a downgrade would do and LOCKWRIGHT_DEPENDENCY_DOWNGRADES is off)"
     return ""
+
+
+def pinned(reqs: Sequence[Requirement]) -> str | None:
+    """The digest every one of ``reqs`` pins, or None (a range among them, or two digests)."""
+    pins = {r.constraint for r in reqs}
+    only = next(iter(pins)) if len(pins) == 1 else None
+    return only if only is not None and is_digest(only) else None
 
 
 def listed(tags: Sequence[str]) -> str:

@@ -10,13 +10,14 @@ for versions that satisfy every constraint at once (a real backtracking search,
 :mod:`lockwright.resolution.search`), across every level of the graph in one decision.
 Roots (Lock entries nobody depends on) are resolved in isolated components: roots that
 share no repository never affect each other, and a root that cannot be satisfied is set
-aside so it never blocks the roots that can.
+aside so it never blocks the roots that can; what can still be installed for it is, as
+Crossplane would (:mod:`lockwright.resolution.fallback`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from lockwright.names import package_name_from_reference
@@ -28,9 +29,16 @@ from lockwright.resolution.components import (
     roots_of,
     settle,
 )
-from lockwright.resolution.dependencies import Graph, Node, Requirement, find_cycles
-from lockwright.resolution.search import complete_tags, fetched
-from lockwright.resolution.space import Failure, Space
+from lockwright.resolution.dependencies import (
+    Graph,
+    Node,
+    Requirement,
+    find_cycles,
+    incompatibility,
+)
+from lockwright.resolution.fallback import salvage
+from lockwright.resolution.search import Solution, complete_tags, fetched
+from lockwright.resolution.space import Failure, Space, Unlisted
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 T = TypeVar("T")
@@ -134,11 +142,15 @@ def resolve(graph: Graph, catalog: Catalog, policy: Policy = Policy()) -> Decisi
         that meets every constraint, wanting a name already taken, or the catalog failed.
     """
     space = _space(graph, _Memo(catalog), policy)
-    roots = roots_of(graph)
+    # A Lock entry outlives its package for a moment while the package is deleted (the
+    # entry goes with the revision): nothing is created for a package going away.
+    roots = [root for root in roots_of(graph) if root.package]
     cyclic = _cycles(graph, roots)
     free = [root for root in roots if root.revision not in cyclic]
     outcomes = settle(space, graph, components(graph, free))
-    return Decision(_changes(space, outcomes), (*_grouped(cyclic), *_dropped(graph, outcomes)))
+    solutions = [*(o.solution for o in outcomes), salvage(space, graph, outcomes)]
+    return Decision(_changes(space, solutions),
+                    _unique((*_grouped(cyclic), *_dropped(graph, outcomes))))
 
 
 class _Memo:
@@ -150,38 +162,42 @@ class _Memo:
         self._deps: dict[tuple[str, str], tuple[Requirement, ...] | CatalogError] = {}
 
     def tags(self, source: str) -> list[str]:
-        """The complete semver tags of ``source``, ascending."""
-        return _ask(self._tags, source, f"cannot list tags of {source}",
-                    lambda: complete_tags(self._catalog.versions(source)))
+        """The complete semver tags of ``source``, ascending. Raises :class:`Unlisted`."""
+        found = _ask(self._tags, source, lambda: complete_tags(self._catalog.versions(source)))
+        if isinstance(found, CatalogError):
+            raise Unlisted(source, found.message, found.transient)
+        return found
 
     def requirements(self, source: str, version: str) -> tuple[Requirement, ...]:
         """What ``source@version`` depends on, each asked by ``source@version``."""
-        return _ask(self._deps, (source, version),
-                    f"cannot read the dependencies of {source}@{version}",
-                    lambda: fetched(self._catalog.dependencies(source, version), source, version))
+        found = _ask(self._deps, (source, version), lambda: fetched(
+            self._catalog.dependencies(source, version), source, version))
+        if isinstance(found, CatalogError):
+            raise Failure(f"cannot read the dependencies of {source}@{version}: "
+                          f"{found.message}", found.transient, partial=not found.transient)
+        return found
 
 
-def _ask(memo: dict[K, T | CatalogError], key: K, what: str, call: Callable[[], T]) -> T:
+def _ask(memo: dict[K, T | CatalogError], key: K, call: Callable[[], T]) -> T | CatalogError:
+    """The memoised answer, or the memoised failure."""
     if key not in memo:
         try:
             memo[key] = call()
         except CatalogError as err:
             memo[key] = err
-    found = memo[key]
-    if isinstance(found, CatalogError):
-        raise Failure(f"{what}: {found.message}", found.transient)
-    return found
+    return memo[key]
 
 
 def _space(graph: Graph, memo: _Memo, policy: Policy) -> Space:
     """Installed nodes by source; the ones that may move are depended upon, have a
-    package object to patch and a semver version (a digest stays pinned)."""
+    package object to patch and a semver version or a digest (which moves only to a
+    digest its dependents pin)."""
     installed: dict[str, Node] = {}
     for node in graph.nodes:
         installed.setdefault(node.source, node)
     named = depended(graph)
-    eligible = frozenset(s for s, n in installed.items() if s in named and n.package
-                         and not is_digest(n.version) and parse_loose_version(n.version))
+    eligible = frozenset(s for s, n in installed.items() if s in named and n.package and (
+        is_digest(n.version) or parse_loose_version(n.version)))
     return Space(installed, eligible, policy.upgrades or policy.downgrades, policy.downgrades,
                  memo)
 
@@ -209,12 +225,12 @@ def _grouped(cyclic: dict[str, str]) -> list[Unresolved]:
 
 
 # --- the decision -----------------------------------------------------------------------
-def _changes(space: Space, outcomes: list[Outcome]) -> tuple[Change, ...]:
+def _changes(space: Space, solutions: list[Solution]) -> tuple[Change, ...]:
     """A :class:`Change` per repository to create or move, sorted by source."""
     found: list[Change] = []
-    for outcome in outcomes:
-        for source, chosen in outcome.solution.chosen.items():
-            req, node = outcome.solution.wanted[source], space.installed.get(source)
+    for solution in solutions:
+        for source, chosen in solution.chosen.items():
+            req, node = solution.wanted[source], space.installed.get(source)
             if node is None:
                 found.append(Change(req.kind, package_name_from_reference(source), source,
                                     chosen.version, req.api_version))
@@ -225,7 +241,32 @@ def _changes(space: Space, outcomes: list[Outcome]) -> tuple[Change, ...]:
 
 
 def _dropped(graph: Graph, outcomes: list[Outcome]) -> list[Unresolved]:
-    """An :class:`Unresolved` per root set aside, in Lock order."""
+    """An :class:`Unresolved` per root set aside, in Lock order, naming the root and every
+    installed package in its tree whose own constraints stay unmet: the ones that report
+    the conflict once what could be installed is (see :mod:`lockwright.resolution.fallback`)."""
     position = {node.revision: i for i, node in enumerate(graph.nodes)}
     dropped = sorted((d for o in outcomes for d in o.dropped), key=lambda d: position[d[0]])
-    return [Unresolved((revision, ), err.message, err.transient) for revision, err in dropped]
+    return [Unresolved((revision, *unmet(graph, graph.nodes[position[revision]])), err.message,
+                       err.transient) for revision, err in dropped]
+
+
+def unmet(graph: Graph, root: Node) -> list[str]:
+    """Revisions below ``root`` with a dependency missing or at a version they refuse."""
+    reached = reach(graph, root)
+    return [n.revision for n in graph.nodes if n.revision and n is not root
+            and n.source in reached and any(graph.node(r.package) is None
+                                            or incompatibility(graph, r)
+                                            for r in n.dependencies or ())]
+
+
+def _unique(unresolved: tuple[Unresolved, ...]) -> tuple[Unresolved, ...]:
+    """Each revision named once, by the first :class:`Unresolved` naming it, so the
+    explanation a revision reads is the same however it is looked up."""
+    seen: set[str] = set()
+    out: list[Unresolved] = []
+    for u in unresolved:
+        revisions = tuple(r for r in dict.fromkeys(u.revisions) if r not in seen)
+        seen |= set(revisions)
+        if revisions:
+            out.append(replace(u, revisions=revisions))
+    return tuple(out)

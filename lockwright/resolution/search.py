@@ -5,7 +5,8 @@ and candidates are ``(source, version)`` pairs. Which versions a repository may 
 (reference §12) is decided here: a repository not installed may take any complete semver
 tag, highest first (or exactly the digest a requirement pins); an installed one keeps its
 version unless it may move, and then tries the lowest valid upgrade first, then the highest
-valid downgrade. resolvelib does the search and the backtracking.
+valid downgrade, or the digest its dependents pin. resolvelib does the search and the
+backtracking.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
 from lockwright.errors import ConstraintError
 from lockwright.resolution.dependencies import Requirement, satisfies
-from lockwright.resolution.explain import explain
-from lockwright.resolution.space import Candidate, Failure, Space
+from lockwright.resolution.explain import asking, explain
+from lockwright.resolution.space import Candidate, Failure, Space, Unlisted
 from lockwright.xpkg.constraints import (
     is_digest,
     parse_constraint,
@@ -75,8 +76,8 @@ def _options(space: Space, source: str) -> list[str]:
     node = space.installed.get(source)
     if node is None:
         return list(reversed(space.versions.tags(source)))
-    if not space.movable(source):
-        return [node.version]
+    if not space.movable(source) or is_digest(node.version):
+        return [node.version]  # a digest moves only to a pin (see matches), never by tag
     current = parse_loose_version(node.version)
     tags = [(parse_loose_version(t), t) for t in space.versions.tags(source)]
     above = [t for v, t in tags if v is not None and current is not None and v > current]
@@ -86,13 +87,28 @@ def _options(space: Space, source: str) -> list[str]:
 
 
 def matches(space: Space, source: str, reqs: Sequence[Requirement]) -> list[str]:
-    """The versions of ``source`` that satisfy every requirement in ``reqs``, best first."""
+    """The versions of ``source`` that satisfy every requirement in ``reqs``, best first.
+
+    A digest pin is a version of its own: a missing repository takes it without its
+    tags listed, and an installed one that may move takes it after its own version (as
+    Crossplane does when every dependent pins the same digest).
+    """
     pin = next((r.constraint for r in reqs if is_digest(r.constraint)), None)
     if pin is not None and source not in space.installed:
         found = [pin]  # a digest pin needs no tag listing
+    elif pin is not None and space.movable(source):
+        found = [space.installed[source].version, pin]
     else:
-        found = options(space, source)
+        found = _listed(space, source, reqs)
     return [v for v in found if all(satisfied(v, r.constraint) for r in reqs)]
+
+
+def _listed(space: Space, source: str, reqs: Sequence[Requirement]) -> list[str]:
+    """:func:`options`; a listing that fails names who asks for ``source``, and how."""
+    try:
+        return options(space, source)
+    except Unlisted as err:
+        raise err.asked(asking(source, reqs)) from err
 
 
 def dependencies(space: Space, candidate: Candidate) -> tuple[Requirement, ...]:
@@ -177,7 +193,7 @@ def search(space: Space, requirements: Sequence[Requirement]) -> Solution:
     try:
         result = _run(provider, requirements)
     except Failure as err:
-        raise Failure(err.message, err.transient, frozenset(provider.explored)) from err
+        raise err.exploring(frozenset(provider.explored)) from err
     wanted = {key: next(iter(c.information)).requirement for key, c in result.criteria.items()}
     return Solution(dict(result.mapping), wanted, frozenset(provider.explored))
 
@@ -191,7 +207,7 @@ def _run(provider: Provider, requirements: Sequence[Requirement]
         return resolver.resolve(requirements, max_rounds=MAX_ROUNDS)
     except ResolutionImpossible as err:
         causes: Sequence[Cause] = list(err.causes)
-        raise Failure(explain(provider.space, causes)) from err
+        raise Failure(explain(provider.space, causes), partial=True) from err
     except ResolutionTooDeep as err:
         raise Failure(f"gave up after {err.round_count} rounds of backtracking") from err
 

@@ -20,14 +20,37 @@ class Failure(Exception):
     """A trial has no answer: no solution, a catalog failure, a cycle or a taken name.
 
     ``explored`` names the repositories the search looked at before it gave up.
+    ``partial`` says whether installing what can be installed is still right (Crossplane
+    does): yes for a conflict and for a catalog failure that will not heal; no for a
+    cycle, a taken name, an invalid constraint, or a failure worth trying again, where
+    a greedy choice made now could block the solution the next pass finds.
     """
 
     def __init__(self, message: str, transient: bool = False,
-                 explored: frozenset[str] = frozenset()) -> None:
+                 explored: frozenset[str] = frozenset(), partial: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.transient = transient
         self.explored = explored
+        self.partial = partial
+
+    def exploring(self, explored: frozenset[str]) -> Failure:
+        """The same failure, having looked at ``explored``."""
+        return Failure(self.message, self.transient, explored, self.partial)
+
+
+class Unlisted(Failure):
+    """The tags of ``source`` could not be listed; ``answer`` is what the registry said."""
+
+    def __init__(self, source: str, answer: str, transient: bool, asks: str = "") -> None:
+        who = f" ({asks})" if asks else ""
+        super().__init__(f"cannot list tags of {source}{who}: {answer}", transient,
+                         partial=not transient)
+        self.source, self.answer = source, answer
+
+    def asked(self, asks: str) -> Unlisted:
+        """The same failure naming who asks for which constraint."""
+        return Unlisted(self.source, self.answer, self.transient, asks)
 
 
 class Versions(Protocol):

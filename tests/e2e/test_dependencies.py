@@ -440,3 +440,118 @@ def test_skip_dependency_resolution_still_loses_a_claimed_object(
     assert packages_of(deps, "Provider", r.repo("provider-nowhere")) == []
     assert all(not e.get("dependencies") for e in lock(deps)["packages"]
                if e["source"] == second.rpartition(":")[0])
+
+
+# --- parity with Crossplane (issue 22) ---------------------------------------------------
+def test_digest_pinned_dependency_moves_to_the_digest_its_dependent_now_pins(
+        deps: Stack, tmp_path: Path) -> None:
+    r = Repos(deps, tmp_path)
+    provider = r.repo("provider-pinned")
+    old, new = (digest_of(r.push("Provider", "provider-pinned", tag)) for tag in
+                ("v1.0.0", "v2.0.0"))
+    v1 = r.push("Configuration", "config-pins", "v1.0.0", [dep("Provider", provider, old)])
+    v2 = r.push("Configuration", "config-pins", "v2.0.0", [dep("Provider", provider, new)])
+    name = unique("pins")
+    deps.restart_worker(LOCKWRIGHT_DEPENDENCY_UPGRADES="true")
+    try:
+        deps.apply_package("Configuration", name, v1)
+        deps.wait_healthy("Configuration", name, timeout=120)
+        [p] = packages_of(deps, "Provider", provider)
+        assert p["spec"]["package"] == f"{provider}@{old}"
+        deps.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "configurations", name,
+                                                {"spec": {"package": v2}})
+        moved = wait_for(lambda: (deps.get_package("Provider", p["metadata"]["name"]) or {})
+                         .get("spec", {}).get("package") == f"{provider}@{new}" or None,
+                         timeout=120, interval=0.2, what="the provider moved to the new digest")
+        assert moved
+        wait_for(lambda: [e["version"] for e in lock(deps)["packages"]
+                          if e["source"] == provider] == [new] or None, timeout=120,
+                 interval=0.2, what="the provider's revision at the new digest in the Lock")
+        deps.wait_healthy("Provider", p["metadata"]["name"], timeout=120)
+        wait_for(lambda: revision(deps, "Configuration", name)["spec"]["image"] == v2 or None,
+                 timeout=120, interval=0.2, what="the Configuration switched to v2")
+        wait_for(lambda: dependency_counts(deps, "Configuration", name) == (1, 1, 0) or None,
+                 timeout=120, interval=0.2, what="v2's dependency met")
+        deps.wait_healthy("Configuration", name, timeout=120)
+    finally:
+        deps.restart_worker(LOCKWRIGHT_DEPENDENCY_UPGRADES="false")
+
+
+def test_unsatisfiable_graph_installs_what_it_can_and_names_the_conflict(
+        deps: Stack, tmp_path: Path) -> None:
+    """top asks the provider >=v2 and config-mid; config-mid asks it <v2. As Crossplane
+    does, everything is installed (the provider at the version top asks for), and
+    config-mid, whose constraint stays unmet, says why."""
+    r = Repos(deps, tmp_path)
+    provider = r.versions("Provider", "provider-split", "v1.0.0", "v2.0.0")
+    function = r.versions("Function", "function-free", "v0.1.0")
+    mid = r.repo("config-mid")
+    r.push("Configuration", "config-mid", "v1.0.0", [dep("Provider", provider, "<v2.0.0")])
+    top = r.push("Configuration", "config-top", "v1.0.0", [
+        dep("Configuration", mid, ">=v1.0.0"), dep("Provider", provider, ">=v2.0.0"),
+        dep("Function", function, ">=v0.1.0")])
+    name = unique("top")
+    deps.apply_package("Configuration", name, top)
+    mid_name = r.package_name("config-mid")
+    try:
+        deps.wait_healthy("Configuration", name, timeout=120)
+        [p] = packages_of(deps, "Provider", provider)
+        [m] = packages_of(deps, "Configuration", mid)
+        [f] = packages_of(deps, "Function", function)
+        assert (p["spec"]["package"], m["spec"]["package"], f["spec"]["package"]) == (
+            f"{provider}:v2.0.0", f"{mid}:v1.0.0", f"{function}:v0.1.0")
+        deps.wait_healthy("Provider", p["metadata"]["name"])
+        deps.wait_healthy("Function", f["metadata"]["name"])
+        top_rev = revision(deps, "Configuration", name)["metadata"]["name"]
+        message = waiting_on_dependencies(deps, "Configuration", mid_name,
+                                          f"no version of {provider} satisfies", timeout=120)
+        mid_rev = revision(deps, "Configuration", mid_name)["metadata"]["name"]
+        assert (f"existing package {provider}@v2.0.0 is incompatible with constraint <v2.0.0"
+                in message), message
+        asks = sorted([f"{top_rev} asks {provider} >=v2.0.0", f"{mid_rev} asks {provider} <v2.0.0"])
+        assert (f"no version of {provider} satisfies every constraint: {', '.join(asks)}; "
+                "installed v2.0.0; tags: v1.0.0, v2.0.0") in message, message
+        assert dependency_counts(deps, "Configuration", mid_name) == (1, 1, 1)
+        lock_says = resolved(deps)
+        assert (lock_says["status"], lock_says["reason"]) == ("False",
+                                                              "DependencyResolutionFailed")
+        assert f"no version of {provider} satisfies" in lock_says["message"]
+    finally:
+        for gone in (name, mid_name):
+            deps.kubectl("delete", "configuration", gone, "--timeout=60s",
+                         "--ignore-not-found")
+    resolved_again(deps, "once the conflicting packages are gone")
+
+
+def test_missing_repository_explained_naming_who_asks(deps: Stack, tmp_path: Path) -> None:
+    r = Repos(deps, tmp_path)
+    nowhere = r.repo("provider-never-pushed")
+    ref = r.push("Configuration", "config-lost", "v1.0.0",
+                 [dep("Provider", nowhere, ">=v1.0.0")])
+    name = unique("lost")
+    deps.apply_package("Configuration", name, ref)
+    try:
+        message = waiting_on_dependencies(deps, "Configuration", name,
+                                          f"cannot list tags of {nowhere}")
+        rev = revision(deps, "Configuration", name)["metadata"]["name"]
+        assert (f"cannot list tags of {nowhere} ({rev} asks {nowhere} >=v1.0.0): {nowhere} "
+                f"not found: registry {deps.registry_host} answered 404 to GET for {nowhere} "
+                "(NAME_UNKNOWN)") in message, message
+        assert ":latest" not in message
+        assert packages_of(deps, "Provider", nowhere) == []
+    finally:
+        deps.kubectl("delete", "configuration", name, "--timeout=60s")
+    resolved_again(deps, "once the package is gone")
+
+
+def resolved_again(stack: Stack, when: str) -> None:
+    """Wait for ``Resolved=True``; on a timeout, say what the Lock and the resolver said."""
+    try:
+        wait_for(lambda: resolved(stack).get("status") == "True", timeout=60,
+                 what=f"the Lock resolved again {when}")
+    except AssertionError as exc:
+        entries = [(e["name"], e["source"], e["version"]) for e in lock(stack)["packages"]]
+        log = [ln for ln in stack.log("worker").splitlines()
+               if "resolve" in ln or "Resolve" in ln]
+        raise AssertionError(f"{exc}; lock {resolved(stack)} {entries}; log "
+                             + "\n".join(log[-40:])) from exc

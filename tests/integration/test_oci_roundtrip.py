@@ -188,3 +188,11 @@ def test_list_tags_sorted_semver(registry, client, tmp_path):
     tags = client.list_tags(parse(repo))
     assert sorted(tags) == sorted(["v1.10.0", "v1.2.0", "v1", "latest", "v1.2.0-rc.1", "v0.9.9"])
     assert client.list_versions(parse(repo)) == ["v0.9.9", "v1.2.0-rc.1", "v1.2.0", "v1.10.0"]
+
+
+def test_list_tags_of_a_missing_repository_names_the_repository(registry, client):
+    repo = f"{registry.host}/test/{unique('nowhere')}"
+    with pytest.raises(PackageNotFound) as err:
+        client.list_tags(parse(repo))
+    assert err.value.message == (f"{repo} not found: registry {registry.host} answered 404 to "
+                                 f"GET for {repo} (NAME_UNKNOWN)")

@@ -166,7 +166,8 @@ def test_installed_digest_stays_pinned() -> None:
     decision = run([root("a", (P, ">=v1.0.0")), locked(P, DIGEST)], FakeCatalog({P: PTAGS}),
                    DOWN)
     assert decision.changes == ()
-    assert "installed " + DIGEST + " (pinned by digest)" in decision.message
+    assert ("installed " + DIGEST + " (pinned by digest: it moves only to a digest every "
+            "dependent pins)") in decision.message
 
 
 def test_change_carries_kind_api_version_and_name() -> None:
@@ -319,7 +320,8 @@ def test_catalog_failure_sets_the_root_aside(transient: bool) -> None:
     assert decision.changes == (created(P, "v3.0.0"),)
     [failed] = decision.unresolved
     assert (failed.revisions, failed.message, failed.transient) == (
-        ("a-rev",), f"cannot list tags of {Q}: connection refused", transient)
+        ("a-rev",), f"cannot list tags of {Q} (a-rev asks {Q} >=v1.0.0): connection refused",
+        transient)
 
 
 def test_catalog_failure_reading_dependencies() -> None:
