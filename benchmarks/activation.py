@@ -16,8 +16,11 @@ on the real control plane, where every CRD costs kube-apiserver memory and time:
 3. kube-apiserver's resident memory (VmRSS) before and after each, and the floors: the same
    writes in a straight line with the same core functions, no Temporal
    (``benchmarks/install.py``'s ``Floor``, with the same MRD states), then the same wait
-   for the resources to be served. The floors run after both measurements, so their CRDs
-   are not in lockwright's memory numbers.
+   for the resources to be served.
+
+Each of the four runs on a control plane of its own: 2,000 CRDs grow kube-apiserver by
+gigabytes, so two on one server would measure one against the other's memory (and may not
+fit the machine).
 
     python benchmarks/activation.py [--crds 2000] [--mb 100] [--activate 10]
                                     [--control-plane kube|devcluster] [--keep DIR]
@@ -31,6 +34,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,12 +46,12 @@ from benchmarks.common import quiet_logs, run_title, workdir
 from benchmarks.install import (
     Bench,
     big_sizes,
-    build_all,
+    build_and_push,
     fmt_s,
-    measured,
     on_stack,
     push_root,
     ratio,
+    report,
     write_package_root,
 )
 from tests.helpers import api_client
@@ -111,51 +115,34 @@ def activate(kube: Any, policy: str, names: list[str]) -> None:
                  "spec": {"activate": names}})
 
 
-def measure(b: Bench, args: argparse.Namespace, kube: Any, pkgs: dict[str, str]) -> None:
+def install_and_serve(b: Bench, args: argparse.Namespace, name: str, ref: str,
+                      want: int) -> tuple[float, float, float]:
+    """Apply ``name``; (seconds until Healthy and ``want`` served, apiserver MB before,
+    after)."""
     api = api_client(b.settings.kubeconfig)
-    ten = [f"kind{i}s.{group_of('ss')}" for i in range(args.activate)]
     before = apiserver_mb(args)
-    activate(kube, "bench-ten", ten)
     t0 = time.perf_counter()
-    b.apply("bench-ss", pkgs["ss"])
-    safe = wait_served(b, api, "bench-ss", group_of("ss"), args.activate, t0)
-    after_safe = apiserver_mb(args)
-    print(f"  safe-start: {safe:.1f}s, kube-apiserver {before:.0f} → {after_safe:.0f} MB",
-          flush=True)
-    t0 = time.perf_counter()
-    b.apply("bench-full", pkgs["full"])
-    full = wait_served(b, api, "bench-full", group_of("full"), args.crds, t0)
-    after_full = apiserver_mb(args)
-    print(f"  fully active: {full:.1f}s, kube-apiserver {after_safe:.0f} → {after_full:.0f} MB",
-          flush=True)
-    floors = floor_runs(b, api, args, pkgs)
-    label = f"{args.crds}-CRD"
-    b.row(f"{label} safe-start, {args.activate} activated: apply→Healthy+served",
-          fmt_s(safe), fmt_s(floors[0]), f"{ratio(safe, floors[0]):.2f}x", "", True)
-    b.row(f"{label} fully active: apply→Healthy+served", fmt_s(full), fmt_s(floors[1]),
-          f"{ratio(full, floors[1]):.2f}x", "", True)
-    if after_full:
-        grew_safe, grew_full = after_safe - before, after_full - after_safe
-        b.row("kube-apiserver memory grown by the safe-start install", f"{grew_safe:.0f} MB",
-              "", "", f"< fully active ({grew_full:.0f} MB)", grew_safe < grew_full)
-        b.row("kube-apiserver memory grown by the fully active install", f"{grew_full:.0f} MB",
-              "", "", "", True)
-        b.notes.append(f"kube-apiserver VmRSS: {before:.0f} MB at start, {after_safe:.0f} MB "
-                       f"after safe-start, {after_full:.0f} MB after fully active")
+    b.apply(f"bench-{name}", ref)
+    took = wait_served(b, api, f"bench-{name}", group_of(name), want, t0)
+    after = apiserver_mb(args)
+    print(f"  {name}: {took:.1f}s, kube-apiserver {before:.0f} → {after:.0f} MB", flush=True)
+    return took, before, after
 
 
-def floor_runs(b: Bench, api: Any, args: argparse.Namespace,
-               pkgs: dict[str, str]) -> tuple[float, float]:
-    """The floors: the same writes in a straight line, then the same wait for serving."""
+def floor_install(b: Bench, args: argparse.Namespace, name: str, ref: str, want: int,
+                  active: frozenset[str] | None) -> tuple[float, float, float]:
+    """The floor of ``name``: the same writes in a straight line, the same wait."""
     assert b.floor is not None
-    b.floor.active = frozenset(f"kind{i}s.{group_of('fss')}" for i in range(args.activate))
+    api = api_client(b.settings.kubeconfig)
+    b.floor.active = active
+    before = apiserver_mb(args)
     t0 = time.perf_counter()
-    b.floor.install(pkgs["fss"], "fss")
-    safe = wait_floor(api, group_of("fss"), args.activate, t0)
-    b.floor.active = None
-    t0 = time.perf_counter()
-    b.floor.install(pkgs["ffull"], "ffull")
-    return safe, wait_floor(api, group_of("ffull"), args.crds, t0)
+    b.floor.install(ref, name)
+    took = wait_floor(api, group_of(name), want, t0)
+    after = apiserver_mb(args)
+    print(f"  floor {name}: {took:.1f}s, kube-apiserver {before:.0f} → {after:.0f} MB",
+          flush=True)
+    return took, before, after
 
 
 def wait_floor(api: Any, group: str, want: int, t0: float) -> float:
@@ -166,32 +153,85 @@ def wait_floor(api: Any, group: str, want: int, t0: float) -> float:
     return time.perf_counter() - t0
 
 
-async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
-                 settings: Any, client: Any, worker: Any) -> int:
+def ten(args: argparse.Namespace, name: str) -> list[str]:
+    return [f"kind{i}s.{group_of(name)}" for i in range(args.activate)]
+
+
+async def prepared(args: argparse.Namespace, work: Path, tuning: dict[str, float],
+                   settings: Any, client: Any, worker: Any, name: str,
+                   safe: bool) -> tuple[Bench, str]:
+    """A stack without the default policy, ``name`` pushed; (its Bench, the reference)."""
     from lockwright.k8s import Kube
 
     kube = Kube.connect(settings.kubeconfig)
     # The stack's worker made the default policy (*): this benchmark chooses its own.
     kube.delete(*MRAP, "default")
+    if safe:
+        activate(kube, f"bench-{name}", ten(args, name))
     registry, sizes = settings.insecure_registries[0], big_sizes(args.crds, args.mb)
-    t = time.perf_counter()
-    built = await asyncio.to_thread(build_all, work, registry,
-                                    [("full", sizes), ("ffull", sizes)], 2)
-    for name in ("ss", "fss"):
-        built[name] = await asyncio.to_thread(safe_start_push, str(work), registry, name,
-                                              sizes)
-    print(f"built and pushed 4 {args.crds}-CRD packages in {time.perf_counter() - t:.1f}s",
-          flush=True)
-    bench = Bench(args, work, settings, worker.proc.pid, asyncio.get_running_loop(), client,
-                  tuning)
-    pkgs = {name: ref for name, (ref, _) in built.items()}
-    return await measured(bench, lambda: measure(bench, args, kube, pkgs), run_title(
-        "activation", False, tuning, f"{args.crds} CRDs, {built['ss'][1] / 1e6:.1f} MB "
-        f"package.yaml; on {args.control_plane}"))
+    push = safe_start_push if safe else build_and_push
+    ref, total = await asyncio.to_thread(push, str(work), registry, name, sizes)
+    args.package_mb = total / 1e6
+    return Bench(args, work, settings, worker.proc.pid, asyncio.get_running_loop(), client,
+                 tuning), ref
+
+
+def phase(name: str, safe: bool, floor: bool,
+          results: dict[str, tuple[float, float, float]]) -> Any:
+    """One measurement on a stack of its own: kube-apiserver's memory is its own too."""
+    async def measure(args: argparse.Namespace, work: Path, tuning: dict[str, float],
+                      settings: Any, client: Any, worker: Any) -> int:
+        b, ref = await prepared(args, work, tuning, settings, client, worker, name, safe)
+        want = args.activate if safe else args.crds
+        if floor:
+            active = frozenset(ten(args, name)) if safe else None
+            results[name] = await asyncio.to_thread(floor_install, b, args, name, ref, want,
+                                                    active)
+        else:
+            results[name] = await asyncio.to_thread(install_and_serve, b, args, name, ref,
+                                                    want)
+        return 0
+    return measure
+
+
+def table(args: argparse.Namespace, results: dict[str, tuple[float, float, float]]) -> Any:
+    """The rows: each case beside its floor, and what each grew kube-apiserver by."""
+    out = SimpleNamespace(rows=[], notes=[])
+    label = f"{args.crds}-CRD"
+    for case, ours, floor in (("safe-start, {n} activated", "ss", "fss"),
+                              ("fully active", "full", "ffull")):
+        took, fl = results[ours][0], results[floor][0]
+        out.rows.append((f"{label} {case.format(n=args.activate)}: apply→Healthy+served",
+                         fmt_s(took), fmt_s(fl), f"{ratio(took, fl):.2f}x", "", True))
+    grown = {k: v[2] - v[1] for k, v in results.items()}
+    if grown["full"]:
+        out.rows.append(("kube-apiserver memory grown by the safe-start install",
+                         f"{grown['ss']:.0f} MB", f"{grown['fss']:.0f} MB", "",
+                         f"< fully active ({grown['full']:.0f} MB)",
+                         grown["ss"] < grown["full"]))
+        out.rows.append(("kube-apiserver memory grown by the fully active install",
+                         f"{grown['full']:.0f} MB", f"{grown['ffull']:.0f} MB", "", "", True))
+    out.notes.append("kube-apiserver VmRSS before → after, MB: " + "; ".join(
+        f"{k} {v[1]:.0f} → {v[2]:.0f}" for k, v in results.items()))
+    return out
 
 
 async def run(args: argparse.Namespace, work: Path) -> int:
-    return await on_stack(args, work, run_on)
+    """Each case and floor on a fresh control plane (a 2,000-CRD install grows
+    kube-apiserver by gigabytes: two on one server would measure the second against the
+    first's memory, and may not fit)."""
+    results: dict[str, tuple[float, float, float]] = {}
+    for name, safe, floor in (("ss", True, False), ("fss", True, True),
+                              ("full", False, False), ("ffull", False, True)):
+        print(f"{name} on a fresh {args.control_plane}:", flush=True)
+        code = await on_stack(args, work / name, phase(name, safe, floor, results))
+        if code:
+            return code
+    out = table(args, results)
+    report(out, run_title("activation", False, {"health_poll_s": args.health_poll},
+                          f"{args.crds} CRDs, {args.package_mb:.1f} MB package.yaml; on "
+                          f"{args.control_plane}"))
+    return 0 if all(r[5] for r in out.rows) else 1
 
 
 def main() -> int:
@@ -207,7 +247,8 @@ def main() -> int:
     args = parser.parse_args()
     quiet_logs(urllib3=True)
     with workdir(args.keep, "activation") as work:
-        (work / "floor").mkdir(exist_ok=True)
+        for name in ("ss", "fss", "full", "ffull"):
+            (work / name / "floor").mkdir(parents=True, exist_ok=True)
         return asyncio.run(run(args, work))
 
 
