@@ -2,8 +2,9 @@
 
 ``PackageWorkflow`` is the entity workflow per package; ``InstallRevision`` is its child
 per revision; ``ResolveDependencies`` resolves the cluster's package graph;
-``ActivateDefinitions`` applies the activation policies;
-``PlanCandidate`` plans a candidate package reference (``lockwright plan --package``). Register ``ALL_WORKFLOWS`` on the worker.
+``ActivateDefinitions`` applies the activation policies; ``PlanCandidate`` plans a
+candidate package reference (``lockwright plan --package``). Register ``ALL_WORKFLOWS`` on
+the worker.
 """
 
 from temporalio import workflow
@@ -29,5 +30,5 @@ from workflows.revision import InstallRevision
 ALL_WORKFLOWS: list[type] = [PackageWorkflow, InstallRevision, ResolveDependencies,
                              PlanCandidate, ActivateDefinitions]
 
-__all__ = ["ALL_WORKFLOWS", "ActivateDefinitions", "InstallRevision", "PackageWorkflow", "PlanCandidate",
-           "ResolveDependencies"]
+__all__ = ["ALL_WORKFLOWS", "ActivateDefinitions", "InstallRevision", "PackageWorkflow",
+           "PlanCandidate", "ResolveDependencies"]

@@ -20,9 +20,7 @@ way. Continue-as-new at a quiet point; the durable state is ``ResolveState``.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
-from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -30,6 +28,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     import contracts as c
     from contracts import metrics
+    from workflows import singleton
     from workflows.calls import call, classify
     from workflows.retry import loop_backoff
 
@@ -41,8 +40,8 @@ class ResolveDependencies:
     @workflow.init
     def __init__(self, inp: c.ResolveInput) -> None:
         self._inp = inp
-        self._s = inp.state or c.ResolveState()
-        self._idle = False
+        self.state = inp.state or c.ResolveState()
+        self.idle = False
 
     @workflow.run
     async def run(self, inp: c.ResolveInput) -> c.ResolveResult:
@@ -50,43 +49,33 @@ class ResolveDependencies:
         while True:
             if workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(replace(inp, state=self._s))
-            await self._wait_for_work()
+                workflow.continue_as_new(replace(inp, state=self.state))
+            await singleton.wait_for_work(self, "resolve again after a failure")
             await self._resolve_once()
 
     @workflow.signal(name=c.SIGNAL_LOOK_AGAIN)
     def look_again(self, inp: c.LookAgainInput) -> None:
         """The Lock or a package changed: resolve again."""
-        self._s = replace(self._s, dirty=True, signals_seen=self._s.signals_seen + 1)
+        self.state = singleton.rung(self.state)
 
     @workflow.query(name=c.QUERY_STATUS)
     def status(self) -> c.ResolveStatusResult:
         """The last decision in brief."""
-        s = self._s
+        s = self.state
         return c.ResolveStatusResult(passes=s.passes, signals_seen=s.signals_seen,
-                                     idle=self._idle, resolved=s.resolved, created=s.created,
+                                     idle=self.idle, resolved=s.resolved, created=s.created,
                                      moved=s.moved, last_message=s.last_message,
                                      retry_attempt=s.retry_attempt)
-
-    async def _wait_for_work(self) -> None:
-        self._idle = not self._s.dirty
-        wake = timedelta(seconds=self._s.wake_after_s) if self._s.wake_after_s else None
-        try:
-            await workflow.wait_condition(lambda: self._s.dirty, timeout=wake,
-                                          timeout_summary="resolve again after a failure")
-        except TimeoutError:
-            pass
-        self._idle = False
-        self._s = replace(self._s, dirty=False, passes=self._s.passes + 1, wake_after_s=0.0)
 
     async def _resolve_once(self) -> None:
         try:
             decided = await self._decide()
             applied = await self._apply(decided)
         except ActivityError as err:
-            self._retry_later(classify(err).message)
+            singleton.retry_later(self, self._inp.tuning, classify(err).message, "resolution")
+            metrics.resolution_failed(workflow.metric_meter(), "error")
             return
-        await self._nudge(decided.nudge)
+        await singleton.tell(decided.nudge, "its dependencies changed in the Lock")
         self._record(decided, applied)
 
     async def _decide(self) -> c.ResolveDependenciesResult:
@@ -101,41 +90,18 @@ class ResolveDependencies:
             changes=decided.changes, unresolved=decided.unresolved), c.ApplyResolutionResult,
             _summary(decided), self._inp.tuning)
 
-    async def _nudge(self, packages: list[c.PackageRef]) -> None:
-        """Ask each package to look again, all at once."""
-        await asyncio.gather(*(_look_again(ref) for ref in packages))
-
     def _record(self, decided: c.ResolveDependenciesResult,
                 applied: c.ApplyResolutionResult) -> None:
-        s = self._s
+        s = self.state
         attempt = s.retry_attempt + 1 if decided.retry else 0
         wake = loop_backoff(self._inp.tuning, attempt).total_seconds() if decided.retry else 0.0
         message = "; ".join(u.message for u in decided.unresolved)
         if decided.unresolved:
             metrics.resolution_failed(workflow.metric_meter(), "unresolved")
-        self._s = replace(s, resolved=not decided.unresolved, retry_attempt=attempt,
-                          wake_after_s=wake, created=s.created + len(applied.created),
-                          moved=s.moved + len(applied.moved), last_message=message[:500])
+        self.state = replace(s, resolved=not decided.unresolved, retry_attempt=attempt,
+                             wake_after_s=wake, created=s.created + len(applied.created),
+                             moved=s.moved + len(applied.moved), last_message=message[:500])
         workflow.set_current_details(_details(decided, applied))
-
-    def _retry_later(self, message: str) -> None:
-        attempt = self._s.retry_attempt + 1
-        wake = loop_backoff(self._inp.tuning, attempt)
-        self._s = replace(self._s, retry_attempt=attempt, wake_after_s=wake.total_seconds(),
-                          last_message=message[:500])
-        workflow.logger.warning("resolution failed attempt=%d: %s", attempt, message[:200])
-        metrics.resolution_failed(workflow.metric_meter(), "error")
-        workflow.set_current_details(f"**retrying** in {wake.total_seconds():g}s "
-                                     f"(attempt {attempt}): {message[:160]}")
-
-
-async def _look_again(ref: c.PackageRef) -> None:
-    handle = workflow.get_external_workflow_handle(c.package_workflow_id(ref.kind, ref.name))
-    try:
-        await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(
-            reason="its dependencies changed in the Lock"))
-    except Exception as err:  # noqa: BLE001 - not found or closed: nothing to tell
-        workflow.logger.info("could not signal %s: %s", ref.name, err)
 
 
 def _summary(decided: c.ResolveDependenciesResult) -> str:
