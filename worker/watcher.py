@@ -271,26 +271,22 @@ class Watcher:
         log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
                  reason=target.reason)
 
-
     async def signal_resolver(self, target: Target) -> None:
         """Signal-with-start the dependency resolver."""
-        handle = await self.client.start_workflow(
-            ResolveDependencies.run, c.ResolveInput(tuning=self._tuning),
-            id=target.workflow_id, task_queue=self.settings.task_queue,
-            start_signal=c.SIGNAL_LOOK_AGAIN, start_signal_args=[target.signal_input()],
-            static_summary="dependency resolution")
-        self.stats["signals"] += 1
-        log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
-                 reason=target.reason)
-
+        await self._signal_singleton(target, ResolveDependencies.run,
+                                     c.ResolveInput(tuning=self._tuning), "dependency resolution")
 
     async def signal_activation(self, target: Target) -> None:
         """Signal-with-start the activation workflow."""
+        await self._signal_singleton(target, ActivateDefinitions.run,
+                                     c.ActivationInput(tuning=self._tuning), "activation policies")
+
+    async def _signal_singleton(self, target: Target, run: Any, arg: Any, summary: str) -> None:
+        """Signal-with-start one of the cluster's singleton workflows."""
         handle = await self.client.start_workflow(
-            ActivateDefinitions.run, c.ActivationInput(tuning=self._tuning),
-            id=target.workflow_id, task_queue=self.settings.task_queue,
+            run, arg, id=target.workflow_id, task_queue=self.settings.task_queue,
             start_signal=c.SIGNAL_LOOK_AGAIN, start_signal_args=[target.signal_input()],
-            static_summary="activation policies")
+            static_summary=summary)
         self.stats["signals"] += 1
         log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
                  reason=target.reason)
