@@ -158,15 +158,7 @@ class Establisher:
                 counts = self._write_all(pool, revision, documents, checked.seen, ca, service)
                 stale = checked.stale
         self.say_adopted(rev, stale)
-        definitions, active = est.definition_counts(refs)
-        if revision.conversion is not None:  # the names of Inactive MRDs' CRDs too
-            refs = est.sort_object_refs(reserved(refs))
-        self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
-                        {"status": {"objectRefs": refs}}, subresource="status")
-        recorded = (meta(rev).get("annotations") or {}).get(c.ACTIVE_DEFINITIONS_ANNOTATION)
-        if definitions and inp.control and recorded != str(active):
-            self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name, {"metadata": {
-                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: str(active)}}})
+        refs, (definitions, active) = self._record(inp, rev, revision, refs)
         created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "objects.established", objects=len(refs), created=created, updated=updated,
@@ -174,6 +166,26 @@ class Establisher:
         return c.EstablishObjectsResult(objects=len(refs), created=created,
                                         updated=updated + counts[est.Op.OWN],
                                         definitions=definitions, active_definitions=active)
+
+    def _record(self, inp: c.EstablishObjectsInput, rev: Obj, revision: est.Revision,
+                refs: list[dict[str, str]]
+                ) -> tuple[list[dict[str, str]], tuple[int, int]]:
+        """Write what the revision established (``status.objectRefs``) and, when it
+        controls MRDs, how many are Active (the annotation activation compares against).
+
+        Returns:
+            The refs as written, and (MRDs, Active MRDs).
+        """
+        counts = est.definition_counts(refs)
+        if revision.conversion is not None:  # the names of Inactive MRDs' CRDs too
+            refs = est.sort_object_refs(reserved(refs))
+        self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
+                        {"status": {"objectRefs": refs}}, subresource="status")
+        recorded = (meta(rev).get("annotations") or {}).get(c.ACTIVE_DEFINITIONS_ANNOTATION)
+        if counts[0] and inp.control and recorded != str(counts[1]):
+            self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name, {"metadata": {
+                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: str(counts[1])}}})
+        return refs, counts
 
     @contextmanager
     def saying_why(self, rev: Obj) -> Iterator[None]:
