@@ -359,7 +359,8 @@ class Index:
         """Its package; only the activation workflow when just the count of Active MRDs
         its install recorded moved (a count behind the MRDs activated meanwhile is how an
         activation during the install reaches the package)."""
-        if old is not None and replace(old, activated=new.activated) == new:
+        if (old is not None and old.activated != new.activated
+                and replace(old, activated=new.activated) == new):
             return [Target(ACTIVATION, self.task_queue, reason)]
         pkg = new.package or (old.package if old else "")
         return [self._package_target(res.package_kind, pkg, reason)] if pkg else []

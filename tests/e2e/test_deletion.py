@@ -88,15 +88,22 @@ def install_two_revisions(stack: Stack, kind: str, tmp: Path) -> str:
 
 # --- what a package owns ---------------------------------------------------------------
 def revision_objects(stack: Stack, revisions: list[Obj]) -> list[Obj]:
-    """The objects the revisions established (XRDs, Compositions, CRDs), as they are now."""
+    """The objects the revisions established (XRDs, Compositions, CRDs, MRDs), as they are
+    now (an Inactive MRD's CRD is named but does not exist)."""
     out = []
     for ref in {(r["apiVersion"], r["kind"], r["name"]) for rev in revisions
                 for r in (rev.get("status") or {}).get("objectRefs") or []}:
         group, version = ref[0].split("/")
         plural = {"CompositeResourceDefinition": "compositeresourcedefinitions",
                   "Composition": "compositions",
-                  "CustomResourceDefinition": "customresourcedefinitions"}[ref[1]]
-        obj = stack.custom.get_cluster_custom_object(group, version, plural, ref[2])
+                  "CustomResourceDefinition": "customresourcedefinitions",
+                  "ManagedResourceDefinition": "managedresourcedefinitions"}[ref[1]]
+        try:
+            obj = stack.custom.get_cluster_custom_object(group, version, plural, ref[2])
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            continue
         out.append({**obj, "kind": ref[1]})
     return out
 
@@ -117,9 +124,10 @@ def present(stack: Stack, kind: str, refs: list[Ref]) -> list[Ref]:
     """Those of ``refs`` that still exist (same kind, name and UID)."""
     uids = {o["metadata"]["uid"] for o in everything(stack)}
     uids |= {r["metadata"]["uid"] for r in list_revisions(stack, kind)}
-    for plural in ("compositeresourcedefinitions", "compositions"):
+    for version, plural in (("v1", "compositeresourcedefinitions"), ("v1", "compositions"),
+                            ("v1alpha1", "managedresourcedefinitions")):
         uids |= {o["metadata"]["uid"] for o in list_if_served(
-            stack, "apiextensions.crossplane.io", "v1", plural)}
+            stack, "apiextensions.crossplane.io", version, plural)}
     pkgs = stack.custom.list_cluster_custom_object(PKG_GROUP, "v1", PLURALS[kind])["items"]
     uids |= {o["metadata"]["uid"] for o in pkgs}
     return [r for r in refs if r[2] in uids]

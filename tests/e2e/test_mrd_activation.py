@@ -22,7 +22,10 @@ from tests.helpers import unique, wait_for
 
 NS = "crossplane-system"
 IMAGE = "registry.example.org/example/provider-gadgets:{tag}"
-MRD = "managedresourcedefinitions.apiextensions.crossplane.io"
+# Full resource names: another test's CRD may claim a short name or kind (``provider``).
+PROVIDERS = "providers.pkg.crossplane.io"
+MRDS = "managedresourcedefinitions.apiextensions.crossplane.io"
+MRAPS = "managedresourceactivationpolicies.apiextensions.crossplane.io"
 AWAITING = "AwaitingActivation"
 Obj = dict[str, Any]
 
@@ -55,7 +58,7 @@ def policy(name: str, *patterns: str) -> str:
 
 def states(stack: Stack, group: str) -> dict[str, str]:
     """Each MRD of ``group``: its state, as ``kubectl get mrd`` prints it."""
-    out = stack.kubectl("get", "mrd", "-o", "json").stdout
+    out = stack.kubectl("get", MRDS, "-o", "json").stdout
     return {m["metadata"]["name"]: m["spec"].get("state", "")
             for m in json.loads(out)["items"] if m["spec"]["group"] == group}
 
@@ -122,7 +125,7 @@ def test_safe_start_waits_for_policies_and_keeps_activation_across_an_upgrade(
     wait_for(lambda: _activated(stack, first) == sorted(names(group, 0, 1)), timeout=30,
              what="the policy's status.activated")
 
-    stack.kubectl("delete", "mrap", first)
+    stack.kubectl("delete", MRAPS, first)
     second = unique("mrap")
     stack.kubectl("apply", "-f", "-", stdin=policy(second, f"thing1?s.{group}"))
     wait_for(lambda: crds_of(stack, group) >= names(group, *range(10, 20)), timeout=90,
@@ -132,7 +135,7 @@ def test_safe_start_waits_for_policies_and_keeps_activation_across_an_upgrade(
 
     v2 = provider(stack, tmp_path, group, 50, tag="v2.0.0", capabilities=["safe_start"],
                   repo=repo)
-    stack.kubectl("patch", "provider", name, "--type", "merge", "-p",
+    stack.kubectl("patch", PROVIDERS, name, "--type", "merge", "-p",
                   json.dumps({"spec": {"package": v2}}))
     wait_for(lambda: active_revision(stack, name)["metadata"]["name"] != rev, timeout=120,
              what="the upgrade")
@@ -142,7 +145,7 @@ def test_safe_start_waits_for_policies_and_keeps_activation_across_an_upgrade(
     wait_for(lambda: replicas(stack, new) == 1, timeout=60, what="the new runtime running")
     stack.wait_healthy("Provider", name, timeout=120)
     assert active(stack, group) == names(group, 0, 1, *range(10, 20))
-    stack.kubectl("delete", "mrap", second)
+    stack.kubectl("delete", MRAPS, second)
 
 
 def test_a_revision_of_plain_crds_upgrades_to_mrds_keeping_every_type_served(
@@ -167,7 +170,7 @@ def test_a_revision_of_plain_crds_upgrades_to_mrds_keeping_every_type_served(
         "metadata": {"name": "kept"}, "spec": {"size": 3}}))
     v2 = provider(stack, tmp_path, group, 3, tag="v2.0.0", capabilities=["SafeStart"],
                   repo=repo)
-    stack.kubectl("patch", "provider", name, "--type", "merge", "-p",
+    stack.kubectl("patch", PROVIDERS, name, "--type", "merge", "-p",
                   json.dumps({"spec": {"package": v2}}))
     wait_for(lambda: active_revision(stack, name)["metadata"]["name"] != old, timeout=120,
              what="the upgrade")
@@ -186,7 +189,7 @@ def test_a_revision_of_plain_crds_upgrades_to_mrds_keeping_every_type_served(
 
 
 def _activated(stack: Stack, name: str) -> list[str]:
-    got = stack.kubectl("get", "mrap", name, "-o", "json").stdout
+    got = stack.kubectl("get", MRAPS, name, "-o", "json").stdout
     return list((json.loads(got).get("status") or {}).get("activated") or [])
 
 
@@ -200,7 +203,7 @@ def test_a_provider_without_safe_start_has_every_mrd_active(stack: Stack,
     assert crds_of(stack, group) == names(group, *range(5)) | {f"providerconfigs.{group}"}
     assert {crd_controller(stack, n) for n in crds_of(stack, group)} == {rev}
     assert replicas(stack, rev) != 0
-    mrds = json.loads(stack.kubectl("get", "mrd", "-o", "json").stdout)["items"]
+    mrds = json.loads(stack.kubectl("get", MRDS, "-o", "json").stdout)["items"]
     mine = [m for m in mrds if m["spec"]["group"] == group]
     assert {m["metadata"]["ownerReferences"][0]["name"] for m in mine} == {rev}
     wait_for(lambda: all(c.get("status") == "True" for m in _mrds(stack, group)
@@ -211,7 +214,7 @@ def test_a_provider_without_safe_start_has_every_mrd_active(stack: Stack,
 
 
 def _mrds(stack: Stack, group: str) -> list[Obj]:
-    mrds = json.loads(stack.kubectl("get", "mrd", "-o", "json").stdout)["items"]
+    mrds = json.loads(stack.kubectl("get", MRDS, "-o", "json").stdout)["items"]
     return [m for m in mrds if m["spec"]["group"] == group]
 
 
@@ -248,7 +251,7 @@ def default_policy_stack(registry: Any, auth_registry: Any, temporal_env: Any,
 def test_the_default_policy_activates_everything(default_policy_stack: Stack,
                                                  tmp_path: Path) -> None:
     stack = default_policy_stack
-    assert json.loads(stack.kubectl("get", "mrap", "default", "-o", "json").stdout)[
+    assert json.loads(stack.kubectl("get", MRAPS, "default", "-o", "json").stdout)[
         "spec"]["activate"] == ["*"]
     group, name = f"{unique('dflt')}.activation.example.org", unique("default")
     stack.apply_package("Provider", name, provider(stack, tmp_path, group, 4,

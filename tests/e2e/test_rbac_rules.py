@@ -35,10 +35,9 @@ Obj = dict[str, Any]
 XP, OPS = "apiextensions.crossplane.io", "ops.crossplane.io"
 META = "meta.pkg.crossplane.io/v1"
 IMAGE = "registry.example.org/example/provider-audited:v1"
-# Crossplane kinds without a CRD among the test data: served with open schemas.
-OPEN_KINDS = [(XP, "ManagedResourceDefinition", "managedresourcedefinitions"),
-              (XP, "ManagedResourceActivationPolicy", "managedresourceactivationpolicies"),
-              (OPS, "Operation", "operations"), (OPS, "CronOperation", "cronoperations"),
+# Crossplane kinds without a CRD among the test data or lockwright's (which serves MRDs and
+# activation policies): served with open schemas.
+OPEN_KINDS = [(OPS, "Operation", "operations"), (OPS, "CronOperation", "cronoperations"),
               (OPS, "WatchOperation", "watchoperations")]
 
 

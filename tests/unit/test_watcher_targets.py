@@ -495,3 +495,14 @@ def test_a_revisions_recorded_activation_count_signals_activation_only() -> None
     moved["metadata"]["annotations"] = {"lockwright.dev/active-definitions": "3"}
     assert [t.workflow_id for t in index.on_event(RES["ProviderRevision"], "MODIFIED",
                                                   moved)] == ["package:provider:p"]
+
+
+def test_a_deleted_revision_still_signals_its_package() -> None:
+    """A revision deleted by hand: its package cleans up its Lock entry (the count of
+    Active MRDs it recorded is unchanged, so this is not the activation's business)."""
+    index = Index()
+    rev = obj("p-abc", labels={"pkg.crossplane.io/package": "p"})
+    rev["metadata"]["annotations"] = {"lockwright.dev/active-definitions": "3"}
+    index.on_event(RES["ProviderRevision"], "ADDED", rev)
+    assert [t.workflow_id for t in index.on_event(RES["ProviderRevision"], "DELETED",
+                                                  rev)] == ["package:provider:p"]
