@@ -1,4 +1,4 @@
-"""From a Provider's CRDs to ManagedResourceDefinitions, and back to the CRD an MRD serves.
+"""From a Provider's CRDs to ManagedResourceDefinitions.
 
 As Crossplane v2's package manager (``internal/converter/custom_to_managed.go``): every CRD
 of a Provider becomes an MRD (``apiextensions.crossplane.io/v1alpha1``) with the CRD's
@@ -33,8 +33,6 @@ EXEMPT_KINDS = frozenset({"ProviderConfig", "ClusterProviderConfig", "ProviderCo
                           "ClusterProviderConfigUsage"})
 #: Event reason of a conversion that failed (the package installs its CRDs unconverted).
 REASON_CONVERT = "ConvertCRDToMRD"
-#: The MRD spec fields that are not the CRD's.
-_MRD_ONLY = ("connectionDetails", "state")
 
 
 class ConversionError(ValueError):
@@ -55,11 +53,6 @@ def awaiting_activation(capabilities: Iterable[str], definitions: int, active: i
 def is_crd(obj: Obj) -> bool:
     """Whether ``obj`` is a CustomResourceDefinition."""
     return obj.get("apiVersion") == CRD_API_VERSION and obj.get("kind") == CRD_KIND
-
-
-def is_mrd(obj: Obj) -> bool:
-    """Whether ``obj`` is a ManagedResourceDefinition."""
-    return obj.get("apiVersion") == MRD_API_VERSION and obj.get("kind") == MRD_KIND
 
 
 def converts(crd: Obj) -> bool:
@@ -87,15 +80,6 @@ def to_mrd(crd: Obj, active: bool) -> Obj:
     return {"apiVersion": MRD_API_VERSION, "kind": MRD_KIND,
             "metadata": dict(crd.get("metadata") or {}),
             "spec": {**(crd.get("spec") or {}), "state": ACTIVE if active else INACTIVE}}
-
-
-def crd_of(mrd: Obj) -> Obj:
-    """The CRD an Active MRD serves: the MRD's spec without its own fields, and its name,
-    labels and annotations."""
-    meta = mrd.get("metadata") or {}
-    kept = {k: meta[k] for k in ("name", "labels", "annotations") if meta.get(k)}
-    return {"apiVersion": CRD_API_VERSION, "kind": CRD_KIND, "metadata": kept,
-            "spec": {k: v for k, v in (mrd.get("spec") or {}).items() if k not in _MRD_ONLY}}
 
 
 def mrd_active(mrd: Obj | None) -> bool:

@@ -61,12 +61,6 @@ class Activation:
     activate: dict[str, str] = field(default_factory=dict)  # MRD name → policy name
     activated: dict[str, list[str]] = field(default_factory=dict)  # policy → MRD names
 
-    def summary(self) -> str:
-        """One line for the workflow's details and logs."""
-        return (f"{len(self.activate)} to activate, "
-                f"{sum(len(v) for v in self.activated.values())} matched by "
-                f"{len(self.activated)} policies")
-
 
 def decide(policies: Iterable[Policy], definitions: Iterable[Definition]) -> Activation:
     """What ``policies`` activate among ``definitions`` (the union, one way only)."""
