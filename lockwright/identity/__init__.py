@@ -1,0 +1,5 @@
+"""API identity: a digest per type definition a package ships, and per revision over them.
+
+- :mod:`lockwright.identity.digest`: the canonical form of a definition (CRD, MRD, XRD,
+  webhook configuration) and its digest, and a revision's API digest.
+"""
