@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from lockwright.managed.convert import Conversion
+from lockwright.managed.convert import ACTIVE, MRD_KIND, Conversion, mrd_active
 from lockwright.objects import holders
 from lockwright.objects.holders import Current, Hold, Stale
 from lockwright.objects.lock import Conflict, ObjectKey, Owner
@@ -296,7 +296,17 @@ def _desired(obj: Obj, live: Obj | None, rev: Revision,
             meta[key] = merged
     if lmeta.get("resourceVersion"):
         meta["resourceVersion"] = lmeta["resourceVersion"]
-    return out
+    return _kept_active(out, live)
+
+
+def _kept_active(desired: Obj, live: Obj) -> Obj:
+    """An MRD the package ships Inactive (or a revision converts Inactive) stays Active
+    once it is live Active: activation is one way, and the MRD type refuses going back
+    (Crossplane's establisher merges it so)."""
+    if (desired.get("kind") != MRD_KIND or not mrd_active(live)
+            or mrd_active(desired)):
+        return desired
+    return {**desired, "spec": {**(desired.get("spec") or {}), "state": ACTIVE}}
 
 
 def object_ref(obj: Obj) -> dict[str, str]:
@@ -371,8 +381,12 @@ def _slim(live: Obj | None) -> Obj | None:
     if live is None:
         return None
     lmeta = live.get("metadata") or {}
-    return {"metadata": {k: lmeta[k] for k in ("ownerReferences", "labels", "annotations",
-                                               "resourceVersion") if k in lmeta}}
+    slim: Obj = {"metadata": {k: lmeta[k] for k in ("ownerReferences", "labels",
+                                                    "annotations", "resourceVersion")
+                              if k in lmeta}}
+    if live.get("kind") == MRD_KIND and mrd_active(live):  # what writes keep (_kept_active)
+        slim["spec"] = {"state": ACTIVE}
+    return slim
 
 
 def seen(plan: Plan, live: dict[ObjectKey, Obj]) -> dict[ObjectKey, Seen]:

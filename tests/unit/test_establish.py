@@ -293,3 +293,51 @@ def test_a_revision_that_established_nothing_drops_nothing() -> None:
 def test_without_owners(current: list[dict[str, Any]], uids: set[str],
                         want: list[dict[str, Any]]) -> None:
     assert es.without_owners(current, uids) == want
+
+
+MRD_API = "apiextensions.crossplane.io/v1alpha1"
+
+
+def _mrd(state: str | None, *refs: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"group": "example.org", "scope": "Cluster"}
+    if state:
+        spec["state"] = state
+    obj: dict[str, Any] = {"apiVersion": MRD_API, "kind": "ManagedResourceDefinition",
+                           "metadata": {"name": "things.example.org"}, "spec": spec}
+    if refs:
+        obj["metadata"].update({"ownerReferences": list(refs), "resourceVersion": "7"})
+    return obj
+
+
+@pytest.mark.parametrize(("shipped", "live", "op", "state"), [
+    ("Inactive", "Active", es.Op.SKIP, "Active"),  # an activation since: kept, nothing to do
+    (None, "Active", es.Op.SKIP, "Active"),  # shipped without a state (Inactive by default)
+    ("Inactive", "Inactive", es.Op.SKIP, "Inactive"),
+    ("Active", "Inactive", es.Op.UPDATE, "Active"),  # a package may activate its own
+])
+def test_a_live_active_mrd_is_never_written_back_to_inactive(
+        shipped: str | None, live: str, op: es.Op, state: str) -> None:
+    """As Crossplane's establisher merges it: activation is one way (and the MRD type's
+    CEL rule refuses going back, on a real API server)."""
+    mrd = _mrd(shipped)
+    rev = _rev()
+    ours = _mrd(live, es.controller_ref(rev), es.package_ref(rev))
+    plan = es.plan_establish(rev, [mrd], {ObjectKey.of(mrd): ours}, ca_bundle=CA, namespace=NS)
+    [action] = plan.actions
+    assert (action.op, action.object["spec"]["state"]) == (op, state)
+    seen = es.seen(plan, {ObjectKey.of(mrd): ours})
+    assert [(a.op, a.object["spec"]["state"]) for a in es.replan(
+        rev, [mrd], seen, ca_bundle=CA, namespace=NS)] == [(op, state)]
+
+
+def test_an_adopted_active_mrd_keeps_its_state() -> None:
+    """A revision taking control (an upgrade) of an MRD activated under the old one."""
+    old = dict(OLD_REV)
+    live = _mrd("Active", old, PKG)
+    [action] = es.plan_establish(_rev(), [_mrd("Inactive")], {ObjectKey.of(live): live},
+                                 ca_bundle=CA, namespace=NS).actions
+    assert action.op is es.Op.ADOPT and action.object["spec"]["state"] == "Active"
+    seen = es.seen(es.plan_establish(_rev(), [_mrd("Inactive")], {ObjectKey.of(live): live},
+                                     ca_bundle=CA, namespace=NS), {ObjectKey.of(live): live})
+    [again] = es.replan(_rev(), [_mrd("Inactive")], seen, ca_bundle=CA, namespace=NS)
+    assert again.object["spec"]["state"] == "Active"  # from the slim live the check kept
