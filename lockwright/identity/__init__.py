@@ -2,4 +2,6 @@
 
 - :mod:`lockwright.identity.digest`: the canonical form of a definition (CRD, MRD, XRD,
   webhook configuration) and its digest, and a revision's API digest.
+- :mod:`lockwright.identity.names`: the annotations that carry identity.
+- :mod:`lockwright.identity.apis`: an API as users name it (``plural.group/version``).
 """
