@@ -213,3 +213,68 @@ def test_a_pinned_api_refuses_a_new_field_and_takes_a_controller_only_release(
     new, entry = release.switched(old)
     assert annotation(new, names.API_DIGEST) == entry["apiDigest"] == pinned
     assert annotation(new, names.CONTROLLER_DIGEST) == entry["controllerDigest"] == controller
+
+
+def test_the_controller_digest_is_the_image_the_runtime_runs(stack: Stack,
+                                                             tmp_path: Path) -> None:
+    """The package image itself, then the image a DeploymentRuntimeConfig names instead."""
+    release = Release(stack, tmp_path)
+    root = tmp_path / "own-runtime"
+    root.mkdir()
+    meta = {"apiVersion": "meta.pkg.crossplane.io/v1", "kind": "Provider",
+            "metadata": {"name": release.repo}}
+    (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    (root / "objects.yaml").write_text(yaml.safe_dump_all([gadgets(release.group)]))
+    ref = stack.push(root, repo=release.repo, tag="v1.0.0")
+    rev = release.install(ref)
+    package_digest = annotation(rev, "lockwright.dev/digest")
+    assert annotation(rev, names.CONTROLLER_DIGEST) == package_digest.strip() != ""
+
+    image, digest = controller_image(stack, f"{release.repo}-drc", "v9")
+    drc = {"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
+           "metadata": {"name": release.name}, "spec": {"deploymentTemplate": {"spec": {
+               "selector": {}, "template": {"spec": {"containers": [
+                   {"name": "package-runtime", "image": image}]}}}}}}
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(drc))
+    stack.kubectl("patch", "provider", release.name, "--type", "merge", "-p",
+                  json.dumps({"spec": {"runtimeConfigRef": {"name": release.name}}}))
+
+    def recorded() -> tuple[Obj, Obj] | None:
+        now = active_revision(stack, release.name)
+        entry = lock_entries(stack).get(rev["metadata"]["name"], {})
+        return (now, entry) if now and annotation(now, names.CONTROLLER_DIGEST) == digest \
+            and entry.get("controllerDigest") == digest else None
+
+    now, entry = wait_for(recorded, timeout=60, interval=0.2, what="the DRC image's digest")
+    assert now["metadata"]["name"] == rev["metadata"]["name"]  # the same revision
+    assert annotation(now, names.API_DIGEST) == entry["apiDigest"] == annotation(
+        rev, names.API_DIGEST)
+    deployment = kubectl_json(stack, "deployment", "-n", "crossplane-system",
+                              rev["metadata"]["name"])
+    images = [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
+    assert image in images  # what the digest was taken of is what runs
+
+
+def test_a_malformed_pin_is_refused_and_pinning_the_new_api_lets_the_upgrade_through(
+        stack: Stack, tmp_path: Path) -> None:
+    release = Release(stack, tmp_path)
+    v1, _, _ = release.push("v1.0.0", "v1")
+    old = release.install(v1)
+    stack.kubectl("annotate", "provider", release.name, f"{names.PIN_API}=v1.0.0")
+    v2, _, shipped_v2 = release.push("v2.0.0", "v2", "color")
+    release.upgrade(v2)
+
+    def says(part: str) -> str | None:
+        message = stack.conditions("Provider", release.name).get("Healthy", {}).get(
+            "message", "")
+        return message if part in message else None
+
+    message = wait_for(lambda: says("not an API digest"), timeout=60, interval=0.2,
+                       what="the malformed pin's refusal")
+    assert names.PIN_API in message and "'v1.0.0'" in message, message
+    assert active_revision(stack, release.name)["metadata"]["name"] == (  # type: ignore[index]
+        old["metadata"]["name"])
+    stack.kubectl("annotate", "--overwrite", "provider", release.name,
+                  f"{names.PIN_API}={api_digest(shipped_v2)}")  # the fix, no spec change
+    new, entry = release.switched(old)
+    assert annotation(new, names.API_DIGEST) == entry["apiDigest"] == api_digest(shipped_v2)
