@@ -93,7 +93,7 @@ class Identity:
             PreflightError: the pin differs (naming both digests, the types that differ
                 from the active revision and the fix), or is not a digest.
         """
-        package = str((meta(rev).get("labels") or {}).get(LABEL_PACKAGE, ""))
+        package = _package_of(rev)
         pkg = self.reader.package(kind, package) if package else {}
         pinned = str((meta(pkg).get("annotations") or {}).get(names.PIN_API, ""))
         verdict = pin.decide(pinned, summary.api_digest)
@@ -106,8 +106,7 @@ class Identity:
     def refusal(self, kind: str, rev: Obj, summary: PackageSummary, what: str,
                 pinned: str) -> pin.Refused:
         """The refusal, compared type by type with the package's active revision."""
-        package = str((meta(rev).get("labels") or {}).get(LABEL_PACKAGE, ""))
-        active = next((r for r in self.reader.revisions_of(kind, package)
+        active = next((r for r in self.reader.revisions_of(kind, _package_of(rev))
                        if spec(r).get("desiredState") == c.ACTIVE), None)
         name, active_name = str(meta(rev)["name"]), str(meta(active).get("name", ""))
         refused = pin.Refused(what, name, pinned.strip(), summary.api_digest, active_name)
@@ -122,3 +121,8 @@ class Identity:
             return refused
         return pin.Refused(what, name, pinned.strip(), summary.api_digest, active_name,
                            tuple(pin.differences(before, summary.types)))
+
+
+def _package_of(rev: Obj) -> str:
+    """The name of the revision's package (its ``pkg.crossplane.io/package`` label)."""
+    return str((meta(rev).get("labels") or {}).get(LABEL_PACKAGE, ""))
