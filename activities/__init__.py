@@ -3,8 +3,8 @@
 Composed, not inherited. Small collaborators, each a plain class over what it needs of the
 Kubernetes seam, the package cache and the settings, are built once per worker
 (:class:`Collaborators`): the package reader, registry access, the package contents, the
-runtime configs, the signature verifier, the Lock keeper, the establisher of objects and
-the dropper of objects an upgrade no longer ships. One activity class per concern
+runtime configs, the signature verifier, the Lock keeper, the establisher of objects,
+the dropper of objects an upgrade no longer ships and the recorder of API identity. One activity class per concern
 (``package``, ``revision``, ``lock``, ``objects``, ``lifecycle``, ``rbac``, ``runtime``,
 ``approval``, ``dependencies``, ``plan``) receives the collaborators it uses; its
 ``@activity.defn`` methods are the activities. Decisions live in the core (``lockwright``).
@@ -27,6 +27,7 @@ from activities.contents import Contents
 from activities.definitions import Definitions
 from activities.dependencies import DependencyActivities
 from activities.dropped import DroppedObjects
+from activities.identity import Identity
 from activities.lifecycle import LifecycleActivities
 from activities.lock import LockActivities, LockKeeper
 from activities.objects import Establisher, ObjectActivities
@@ -58,6 +59,7 @@ class Collaborators:
     establisher: Establisher
     dropped: DroppedObjects
     definitions: Definitions
+    identity: Identity
 
 
 def collaborators(settings: Settings, kube: Kube, cache: PackageCache) -> Collaborators:
@@ -73,7 +75,8 @@ def collaborators(settings: Settings, kube: Kube, cache: PackageCache) -> Collab
         LockKeeper(kube, reader),
         Establisher(kube, reader, contents, runtime_configs, definitions,
                     settings.system_namespace),
-        DroppedObjects(kube, reader), definitions)
+        DroppedObjects(kube, reader), definitions,
+        Identity(kube, reader, contents, registries, runtime_configs))
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,8 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
         settings, x,
         PackageActivities(k, x.reader, x.registries, x.verifier, cache, runtime,
                           settings.upgrade_gate),
-        RevisionActivities(k, x.reader, x.contents, settings.crossplane_version, runtime),
+        RevisionActivities(k, x.reader, x.contents, x.identity, settings.crossplane_version,
+                           runtime),
         LifecycleActivities(k, ns, x.reader, x.keeper, x.establisher, x.dropped),
         LockActivities(x.reader, x.contents, x.keeper),
         ObjectActivities(x.establisher),

@@ -51,6 +51,12 @@ class Contents:
             self.remember(digest, fetched.summary)
         return fetched.entry
 
+    def base_layer(self, kind: str, revision: Obj, digest: str) -> str:
+        """The digest of the layer the package.yaml was read from ("" when the package
+        marks none); from the entry's record, fetched again only on a miss."""
+        found = self.cache.base_layer(digest)
+        return found if found is not None else self.cached(kind, revision, digest).base_layer
+
     def remember(self, digest: str, summary: PackageSummary) -> None:
         """Keep a parsed summary for ``digest`` (small: no objects), LRU-bounded."""
         with self._summaries_lock:

@@ -30,6 +30,7 @@ from activities.reads import PackageReader
 from contracts import metrics
 from lockwright import conditions
 from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
+from lockwright.identity import record
 from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.objects import claims as cl
 from lockwright.objects import lock as lk
@@ -158,6 +159,8 @@ class LockActivities:
         deps = [] if inp.skip_dependencies else [
             cl.dependency_meta(d) for d in summary.meta.depends_on]
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
+        # The API identity parse_package recorded on the revision (lockwright's fields).
+        entry.update(record.lock_fields(meta(rev).get("annotations")))
         if inp.check_only:
             return self.check_lock(inp, rev, refs, len(deps))
         claim = self.keeper.claim(inp.kind, rev, refs)

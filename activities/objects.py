@@ -55,6 +55,7 @@ from lockwright.errors import (
     KubeInvalid,
     PreflightError,
 )
+from lockwright.identity.record import stamped
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.managed.convert import reserved
 from lockwright.objects import crdcheck, holders
@@ -75,8 +76,10 @@ CANDIDATE_UID = "00000000-0000-0000-0000-000000000000"
 
 def batches(revision: est.Revision, documents: Path, size: int = BATCH) -> Iterator[list[Obj]]:
     """The package's establishable objects in lists of ``size``, from ``documents.jsonl``
-    (CRDs converted to MRDs, each Active one followed by its CRD, when the revision says)."""
-    objects: Iterator[Obj] = (o for o in stream_objects(documents)
+    (CRDs converted to MRDs, each Active one followed by its CRD, when the revision says),
+    each definition annotated with its type digest (``lockwright.identity.record``)."""
+    # Type digests are taken of the objects as shipped: before conversion and injection.
+    objects: Iterator[Obj] = (stamped(o) for o in stream_objects(documents)
                               if est.establishable(revision.package_kind, [o]))
     if revision.conversion is not None:
         objects = (x for o in objects for x in revision.conversion.objects(o))

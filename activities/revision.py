@@ -15,6 +15,7 @@ from activities import status as st
 from activities.base import PKG_V1, kind_of, log, meta, revision_kind
 from activities.contents import Contents
 from activities.errors import edge
+from activities.identity import Identity
 from activities.reads import PackageReader
 from lockwright import conditions
 from lockwright.errors import (
@@ -23,6 +24,7 @@ from lockwright.errors import (
     KubeConflict,
     LintError,
     LockwrightError,
+    PreflightError,
 )
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.runtime import external
@@ -45,14 +47,17 @@ class RevisionActivities:
     """fetch_package, parse_package, check_crossplane_version, write_revision_status."""
 
     def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
-                 crossplane_version: str, package_runtime: str = external.DEPLOYMENT) -> None:
-        """Check packages against ``crossplane_version`` (what the worker reports); write
-        the runtime's conditions only when ``package_runtime`` is ``Deployment``."""
+                 identity: Identity, crossplane_version: str,
+                 package_runtime: str = external.DEPLOYMENT) -> None:
+        """Record API identity and hold revisions to API pins through ``identity``; check
+        packages against ``crossplane_version`` (what the worker reports); write the
+        runtime's conditions only when ``package_runtime`` is ``Deployment``."""
         self.kube = kube
         self.reader = reader
         self.contents = contents
         self.crossplane_version = crossplane_version
         self.package_runtime = package_runtime
+        self.identity = identity
 
     @activity.defn(name=c.FETCH_PACKAGE)
     @edge
@@ -85,6 +90,7 @@ class RevisionActivities:
         for warning in summary.warnings[:FIRST_WARNINGS]:
             self.reader.event(rev, WARNING, "LintPackage", warning)
         self.copy_meta(inp.kind, rev, summary)
+        self.hold_to_identity(inp, rev, summary)
         kind = kind_of(inp.kind)
         objects = sum(1 for s in summary.summaries if installable(kind, s.api_version, s.kind))
         return c.ParsePackageResult(
@@ -94,6 +100,17 @@ class RevisionActivities:
             warnings=len(summary.warnings),
             first_warnings=[w[:300] for w in summary.warnings[:FIRST_WARNINGS]],
             capabilities=capabilities(summary))
+
+    def hold_to_identity(self, inp: c.ParsePackageInput, rev: Obj,
+                         summary: PackageSummary) -> None:
+        """Record the revision's API identity, then refuse it if its package pins another
+        API (before the Lock and any object: ``activities.identity``)."""
+        self.identity.record(inp.kind, rev, inp.digest, summary)
+        try:
+            self.identity.check_pin(inp.kind, rev, summary)
+        except PreflightError as err:
+            self.reader.event(rev, WARNING, "PinnedAPI", err.message)
+            raise
 
     def copy_meta(self, kind: str, rev: Obj, summary: PackageSummary) -> None:
         """Meta labels and annotations onto the revision; v1.x permissionRequests to status."""

@@ -4,8 +4,9 @@ The watcher feeds every list and watch event through :class:`Index`; each call r
 the :class:`Target` list to signal (``look_again``, with signal-with-start). Rules:
 
 - A package (Provider, Configuration, Function) targets its own workflow when it is added
-  or deleted, or when its ``generation``, ``deletionTimestamp``, ``crossplane.io/paused``
-  or ``lockwright.io/accept-plan`` (accepting a breaking plan) changed. Status and
+  or deleted, or when its ``generation``, ``deletionTimestamp``, ``crossplane.io/paused``,
+  ``lockwright.io/accept-plan`` (accepting a breaking plan) or
+  ``lockwright.dev/pin-api-digest`` (the API its revisions must have) changed. Status and
   metadata-only writes (the workflow's own) are ignored, so the watcher does not echo the
   workflow's writes back to it.
 - A revision targets its package (controller ownerReference, else the label
@@ -57,6 +58,7 @@ from contracts import (
     package_workflow_id,
     resolve_workflow_id,
 )
+from lockwright.identity.names import PIN_API
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
 Obj = dict[str, Any]
@@ -195,6 +197,7 @@ class Summary:
     paused: bool = False  # packages: the crossplane.io/paused annotation is "true"
     accepted_plan: str = ""  # packages: the lockwright.io/accept-plan annotation's revision
     upgrade_gate: str = ""  # packages: the lockwright.dev/upgrade-gate annotation
+    pinned_api: str = ""  # packages: the lockwright.dev/pin-api-digest annotation
     entries: int = 0  # the Lock: how many packages it holds
     dependencies: bool = False  # the Lock: some entry has dependencies
     activated: str = ""  # Provider revisions: the lockwright.dev/active-definitions count
@@ -226,7 +229,8 @@ def summarize(res: Resource, obj: Obj) -> Summary:
         annotations = meta.get("annotations") or {}
         base = replace(base, paused=annotations.get(PAUSED_ANNOTATION) == "true",
                        accepted_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION) or ""),
-                       upgrade_gate=str(annotations.get(UPGRADE_GATE_ANNOTATION) or ""))
+                       upgrade_gate=str(annotations.get(UPGRADE_GATE_ANNOTATION) or ""),
+                       pinned_api=str(annotations.get(PIN_API) or ""))
     shape = {"package": _package_fields, "imageconfig": _image_config_fields}.get(res.role)
     return replace(base, **shape(res, obj.get("spec") or {})) if shape else base
 
@@ -258,14 +262,15 @@ def _key_secrets(spec: Obj) -> tuple[str, ...]:
 
 
 def _changed(old: Summary | None, new: Summary) -> bool:
-    """Spec changes only (generation; ``version`` for Secrets; the pause, accept-plan and
-    upgrade-gate annotations, which move no generation), so status writes are not echoed."""
+    """Spec changes only (generation; ``version`` for Secrets; the pause, accept-plan,
+    upgrade-gate and API-pin annotations, which move no generation), so status writes are
+    not echoed."""
     return old is None or _spec_of(old) != _spec_of(new)
 
 
-def _spec_of(s: Summary) -> tuple[int, bool, str, bool, str, str, str]:
+def _spec_of(s: Summary) -> tuple[int, bool, str, bool, str, str, str, str]:
     return (s.generation, s.deleting, s.version, s.paused, s.accepted_plan, s.upgrade_gate,
-            s.activated)
+            s.activated, s.pinned_api)
 
 
 @dataclass

@@ -63,20 +63,36 @@ def canonical(obj: Obj) -> Obj:
 
 def type_digest(obj: Obj) -> str:
     """``sha256:<hex>`` of the canonical definition."""
-    return SHA256 + hashlib.sha256(orjson.dumps(canonical(obj),
-                                                option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return SHA256 + raw_type_digest(obj).hex()
+
+
+def raw_type_digest(obj: Obj) -> bytes:
+    """:func:`type_digest` as the 32 bytes of the hash (for summaries kept by thousands)."""
+    return hashlib.sha256(orjson.dumps(canonical(obj), option=orjson.OPT_SORT_KEYS)).digest()
 
 
 def type_key(obj: Obj) -> str:
     """How a revision's API digest names a definition: ``Kind name`` (an MRD as the CRD
     it serves; a webhook configuration by its kind alone: lockwright names it)."""
-    form = canonical(obj)
-    return f"{form['kind']} {form.get('name', '')}".rstrip()
+    return key_of(str(obj.get("kind", "")), str((obj.get("metadata") or {}).get("name", "")))
+
+
+def key_of(kind: str, name: str) -> str:
+    """:func:`type_key` of a definition of ``kind`` named ``name``."""
+    if kind in WEBHOOK_KINDS:
+        return kind
+    return f"{CRD_KIND if kind == MRD_KIND else kind} {name}".rstrip()
 
 
 def api_digest(definitions: Iterable[Obj]) -> str:
     """``sha256:<hex>`` over the sorted ``key type-digest`` lines of ``definitions``."""
-    lines = sorted(f"{type_key(d)} {type_digest(d)}\n" for d in definitions if is_definition(d))
+    return api_digest_of((type_key(d), type_digest(d)) for d in definitions if is_definition(d))
+
+
+def api_digest_of(types: Iterable[tuple[str, str]]) -> str:
+    """:func:`api_digest` from ``(type key, type digest)`` pairs already computed (a
+    package summary keeps them, so a 2,000-CRD package is not read again for it)."""
+    lines = sorted(f"{key} {digest}\n" for key, digest in types)
     return SHA256 + hashlib.sha256("".join(lines).encode()).hexdigest()
 
 

@@ -118,6 +118,15 @@ class PackageCache:
         os.utime(directory / META_FILE)
         return entry
 
+    def base_layer(self, digest: str) -> str | None:
+        """The base layer recorded for ``digest`` ("" when none was marked), read without
+        re-hashing the entry (:meth:`get` does); None when there is no entry."""
+        try:
+            meta = json.loads((self._dir(digest) / META_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return str(meta.get("base_layer") or "") if isinstance(meta, dict) else None
+
     def put(self, digest: str, package_yaml: Path, sha256: str, source: str = "",
             base_layer: str = "", *, documents: Path) -> CacheEntry:
         """Move ``package_yaml`` (already verified) and its ``documents`` into the cache.

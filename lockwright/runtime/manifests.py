@@ -194,6 +194,17 @@ def _kind_overrides(inp: RuntimeInput, template: Obj, container: Obj) -> None:
     container["image"] = container.get("image") or inp.controller_image or inp.image
 
 
+def runtime_image(drc: Obj | None, controller_image: str | None) -> str | None:
+    """The image a runtime runs when it is not the package's own: the DRC template's
+    runtime container image, else the package metadata's; None for the package image
+    (the choice :func:`render_deployment` makes)."""
+    pod = ((_template(drc, "deploymentTemplate").get("spec") or {}).get("template")
+           or {}).get("spec") or {}
+    container: Obj = next((c for c in pod.get("containers") or []
+                           if c.get("name") == RUNTIME_CONTAINER), {})
+    return str(container.get("image") or controller_image or "") or None
+
+
 def has_run(live: Obj | None) -> bool:
     """Whether a live Deployment was ever asked for replicas (a safe-start runtime that ran
     is never scaled back to zero)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockwright.errors import ConstraintError, InvalidPackage, LintError
+from lockwright.identity.digest import SHA256, is_definition, key_of, raw_type_digest
 from lockwright.xpkg.constraints import parse_constraint
 from lockwright.xpkg.meta import Dependency, PackageMeta
 
@@ -60,15 +61,31 @@ ERR_OR = "object did not pass any of the linters with following errors: "
 ERR_BAD_CONSTRAINTS = "package version constraints are poorly formatted"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObjectSummary:
-    """What lint and the Lock need from an object, without keeping the object."""
+    """What lint, the Lock and API identity need from an object, without keeping it.
+
+    Slotted: a package keeps one per object (2,000 for a big provider) while it streams.
+    """
 
     index: int
     api_version: str
     kind: str
     name: str
     warnings: tuple[str, ...] = ()
+    #: A definition's type digest as 32 bytes (71 characters of text cost twice the
+    #: memory), taken in the one streaming pass that reads it; empty for other objects.
+    raw_digest: bytes = b""
+
+    @property
+    def type_digest(self) -> str:
+        """A definition's ``type_digest`` (``lockwright.identity.digest``); "" for others."""
+        return SHA256 + self.raw_digest.hex() if self.raw_digest else ""
+
+    @property
+    def type_key(self) -> str:
+        """A definition's ``type_key``; "" for other objects."""
+        return key_of(self.kind, self.name) if self.raw_digest else ""
 
     @property
     def where(self) -> str:
@@ -113,7 +130,9 @@ def summarize(index: int, obj: Mapping[str, Any]) -> ObjectSummary:
     if (api_version, kind) not in REGISTERED:
         raise InvalidPackage(
             f'{summary.where}: no kind "{kind}" is registered for version "{api_version}"')
-    return ObjectSummary(index, api_version, kind, summary.name, _object_warnings(summary, obj))
+    shipped = dict(obj)
+    return ObjectSummary(index, api_version, kind, summary.name, _object_warnings(summary, obj),
+                         raw_type_digest(shipped) if is_definition(shipped) else b"")
 
 
 def installable(package_kind: str, api_version: str, kind: str) -> bool:

@@ -16,6 +16,7 @@ from typing import IO, Any
 import yaml
 
 from lockwright.errors import InvalidPackage
+from lockwright.identity.digest import api_digest_of
 from lockwright.xpkg import fastyaml
 from lockwright.xpkg.lint import ObjectSummary, lint, summarize
 from lockwright.xpkg.meta import PackageMeta, is_meta, parse_meta
@@ -44,6 +45,18 @@ class PackageSummary:
     counts: Mapping[str, int]
     documents: int
     warnings: tuple[str, ...] = ()
+
+    @property
+    def types(self) -> dict[str, str]:
+        """Type digest by type key, of every definition the package ships."""
+        return {s.type_key: s.type_digest for s in self.summaries if s.raw_digest}
+
+    @property
+    def api_digest(self) -> str:
+        """The package's API digest (``lockwright.identity.digest.api_digest`` of every
+        definition it ships), from the digests the parse took."""
+        return api_digest_of((s.type_key, s.type_digest) for s in self.summaries
+                             if s.raw_digest)
 
 
 @dataclass(frozen=True)

@@ -356,6 +356,24 @@ def test_changing_the_upgrade_gate_by_annotation_signals_the_package() -> None:
         assert index.on_event(provider, "MODIFIED", {**gated, "status": {"x": 1}}) == []
 
 
+def test_pinning_an_api_by_annotation_signals_the_package() -> None:
+    """lockwright.dev/pin-api-digest moves no generation: setting the pin to the refused
+    revision's API (the fix a refusal names) or removing it is looked at again at once."""
+    from worker.targets import RESOURCES, Index
+
+    provider = next(r for r in RESOURCES if r.kind == "Provider")
+    index = Index()
+    obj = {"metadata": {"name": "p", "generation": 2}, "spec": {"package": "x.io/p:v2"}}
+    index.on_event(provider, "ADDED", obj)
+    for value in ("sha256:" + "a" * 64, "sha256:" + "b" * 64):
+        pinned = {**obj, "metadata": {**obj["metadata"],
+                                      "annotations": {"lockwright.dev/pin-api-digest": value}}}
+        assert [t.name for t in index.on_event(provider, "MODIFIED", pinned)
+                if not t.resolver] == ["p"]
+        assert index.on_event(provider, "MODIFIED", {**pinned, "status": {"x": 1}}) == []
+    assert [t.name for t in index.on_event(provider, "MODIFIED", obj) if not t.resolver] == ["p"]
+
+
 # --- the dependency resolver --------------------------------------------------------------
 def resolver_signalled(targets: list[Target]) -> bool:
     return any(t.resolver and t.workflow_id == "resolve:lock" for t in targets)
