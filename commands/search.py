@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 from commands import common
@@ -74,7 +75,10 @@ def read_indexes(s: Settings, kube: Kube) -> list[PackageIndex]:
     """
     from lockwright.errors import KubeNotFound, LockwrightError
     from lockwright.index.read import IndexReader
+    from lockwright.log import configure
     from lockwright.oci.client import RegistryClient
+
+    configure(level=os.environ.get("LOCKWRIGHT_LOG_LEVEL", "warning"))  # stdout is output
 
     if not s.package_indexes:
         raise LockwrightError("no package indexes to search: set LOCKWRIGHT_PACKAGE_INDEXES "
