@@ -29,6 +29,8 @@ def register(subparsers: Any) -> None:
     build.add_argument("repositories", nargs="+", metavar="REPO",
                        help="a repository, e.g. registry.example.org/team/provider-x")
     build.add_argument("-o", "--output", required=True, type=Path, help="the index file")
+    build.add_argument("--previous", type=Path, metavar="FILE", help="an index built before: "
+                       "versions it lists under the same digest are not read again")
     build.set_defaults(func=xpkg.guard(_build))
     push = sub.add_parser("push", parents=[common], help="push an index file as an OCI "
                           "artifact (sign it with lockwright xpkg sign REF)")
@@ -43,8 +45,11 @@ def _note(text: str) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from lockwright.index.build import build
+    from lockwright.index.model import PackageIndex
 
-    index = build(xpkg.registry_client(args), args.repositories, _note)
+    previous = (PackageIndex.from_bytes(_read(args.previous), str(args.previous))
+                if args.previous else None)
+    index = build(xpkg.registry_client(args), args.repositories, _note, previous=previous)
     args.output.write_bytes(index.to_bytes())
     repos = len({e.repository for e in index.entries})
     print(f"wrote {args.output} ({len(index.entries)} package versions of {repos} "
@@ -53,12 +58,17 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from lockwright.errors import InvalidPackage
     from lockwright.index.push import push_index
 
-    try:
-        data = args.file.read_bytes()
-    except OSError as exc:
-        raise InvalidPackage(f"cannot read {args.file}: {exc.strerror}") from None
-    print(f"{args.ref}@{push_index(xpkg.registry_client(args), args.ref, data)}")
+    digest = push_index(xpkg.registry_client(args), args.ref, _read(args.file))
+    print(f"{args.ref}@{digest}")
     return 0
+
+
+def _read(path: Path) -> bytes:
+    from lockwright.errors import InvalidPackage
+
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InvalidPackage(f"cannot read {path}: {exc.strerror}") from None

@@ -9,6 +9,11 @@ marked ``io.crossplane.xpkg: base`` is read, as the installer reads it
 its layers read, and a note says so. The package.yaml is streamed once: its meta object
 gives name, kind, Crossplane constraint, dependencies and required APIs, and each
 definition its served types and type digest, without keeping the objects.
+
+Reading is the cost (a 2,000-CRD package.yaml is about 100 MB of YAML), so nothing is read
+twice: a version whose manifest digest a previous index already lists (``--previous``) is
+taken from it, and versions sharing a base layer (a release that changes only the
+controller image) are read once.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lockwright.errors import InvalidPackage
@@ -39,6 +44,21 @@ IMAGE_CONFIGS = frozenset({"application/vnd.oci.image.config.v1+json",
                            "application/vnd.docker.container.image.v1+json"})
 
 
+@dataclass
+class Known:
+    """What a build need not read again: a previous index's entries by (repository,
+    manifest digest), and the contents already read in this run by base layer."""
+
+    entries: dict[tuple[str, str], Entry] = field(default_factory=dict)
+    contents: dict[str, Contents] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, previous: PackageIndex | None) -> Known:
+        """What ``previous`` (if any) already knows."""
+        entries = previous.entries if previous is not None else ()
+        return cls({(e.repository, e.digest): replace(e, index="") for e in entries})
+
+
 @dataclass(frozen=True)
 class Contents:
     """What an index keeps of a package.yaml."""
@@ -49,8 +69,10 @@ class Contents:
 
 
 def build(client: RegistryClient, repositories: Sequence[str], note: Note,
-          limits: Limits = DEFAULT_LIMITS) -> PackageIndex:
-    """The index of every package version in ``repositories``.
+          limits: Limits = DEFAULT_LIMITS, previous: PackageIndex | None = None
+          ) -> PackageIndex:
+    """The index of every package version in ``repositories``; what ``previous`` lists
+    under the same manifest digest is not read again.
 
     Raises:
         PackageNotFound, Unauthorized, RegistryUnavailable: a repository cannot be listed
@@ -58,28 +80,33 @@ def build(client: RegistryClient, repositories: Sequence[str], note: Note,
         InvalidReference: a repository is not a reference.
     """
     entries: list[Entry] = []
+    known = Known.of(previous)
     for repository in repositories:
-        entries.extend(repository_entries(client, parse(repository), note, limits))
+        entries.extend(repository_entries(client, parse(repository), note, limits, known))
     return PackageIndex(tuple(entries))
 
 
 def repository_entries(client: RegistryClient, repository: Reference, note: Note,
-                       limits: Limits = DEFAULT_LIMITS) -> Iterator[Entry]:
+                       limits: Limits = DEFAULT_LIMITS, known: Known | None = None
+                       ) -> Iterator[Entry]:
     """An entry per package tag of ``repository``; other tags are noted and skipped."""
     for tag in client.list_tags(repository):
         if _COSIGN_TAG.match(tag):
             note(f"{repository.source}:{tag}: skipped, a signature, attestation or "
                  "referrers tag")
             continue
-        entry = tag_entry(client, repository.with_tag(tag), note, limits)
+        entry = tag_entry(client, repository.with_tag(tag), note, limits, known or Known())
         if entry is not None:
             yield entry
 
 
 def tag_entry(client: RegistryClient, tagged: Reference, note: Note,
-              limits: Limits = DEFAULT_LIMITS) -> Entry | None:
+              limits: Limits = DEFAULT_LIMITS, known: Known | None = None) -> Entry | None:
     """The entry of one tag, or None (noted) when it is not a package."""
+    known = known if known is not None else Known()
     digest = client.resolve(tagged)
+    if (listed := known.entries.get((tagged.source, digest))) is not None:
+        return replace(listed, tag=tagged.tag or "")
     pinned = tagged.with_digest(digest)
     top = client.get_manifest(pinned, digest)
     if why := not_a_package(top):
@@ -89,10 +116,12 @@ def tag_entry(client: RegistryClient, tagged: Reference, note: Note,
     if not base:
         note(f"{tagged}: no layer is marked as the base layer; read all {len(layers)} layers")
     try:
-        contents = read_contents(client, pinned, layers, limits)
+        contents = known.contents.get(base) or read_contents(client, pinned, layers, limits)
     except InvalidPackage as exc:
         note(f"{tagged}: skipped, not a package: {exc.message}")
         return None
+    if base:
+        known.contents[base] = contents
     return entry_of(tagged, digest, base, contents)
 
 

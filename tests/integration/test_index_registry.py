@@ -64,6 +64,36 @@ def test_build_reads_each_version_and_notes_what_it_skips(registry: Any) -> None
         "skipped, a signature, attestation or referrers tag"]), notes
 
 
+class Counting(RegistryClient):
+    """A registry client counting the blobs it downloads."""
+
+    downloads = 0
+
+    def download_blob(self, *args: Any, **kwargs: Any) -> int:
+        self.downloads += 1
+        return super().download_blob(*args, **kwargs)
+
+
+def test_nothing_is_read_twice(registry: Any) -> None:
+    host, repo = registry.host, unique("idx")
+    for tag in ("v1.0.0", "v1.0.1"):  # a retag: the same digest
+        push_image(host, repo, tag, [Layer(package_layer(PROVIDER_YAML))])
+    controller_only = [Layer(package_layer(PROVIDER_YAML)), Layer(b"controller", {})]
+    push_image(host, repo, "v1.1.0", controller_only)  # the same base layer
+    first = Counting(insecure=[host])
+    index = build(first, [f"{host}/{repo}"], print)
+    assert first.downloads == 1  # one base layer: a retag and a controller-only release
+    again = Counting(insecure=[host])
+    push_image(host, repo, "v1.2.0", [Layer(package_layer(REQUIRING))])
+    later = build(again, [f"{host}/{repo}"], print, previous=index)
+    assert again.downloads == 1
+    by_tag = {e.tag: e for e in later.entries}
+    assert sorted(by_tag) == ["v1.0.0", "v1.0.1", "v1.1.0", "v1.2.0"]
+    assert {e.tag: e for e in index.entries} == {t: by_tag[t] for t in ("v1.0.0", "v1.0.1",
+                                                                        "v1.1.0")}
+    assert by_tag["v1.2.0"].requires_apis == ("queues.sqs.example.org/v1", "Topic.sns.example.org")
+
+
 def dockerconfig(host: str, user: str, password: str) -> Obj:
     auth = base64.b64encode(f"{user}:{password}".encode()).decode()
     raw = json.dumps({"auths": {host: {"auth": auth}}}).encode()
