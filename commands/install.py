@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     if args.api:
         from commands.install_api import run_api
 
-        return run_api(args)
+        return run_api(args, create)
     ref = common.PackageRef(args.kind, args.name or package_name_from_reference(args.reference))
     s = common.settings(args)
     kube = common.kube(s)

@@ -12,9 +12,10 @@ package annotated with the API and the index it came from.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
-from commands import common, install
+from commands import common
 
 # Imports inside functions: start-up time. Every command's parser is built on each run, so
 # Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
@@ -23,7 +24,12 @@ CRD_API = "apiextensions.k8s.io/v1"
 MRD_API = "apiextensions.crossplane.io/v1alpha1"
 
 
-def run_api(args: argparse.Namespace) -> int:
+#: ``commands.install.create``: make the package object and follow it (passed in, as
+#: ``install`` imports this module).
+Create = Callable[..., int]
+
+
+def run_api(args: argparse.Namespace, create: Create) -> int:
     """Install by API; see the module."""
     from lockwright.identity.apis import parse
 
@@ -34,7 +40,7 @@ def run_api(args: argparse.Namespace) -> int:
         if (done := _already(kube, api)) is not None:
             print(done)
             return 0
-        return _from_index(args, s, kube, api)
+        return _from_index(args, s, kube, api, create)
     finally:
         kube.close()
 
@@ -84,7 +90,7 @@ def _package_of(kube: Any, revision: tuple[str, str] | None) -> str:
     return f" ({short}/{package})" if package else f" ({kind} {name})"
 
 
-def _from_index(args: argparse.Namespace, s: Any, kube: Any, api: Any) -> int:
+def _from_index(args: argparse.Namespace, s: Any, kube: Any, api: Any, create: Create) -> int:
     from commands.search import read_indexes
     from lockwright.identity.names import INSTALLED_FOR_API, INSTALLED_FROM_INDEX
     from lockwright.index.model import merged
@@ -98,5 +104,5 @@ def _from_index(args: argparse.Namespace, s: Any, kube: Any, api: Any) -> int:
     ref = common.PackageRef(kind, args.name or package_name_from_reference(entry.reference))
     print(f"API {api} is served by {entry.reference} ({entry.kind} {entry.name}, from index "
           f"{entry.index})", flush=True)
-    return install.create(args, s, kube, ref, entry.reference,
-                          {INSTALLED_FOR_API: str(api), INSTALLED_FROM_INDEX: entry.index})
+    return create(args, s, kube, ref, entry.reference,
+                  {INSTALLED_FOR_API: str(api), INSTALLED_FROM_INDEX: entry.index})

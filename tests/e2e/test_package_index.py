@@ -30,7 +30,7 @@ from tests.e2e.test_verification import (
     verifying,  # noqa: F401 - the fixture
 )
 from tests.fixtures.stack import ROOT, Stack
-from tests.helpers import unique
+from tests.helpers import unique, wait_for
 
 VERSION = "v1alpha1"
 
@@ -199,3 +199,38 @@ def test_an_index_failing_verification_is_refused(
            "requires a valid signature: signature verification failed: authority " \
            "\"index-key\"" in found.stderr, output(found)
     assert found.stdout == ""
+
+
+def test_install_by_api_served_by_an_inactive_mrd_activates_it(
+        stack: Stack, tmp_path: Path) -> None:
+    from tests.e2e.test_mrd_activation import (
+        AWAITING,
+        active_revision,
+        crds_of,
+        names,
+        provider,
+        states,
+    )
+
+    group, name = f"{unique('byapi')}.activation.example.org", unique("safe")
+    ref = provider(stack, tmp_path, group, 3, capabilities=["SafeStart"])
+    stack.apply_package("Provider", name, ref)
+    stack.wait_conditions("Provider", name, {"Installed": ("True", "ActivePackageRevision"),
+                                             "Healthy": ("True", AWAITING)}, timeout=120)
+    assert states(stack, group)[f"thing01s.{group}"] == "Inactive"
+    done = lockwright(stack, "install", "--api", f"Thing01.{group}/{VERSION}")  # no index
+    assert done.returncode == 0, output(done)
+    assert done.stdout.strip() == (
+        f"API Thing01.{group}/{VERSION} is served by the Inactive ManagedResourceDefinition "
+        f"thing01s.{group} (provider/{name}): made it Active"), output(done)
+    assert states(stack, group) == {f"thing00s.{group}": "Inactive",
+                                    f"thing01s.{group}": "Active",
+                                    f"thing02s.{group}": "Inactive"}
+    wait_for(lambda: names(group, 1) <= crds_of(stack, group), timeout=90,
+             what="the activated MRD's CRD")
+    stack.wait_healthy("Provider", name, timeout=120)
+    assert active_revision(stack, name)["metadata"]["name"]
+    again = lockwright(stack, "install", "--api", f"thing01s.{group}/{VERSION}")
+    assert again.returncode == 0, output(again)
+    assert f"is already served by thing01s.{group} (provider/{name})" in again.stdout
+    stack.kubectl("delete", "providers.pkg.crossplane.io", name, "--wait=false")
