@@ -112,6 +112,13 @@ def tag_entry(client: RegistryClient, tagged: Reference, note: Note,
     if why := not_a_package(top):
         note(f"{tagged}: skipped, {why}")
         return None
+    return _read_entry(client, pinned, top, note, limits, known)
+
+
+def _read_entry(client: RegistryClient, pinned: Reference, top: Manifest, note: Note,
+                limits: Limits, known: Known) -> Entry | None:
+    """The entry of a package image; its base layer is read unless already read."""
+    tagged = pinned.with_tag(pinned.tag or "")
     layers, base = layers_to_read(client, pinned, select_image(client, pinned, top), limits)
     if not base:
         note(f"{tagged}: no layer is marked as the base layer; read all {len(layers)} layers")
@@ -122,7 +129,7 @@ def tag_entry(client: RegistryClient, tagged: Reference, note: Note,
         return None
     if base:
         known.contents[base] = contents
-    return entry_of(tagged, digest, base, contents)
+    return entry_of(tagged, top.digest, base, contents)
 
 
 def not_a_package(top: Manifest) -> str:
