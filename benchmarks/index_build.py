@@ -13,10 +13,13 @@ moves), to Debian's docker-registry on loopback. Then, in turns (floor, build, f
   same fetches, the package.yaml extracted and streamed once (meta, served types, a type
   digest per definition, the API digest).
 
-The best floor is kept. Printed: both times, the ratio, the index's size.
+The best floor is kept. Printed: both times, the ratio, the index's size, and the time of
+a rebuild with ``--previous`` after one more version is pushed. ``--decode`` adds a second
+floor: the same fetches with each package.yaml extracted and decoded and nothing else
+(the part of the cost any reader of the types pays).
 
     python benchmarks/index_build.py [--providers 5] [--versions 10] [--crds 2000] [--mb 100]
-                                     [--keep DIR]
+                                     [--decode] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -48,8 +51,10 @@ def push_versions(work: Path, registry: str, name: str, sizes: list[int],
     return f"{registry}/bench/{name}"
 
 
-def floor(client: object, repositories: list[str]) -> tuple[float, int, int]:
-    """Seconds to fetch every tag's base layer; (seconds, layers, bytes)."""
+def floor(client: object, repositories: list[str], decode: bool = False
+          ) -> tuple[float, int, int]:
+    """Seconds to fetch every tag's base layer (with ``decode``: and to extract and decode
+    its package.yaml, nothing else); (seconds, layers, bytes)."""
     from lockwright.oci.client import RegistryClient
     from lockwright.oci.fetch import DEFAULT_LIMITS, layers_to_read, select_image
     from lockwright.oci.reference import parse
@@ -68,7 +73,21 @@ def floor(client: object, repositories: list[str]) -> tuple[float, int, int]:
                     with (Path(scratch) / "layer").open("wb") as out:
                         size += client.download_blob(pinned, layer.digest, out, 2**31)
                     count += 1
+                if decode:
+                    decoded(Path(scratch) / "layer")
     return time.perf_counter() - start, count, size
+
+
+def decoded(layer: Path) -> int:
+    """Extract the layer's package.yaml and decode every document; how many."""
+    from lockwright.oci.extract import extract_package_yaml
+    from lockwright.xpkg.parse import iter_objects
+
+    out = layer.with_name("package.yaml")
+    with out.open("wb") as f:
+        extract_package_yaml([(layer, "layer")], f, 2**31, 2**31)
+    with out.open("rb") as f:
+        return sum(1 for _ in iter_objects(f, limit=2**31))
 
 
 def ours(client: object, repositories: list[str], previous: object = None
@@ -105,6 +124,10 @@ def run(args: argparse.Namespace, work: Path) -> None:
         built = ours(client, repos)
         second = floor(client, repos)
         report(min(first, second), built)
+        if args.decode:
+            seconds, _, _ = floor(client, repos, decode=True)
+            print(f"decode floor (the same, and package.yaml extracted and decoded): "
+                  f"{seconds:.2f} s; index build is {built[0] / seconds:.2f}x that", flush=True)
         push_versions(work, server.host, "idx0", sizes, args.versions + 1, start=args.versions)
         seconds, index = ours(client, repos, previous=built[1])
         print(f"index build --previous, after one more version was pushed: {seconds:.2f} s "
@@ -130,6 +153,8 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=10)
     parser.add_argument("--crds", type=int, default=2000)
     parser.add_argument("--mb", type=float, default=100)
+    parser.add_argument("--decode", action="store_true", help="also time a second floor: "
+                        "the same layers extracted and decoded, nothing else")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
     args = parser.parse_args()
     quiet_logs()
