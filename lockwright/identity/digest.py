@@ -116,10 +116,3 @@ def _client_config(config: Obj) -> Obj:
     service = {k: v for k, v in (config.get("service") or {}).items()
                if k not in _INJECTED_SERVICE}
     return {**out, "service": service} if service else out
-
-
-def api_digest_of(keyed: Iterable[tuple[str, str]]) -> str:
-    """:func:`api_digest` from ``(type_key, type_digest)`` pairs already taken, so a
-    streaming reader need not keep the definitions."""
-    lines = sorted(f"{key} {digest}\n" for key, digest in keyed)
-    return SHA256 + hashlib.sha256("".join(lines).encode()).hexdigest()
