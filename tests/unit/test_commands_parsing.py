@@ -79,8 +79,8 @@ def test_package_object(kind: str, argv: dict[str, object], spec: dict[str, obje
     (("provider", "xpkg.example.org/acme/provider-x"), "must be a fully qualified image name"),
     (("configuration", REF, "--runtime-config", "rc"), "no --runtime-config"),
     (("provider", REF, "--name", "Not_A_Name"), "is not a valid object name"),
-    (("provider",), "give KIND REF (provider, configuration or function, then the package) "
-                    "or --api"),
+    (("provider",), ("give KIND REF (provider, configuration or function, then the package) "
+                     "or --api")),
     ((), "give KIND REF"),
     (("--api", "buckets.s3.example.org/v1"), ""),
     (("--api", "buckets.s3.example.org/v1", "--repository", "r.example.org/p"), ""),
