@@ -7,11 +7,8 @@ registry client; they never reach a log line, an argument or a result (invariant
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from activities.base import (
     PKG_V1,
@@ -23,14 +20,11 @@ from activities.base import (
     spec,
 )
 from lockwright.errors import InvalidPackage, KubeNotFound, Unauthorized
-from lockwright.images import imageconfig
+from lockwright.images import imageconfig, secrets
 from lockwright.k8s import Kube, Obj
 from lockwright.names import LABEL_PACKAGE
-from lockwright.oci.auth import DockerAuths
 from lockwright.oci.client import RegistryClient
 from lockwright.runtime import external
-
-DOCKER_CONFIG_KEY = ".dockerconfigjson"
 
 
 class PackageReader:
@@ -89,21 +83,11 @@ class Registries:
 
     def registry(self, pull_secrets: list[str]) -> RegistryClient:
         """A registry client holding the credentials of ``pull_secrets`` (system namespace)."""
-        merged: dict[str, Any] = {}
-        for name in dict.fromkeys(pull_secrets):
-            secret = self.kube.get("v1", "Secret", name, self.namespace)
-            raw = ((secret or {}).get("data") or {}).get(DOCKER_CONFIG_KEY)
-            if not raw:
-                continue
-            try:
-                doc = json.loads(base64.b64decode(raw))
-            except ValueError:
-                # Say which secret, never what is in it.
-                raise Unauthorized(f"pull secret {self.namespace}/{name} does not hold a "
-                                   "valid .dockerconfigjson") from None
-            merged.update(doc.get("auths", doc) if isinstance(doc, dict) else {})
-        auths = DockerAuths.from_json(json.dumps({"auths": merged}))
-        return RegistryClient(insecure=self.insecure, auths=auths)
+        return secrets.registry_client(self.secret, self.namespace, pull_secrets, self.insecure)
+
+    def secret(self, name: str) -> Obj | None:
+        """A Secret of the system namespace, or None."""
+        return self.kube.get("v1", "Secret", name, self.namespace)
 
     @contextlib.contextmanager
     def naming_missing_secrets(self, pull_secrets: list[str]) -> Iterator[None]:

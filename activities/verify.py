@@ -12,22 +12,18 @@ worker setting) such a package installs, and says so in a Warning Event and its 
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from activities.base import PKG_V1, kind_of, meta
 from activities.reads import PackageReader, Registries
 from lockwright import conditions
-from lockwright.images import verification
-from lockwright.images.cosign import Attestation as Wanted
-from lockwright.images.cosign import KeyAuthority, SignatureError, Verified, verify_image
+from lockwright.images import secrets, verification
 from lockwright.images.imageconfig import Reason, Resolution
 from lockwright.k8s import WARNING, Obj
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.client import RegistryClient
-from lockwright.oci.reference import Reference, parse
+from lockwright.oci.reference import parse
 
 VERIFIED = "Verified"
 
@@ -80,7 +76,8 @@ class Verifier:
         fingerprint = plan.fingerprint(keys)
         if known := self.cache.verified(digest, fingerprint):
             return Outcome(plan.image_config, known["authority"], known["evidence"])
-        done = _first_passing(plan, keys, reasons, client, parse(resolution.resolved), digest)
+        done = secrets.first_passing(plan, keys, reasons, client, parse(resolution.resolved),
+                                     digest)
         if done is None:
             raise verification.failed([(a.name, reasons.get(a.name) or a.problem)
                                        for a in plan.authorities])
@@ -89,21 +86,10 @@ class Verifier:
 
     def keys(self, plan: verification.Policy) -> tuple[dict[str, bytes], dict[str, str]]:
         """Each key authority's public key from its Secret, or why it cannot be read."""
-        keys: dict[str, bytes] = {}
-        reasons: dict[str, str] = {}
-        for auth in plan.authorities:
-            if auth.problem:
-                continue
-            secret = self.kube.get("v1", "Secret", auth.secret, self.namespace)
-            raw = ((secret or {}).get("data") or {}).get(auth.key)
-            where = f"key {auth.key!r} of Secret {self.namespace}/{auth.secret}"
-            if secret is None:
-                reasons[auth.name] = f"cannot read {where}: the Secret does not exist"
-            elif not raw:
-                reasons[auth.name] = f"cannot read {where}: no such key, or it is empty"
-            else:
-                keys[auth.name] = _decoded(raw, reasons, auth.name, where)
-        return {k: v for k, v in keys.items() if v}, reasons
+        return secrets.read_keys(plan, self._secret, self.namespace)
+
+    def _secret(self, name: str) -> Obj | None:
+        return self.kube.get("v1", "Secret", name, self.namespace)
 
     def say_verified(self, kind: str, pkg: Obj, outcome: Outcome | None, ref: str) -> None:
         """The package's ``Verified`` condition, and a Warning Event when it was skipped."""
@@ -134,35 +120,3 @@ def _condition(outcome: Outcome | None, ref: str) -> conditions.Condition | None
         VERIFIED, conditions.TRUE, "SignatureVerified",
         f'verified by authority "{outcome.authority}" of ImageConfig '
         f'"{outcome.image_config}": {outcome.evidence}')
-
-
-def _first_passing(plan: verification.Policy, keys: dict[str, bytes], reasons: dict[str, str],
-                   client: RegistryClient, repository: Reference, digest: str
-                   ) -> Verified | None:
-    """The first authority, in order, whose key verifies; each other one's reason noted."""
-    for auth in plan.authorities:
-        if reasons.get(auth.name) or auth.problem:
-            continue
-        try:
-            return verify_image(client, repository, digest, [_key_authority(auth, keys)])
-        except SignatureError as err:
-            reasons[auth.name] = _reason(str(err), auth.name)
-    return None
-
-
-def _key_authority(auth: verification.Authority, keys: dict[str, bytes]) -> KeyAuthority:
-    return KeyAuthority(auth.name, keys[auth.name], auth.hash_algorithm,
-                        tuple(Wanted(name, predicate) for name, predicate in auth.attestations))
-
-
-def _decoded(raw: str, reasons: dict[str, str], name: str, where: str) -> bytes:
-    try:
-        return base64.b64decode(raw, validate=True)
-    except (binascii.Error, ValueError):
-        reasons[name] = f"cannot read {where}: not base64"
-        return b""
-
-
-def _reason(message: str, name: str) -> str:
-    """One authority's reason without the ``authority "<name>": `` the core puts first."""
-    return message.removeprefix(f'authority "{name}": ')

@@ -97,6 +97,19 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
                                help=f"{spec.help} [${spec.env}, default {spec.default or '-'}]")
 
 
+#: The settings of commands that read package indexes, beside the connection's.
+INDEX_SETTINGS = ("package_indexes", "insecure_registries")
+
+
+def add_index_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings flags that say which package indexes to read and how."""
+    group = parser.add_argument_group("package indexes (flag beats environment)")
+    for spec in SPECS:
+        if spec.field in INDEX_SETTINGS:
+            group.add_argument(spec.flag, dest=spec.field, default=None, metavar="VALUE",
+                               help=f"{spec.help} [${spec.env}]")
+
+
 def settings(args: argparse.Namespace) -> Settings:
     """The settings from flags and environment; a bad one exits 2 naming the fix."""
     try:

@@ -27,9 +27,15 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "install", help="install a package (as crossplane xpkg install); --wait follows "
         "its install step by step")
-    parser.add_argument("kind", choices=tuple(common.KINDS), help="the kind of package")
-    parser.add_argument("reference", metavar="REF",
+    parser.add_argument("kind", nargs="?", choices=tuple(common.KINDS),
+                        help="the kind of package (not with --api)")
+    parser.add_argument("reference", nargs="?", metavar="REF",
                         help="the package, fully qualified: REGISTRY/REPOSITORY:TAG")
+    parser.add_argument("--api", metavar="API", help="install the package that serves this "
+                        "API (plural.group/version or Kind.group/version), found in the "
+                        "package indexes, instead of KIND REF")
+    parser.add_argument("--repository", default="", metavar="REPO",
+                        help="with --api: the repository to take it from when several serve it")
     parser.add_argument("--name", help="the package object's name (default: derived from "
                         "the repository, as Crossplane does)")
     parser.add_argument("-m", "--manual-activation", action="store_true",
@@ -45,6 +51,7 @@ def register(subparsers: Any) -> None:
                         help="follow the install until Healthy or failed; exit 1 on failure")
     parser.add_argument("--timeout", type=common.duration, default=DEFAULT_TIMEOUT_S,
                         metavar="DURATION", help="how long --wait waits (default 5m)")
+    common.add_index_arguments(parser)
     common.add_connection_arguments(parser)
     parser.set_defaults(func=common.guarded(run))
 
@@ -55,7 +62,8 @@ def _names(value: str) -> list[str]:
 
 def package_object(kind: str, reference: str, name: str, manual: bool = False,
                    runtime_config: str | None = None, pull_secrets: list[str] | None = None,
-                   history_limit: int | None = None) -> dict[str, Any]:
+                   history_limit: int | None = None,
+                   annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """The package object ``install`` creates (what ``kubectl apply`` of it would create).
 
     Args:
@@ -71,8 +79,11 @@ def package_object(kind: str, reference: str, name: str, manual: bool = False,
         spec["revisionHistoryLimit"] = history_limit
     if runtime_config:
         spec["runtimeConfigRef"] = {"name": runtime_config}
+    metadata: dict[str, Any] = {"name": name}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return {"apiVersion": common.PKG_API, "kind": common.KINDS[kind],
-            "metadata": {"name": name}, "spec": spec}
+            "metadata": metadata, "spec": spec}
 
 
 def problem(args: argparse.Namespace) -> str:
@@ -84,6 +95,13 @@ def problem(args: argparse.Namespace) -> str:
         package_name_from_reference,
     )
 
+    if args.api:
+        return ("give either KIND REF or --api API, not both" if args.kind or args.reference
+                else "")
+    if args.repository:
+        return "--repository goes with --api"
+    if not args.kind or not args.reference:
+        return "give KIND REF (provider, configuration or function, then the package) or --api"
     if not is_fully_qualified(args.reference):
         return f"{args.reference!r}: {FULLY_QUALIFIED_MESSAGE}"
     if args.runtime_config and args.kind == "configuration":
@@ -94,24 +112,36 @@ def problem(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Create the package; with ``--wait``, follow it and exit 1 unless it ends healthy."""
-    from lockwright.errors import KubeAlreadyExists
     from lockwright.names import package_name_from_reference
 
     if found := problem(args):
         return common.fail(found)
+    if args.api:
+        from commands.install_api import run_api
+
+        return run_api(args, create)
     ref = common.PackageRef(args.kind, args.name or package_name_from_reference(args.reference))
     s = common.settings(args)
     kube = common.kube(s)
     try:
-        kube.create(package_object(args.kind, args.reference, ref.name, args.manual_activation,
-                                   args.runtime_config, args.package_pull_secrets,
-                                   args.revision_history_limit))
-        print(f"{ref} created", flush=True)
-        return asyncio.run(_wait(s, kube, ref, args.timeout)) if args.wait else 0
-    except KubeAlreadyExists:
-        return common.fail(f"{ref} already exists")
+        return create(args, s, kube, ref, args.reference)
     finally:
         kube.close()
+
+
+def create(args: argparse.Namespace, s: Any, kube: Any, ref: common.PackageRef,
+           reference: str, annotations: dict[str, str] | None = None) -> int:
+    """Create the package object, then follow it with ``--wait``."""
+    from lockwright.errors import KubeAlreadyExists
+
+    try:
+        kube.create(package_object(ref.kind, reference, ref.name, args.manual_activation,
+                                   args.runtime_config, args.package_pull_secrets,
+                                   args.revision_history_limit, annotations))
+    except KubeAlreadyExists:
+        return common.fail(f"{ref} already exists")
+    print(f"{ref} created", flush=True)
+    return asyncio.run(_wait(s, kube, ref, args.timeout)) if args.wait else 0
 
 
 async def _wait(s: Any, kube: Any, ref: common.PackageRef, timeout: float) -> int:

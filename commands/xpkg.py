@@ -120,6 +120,21 @@ def _signature_guard(handler: Handler) -> Handler:
     return run
 
 
+def registry_arguments() -> argparse.ArgumentParser:
+    """The registry flags of ``xpkg`` (insecure hosts, credentials), for other groups."""
+    return _common()
+
+
+def guard(handler: Handler) -> Handler:
+    """``xpkg``'s error handling (one line on stderr, exit 1), for other groups."""
+    return _guard(handler)
+
+
+def registry_client(args: argparse.Namespace) -> Any:
+    """A registry client as ``xpkg push`` makes it (same auth, same insecure hosts)."""
+    return _client(args)
+
+
 def _client(args: argparse.Namespace) -> Any:
     from lockwright.oci.auth import DockerAuths
     from lockwright.oci.client import RegistryClient

@@ -89,6 +89,11 @@ class ConstraintError(PermanentError):
     """A version constraint is malformed or cannot be satisfied."""
 
 
+class ApiUnserved(PermanentError):
+    """No package version of the indexes serves an API asked for, or several repositories
+    do and none was named (``lockwright install --api``)."""
+
+
 class VerificationFailed(TransientError):
     """No authority of the ImageConfig verifying the package passed (fails closed).
 

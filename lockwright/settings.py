@@ -23,6 +23,9 @@ RUNTIMES = ("Deployment", "External")
 UPGRADE_GATES = ("Evidence", "Strict")  # lockwright.upgrade.gate.GATES
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+# REGISTRY/REPOSITORY[:TAG][@sha256:HEX]: a host with a dot or port, then a path.
+_REFERENCE = re.compile(r"^[a-z0-9.-]+(\.[a-z0-9-]+|:\d{1,5})/[a-z0-9._/-]+(:[\w][\w.-]{0,127})?"
+                        r"(@sha256:[0-9a-f]{64})?$")
 _HOST_PORT = re.compile(r"^[^\s:/]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$")
 
 
@@ -114,6 +117,10 @@ SPECS: tuple[Spec, ...] = (
          "(only existing resources it would break, or a check that cannot be made) or "
          "Strict (any breaking change); the package annotation lockwright.dev/upgrade-gate "
          "overrides it"),
+    Spec("package_indexes", "--package-indexes", "LOCKWRIGHT_PACKAGE_INDEXES", "",
+         "comma-separated OCI references of the package indexes to search (lockwright "
+         "search, install --api, the resolver), read through the ImageConfigs' rewrite, "
+         "pull Secret and signature rules"),
     Spec("metrics_address", "--metrics-address", "LOCKWRIGHT_METRICS_ADDRESS", "",
          "worker: serve Prometheus metrics (Temporal SDK's and lockwright's) on HOST:PORT "
          "at /metrics (empty: off)"),
@@ -152,6 +159,7 @@ class Settings:
     metrics_address: str = ""
     managed_resource_definitions: bool = True
     default_activations: tuple[str, ...] = ("*",)
+    package_indexes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.cache_dir:
@@ -224,6 +232,11 @@ def _check_values(s: Settings) -> None:
         if not well_formed(pattern):
             raise _fail("default_activations", f"{pattern!r} is not a valid pattern",
                         "use Go filepath.Match patterns such as * or *.aws.upbound.io")
+    for ref in s.package_indexes:
+        if not _REFERENCE.match(ref):
+            raise _fail("package_indexes", f"{ref!r} is not an OCI reference",
+                        "list references like registry.example.org/team/index:v1, "
+                        "comma-separated")
     if bool(s.temporal_tls_cert) != bool(s.temporal_tls_key):
         raise _fail("temporal_tls_cert", "a client certificate needs its key and a key its "
                     "certificate", "give both --temporal-tls-cert and --temporal-tls-key")

@@ -48,7 +48,6 @@ def test_install_every_flag() -> None:
 
 @pytest.mark.parametrize("argv", [
     ("install", "providers", REF),  # the kind argument takes the three kinds only
-    ("install", "provider"),
     ("install", "provider", REF, "--timeout", "soon"),
     ("install", "provider", REF, "-r", "many"),
 ])
@@ -80,6 +79,14 @@ def test_package_object(kind: str, argv: dict[str, object], spec: dict[str, obje
     (("provider", "xpkg.example.org/acme/provider-x"), "must be a fully qualified image name"),
     (("configuration", REF, "--runtime-config", "rc"), "no --runtime-config"),
     (("provider", REF, "--name", "Not_A_Name"), "is not a valid object name"),
+    (("provider",), ("give KIND REF (provider, configuration or function, then the package) "
+                     "or --api")),
+    ((), "give KIND REF"),
+    (("--api", "buckets.s3.example.org/v1"), ""),
+    (("--api", "buckets.s3.example.org/v1", "--repository", "r.example.org/p"), ""),
+    (("provider", REF, "--api", "buckets.s3.example.org/v1"),
+     "give either KIND REF or --api API, not both"),
+    (("provider", REF, "--repository", "r.example.org/p"), "--repository goes with --api"),
 ])
 def test_install_problems(argv: tuple[str, ...], found: str) -> None:
     """Arguments that cannot make a package are refused before anything is created."""
@@ -128,7 +135,8 @@ def test_every_area_is_registered() -> None:
     """The operator commands first, then the areas that were there before, in that order."""
     listed = [line.split()[0] for line in build_parser().format_help().splitlines()
               if line.startswith("    ") and not line.startswith("     ")]
-    assert listed == ["install", "activate", "plan", "trace", "history", "xpkg", "crds",
+    assert listed == ["install", "activate", "plan", "trace", "history", "search", "xpkg",
+                      "index", "crds",
                       "worker",
                       "watcher", "dev", "devcluster"]
 

@@ -49,6 +49,10 @@ def test_defaults_without_flags_or_environment() -> None:
      "LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "4", "8", 4),
     ("upgrade_gate", "--upgrade-gate", "LOCKWRIGHT_UPGRADE_GATE", "Strict", "Evidence",
      "Strict"),
+    ("package_indexes", "--package-indexes", "LOCKWRIGHT_PACKAGE_INDEXES",
+     "registry.example.org/team/index:v1, 127.0.0.1:5000/idx/index",
+     "registry.example.org/other/index@sha256:" + "a" * 64,
+     ("registry.example.org/team/index:v1", "127.0.0.1:5000/idx/index")),
 ])
 def test_flag_beats_environment_beats_default(field: str, flag: str, env: str, flag_value: str,
                                               env_value: str, expected: object) -> None:
@@ -79,6 +83,10 @@ def test_every_setting_has_a_flag_and_a_variable() -> None:
     ("LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS", "maybe", "--managed-resource-definitions",
      "true"),
     ("LOCKWRIGHT_UPGRADE_GATE", "strict", "--upgrade-gate", "Evidence, Strict"),
+    ("LOCKWRIGHT_PACKAGE_INDEXES", "team/index:v1", "--package-indexes",
+     "registry.example.org/team/index:v1"),
+    ("LOCKWRIGHT_PACKAGE_INDEXES", "registry.example.org/Team/Index", "--package-indexes",
+     "comma-separated"),
 ])
 def test_invalid_values_name_the_flag_variable_and_fix(env: str, value: str, flag: str,
                                                        fix: str) -> None:
