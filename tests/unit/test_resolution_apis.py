@@ -96,8 +96,8 @@ CASES: list[tuple[str, Served | None, list[str], list[Obj], Indexes, list[str], 
      None, [], [], DROPPED, [], [dep(AWS, "v1.0.0 || v1.2.0")], []),
     ("not served, several serve it: the candidates and the fix",
      None, [], [], SEVERAL, [], [],
-     [f"{AWS2} (v3.0.0); {AWS} (v1.1.0, v1.2.0, v2.0.0)", "name the one to install in a "
-      "dependsOn of crossplane.yaml", "served by 2 packages"]),
+     [f"{AWS2} (v3.0.0); {AWS} (v1.1.0, v1.2.0, v2.0.0)", ("name the one to install in a "
+      "dependsOn of crossplane.yaml"), "served by 2 packages"]),
     ("not served, several serve it, dependsOn names one: nothing more",
      None, [AWS2], [], SEVERAL, [], [], []),
     ("not served, several serve it, one is installed: that one",
@@ -106,11 +106,11 @@ CASES: list[tuple[str, Served | None, list[str], list[Obj], Indexes, list[str], 
      None, [], [lock_dep(AWS, ">=v1.1.0")], SEVERAL, [], [dep(AWS, ">=v1.1.0")], []),
     ("not served, no index serves it: the API and the indexes searched",
      None, [], [], Indexes((entry(GCP, "v0.3.0", TOPIC),), (IDX, "reg.example/b:v2")), [],
-     [], [f"no package in the package indexes serves API {API} (indexes searched: {IDX}, "
-          "reg.example/b:v2)"]),
+     [], [(f"no package in the package indexes serves API {API} (indexes searched: {IDX}, "
+          "reg.example/b:v2)")]),
     ("not served, no index configured: the setting to set",
-     None, [], [], Indexes(), [], [], [f"API {API} is not served", "no package index is "
-                                        "configured", "set LOCKWRIGHT_PACKAGE_INDEXES"]),
+     None, [], [], Indexes(), [], [], [f"API {API} is not served", ("no package index is "
+                                        "configured"), "set LOCKWRIGHT_PACKAGE_INDEXES"]),
     ("not served, the indexes cannot be read: why, and the recorded dependency stays",
      None, [], [lock_dep(AWS, ">=v1.1.0")], Indexes(error="registry unreachable"), [],
      [dep(AWS, ">=v1.1.0")], ["cannot read the package indexes", "registry unreachable"]),
@@ -137,9 +137,8 @@ def test_needs_merges_apis_served_by_one_repository_and_keeps_them_all() -> None
     assert len(found.problems) == 1 and f"{AWS} (v1.0.0); {GCP} (v0.3.0)" in found.message
 
 
-def test_an_unrecorded_dependency_is_dropped_once_the_indexes_answer() -> None:
-    # Recorded for an API the package no longer... never: a revision is immutable; but a
-    # recorded dependency the indexes no longer choose is not carried over when they answer.
+def test_a_recorded_dependency_the_indexes_no_longer_choose_goes_when_they_answer() -> None:
+    # Kept only while the indexes cannot be read: an answer decides afresh.
     found = needs([API], {API: None}, [], [lock_dep(GCP, ">=v0.1.0")], INDEX)
     assert list(found.dependencies) == [dep(AWS, ">=v1.1.0")]
 
