@@ -1,0 +1,113 @@
+"""Dependencies on APIs at ``take_lock``: who serves each API a package requires, and the indexes.
+
+:class:`ApiNeeds` asks the cluster and the package indexes what
+:func:`lockwright.resolution.apis.needs` decides on: which of the APIs a package's
+``lockwright.dev/requires-apis`` names are served (the server's discovery, now, not a
+cache), by which package in the Lock (the revision whose claim, ``status.objectRefs``,
+holds the definition), and, only when some API is not served, what the indexes list.
+
+The indexes come from an injected :data:`IndexReader`, composed where activities are
+wired (:func:`activities.wire`); until the reader of ``LOCKWRIGHT_PACKAGE_INDEXES`` is
+plugged in, :func:`no_indexes` reads none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+
+from activities.base import KINDS, PKG_V1, meta, revision_kind
+from lockwright.errors import LockwrightError
+from lockwright.identity.apis import ApiRef
+from lockwright.index.model import PackageIndex, merged
+from lockwright.k8s import Kube, Obj
+from lockwright.resolution import apis
+from lockwright.resolution.apis import Indexes, Needs, Served
+
+#: Reads the configured package indexes (none configured: an empty list). Raises a
+#: ``LockwrightError`` when one cannot be read or fails verification.
+IndexReader = Callable[[], list[PackageIndex]]
+#: The definition kinds a claim names a served type by (``plural.group``).
+_DEFINITIONS = frozenset({"CustomResourceDefinition", "ManagedResourceDefinition",
+                          "CompositeResourceDefinition"})
+
+
+def no_indexes() -> list[PackageIndex]:
+    """The stand-in reader: no index, so a missing API says none is configured."""
+    return []
+
+
+class ApiNeeds:
+    """The I/O behind a package's API requirements."""
+
+    def __init__(self, kube: Kube, indexes: IndexReader = no_indexes) -> None:
+        self.kube = kube
+        self.indexes = indexes
+
+    def needs(self, annotations: Mapping[str, str], declared: Collection[str], lock: Obj,
+              revision: str) -> Needs:
+        """What the package's required APIs add to the Lock entry of ``revision``.
+
+        Raises:
+            InvalidPackage: the annotation names something that is not an API.
+        """
+        required = apis.required(annotations)
+        if not required:
+            return Needs()
+        owners = self.owners(lock)
+        served = {api: self.served(api, owners) for api in required}
+        read = self.read() if apis.unserved(required, served) else Indexes()
+        entries = lock.get("packages") or []
+        recorded = next((e.get("dependencies") or [] for e in entries
+                         if e.get("name") == revision), [])
+        installed = {str(e.get("source", "")) for e in entries}
+        return apis.needs(required, served, declared, recorded, read, installed)
+
+    def served(self, api: ApiRef, owners: Mapping[str, Served]) -> Served | None:
+        """Who serves ``api``: None when nobody does; the package whose revision in the
+        Lock claims its definition; else ``Served()`` (a CRD applied by hand)."""
+        plural = self.plural(api)
+        if plural is None:
+            return None
+        return owners.get(f"{plural}.{api.group}", Served())
+
+    def plural(self, api: ApiRef) -> str | None:
+        """The plural the server serves ``api`` under, or None: discovery, read now."""
+        versions = [api.version] if api.version else self.versions(api.group)
+        for version in versions:
+            found = self.kube.read_path(f"/apis/{api.group}/{version}") or {}
+            for res in found.get("resources") or []:
+                name, kind = str(res.get("name", "")), str(res.get("kind", ""))
+                if "/" not in name and (kind == api.name if api.is_kind
+                                        else name == api.name.lower()):
+                    return name
+        return None
+
+    def versions(self, group: str) -> list[str]:
+        """The versions the server serves ``group`` at (none when it does not)."""
+        found = self.kube.read_path(f"/apis/{group}") or {}
+        return [str(v.get("version", "")) for v in found.get("versions") or []]
+
+    def owners(self, lock: Obj) -> dict[str, Served]:
+        """``plural.group`` → the package in the Lock whose revision claims its definition."""
+        entries = {str(e.get("name", "")): e for e in lock.get("packages") or []}
+        out: dict[str, Served] = {}
+        for kind in {str(e.get("kind") or e.get("type")) for e in entries.values()} & set(
+                KINDS.values()):
+            for rev in self.kube.list(PKG_V1, revision_kind(kind)):
+                entry = entries.get(str(meta(rev).get("name", "")))
+                if entry is None:
+                    continue
+                served = Served(str(entry.get("source", "")), kind, str(entry.get("version", "")))
+                for ref in (rev.get("status") or {}).get("objectRefs") or []:
+                    if ref.get("kind") in _DEFINITIONS:
+                        out.setdefault(str(ref.get("name", "")), served)
+        return out
+
+    def read(self) -> Indexes:
+        """The indexes' entries, or why they could not be read (never raised: the
+        revision says it, and a later pass reads them again)."""
+        try:
+            read = self.indexes()
+        except LockwrightError as err:
+            return Indexes(error=err.message)
+        return Indexes(tuple(merged(read)), tuple(i.source for i in read))
