@@ -1,0 +1,199 @@
+"""Dependencies on APIs (issue 23), end to end: a Configuration's ``lockwright.dev/requires-apis``.
+
+Through the cluster only: packages applied and read back with the Kubernetes API, the
+watcher signalling the workflows. The module runs on a stack of its own (the Lock is a
+cluster-wide singleton), with the default activation policy ``*`` so a Provider's MRDs are
+served as Crossplane v2 serves them, and ``LOCKWRIGHT_PACKAGE_INDEXES`` naming an index
+this module pushes to the test registry.
+
+- an API a Provider in the Lock serves: the Configuration depends on that Provider in the
+  Lock, and is Healthy;
+- an API nobody serves and no index lists: the Configuration waits, its Healthy condition
+  naming the API and what was searched (or, before the index reader is plugged into the
+  worker, the setting to set);
+- through the index: the Provider serving the API is installed as the Configuration's
+  dependency (runs once ``lockwright.index.read`` exists and the worker reads indexes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lockwright.identity.apis import ServedType
+from lockwright.identity.names import REQUIRES_APIS
+from lockwright.index.model import CONFIG_MEDIA_TYPE, MEDIA_TYPE, Entry, PackageIndex
+from lockwright.oci.client import RegistryClient
+from lockwright.oci.reference import parse
+from tests.e2e.packages import crd
+from tests.fixtures.stack import PKG_GROUP, Stack, running_stack
+from tests.helpers import unique, wait_for
+
+Obj = dict[str, Any]
+META_API = "meta.pkg.crossplane.io/v1"
+PKG = "pkg.crossplane.io/v1"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+#: Whether the index reader exists (the worker reads indexes once it is plugged in).
+READER = importlib.util.find_spec("lockwright.index.read") is not None
+NS = f"apideps-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def apis_stack(registry: Any, auth_registry: Any, temporal_env: Any,
+               cluster_kind: str) -> Iterator[Stack]:
+    """A stack of its own: MRDs activated by default, one package index configured."""
+    index = f"{registry.host}/{NS}/index:v1"
+    push_index(registry.host, index, PackageIndex())  # listing nothing, until a test's
+    env = {"LOCKWRIGHT_DEFAULT_ACTIVATIONS": "*", "LOCKWRIGHT_PACKAGE_INDEXES": index}
+    with running_stack(registry, auth_registry, temporal_env, worker_env=env,
+                       kind=cluster_kind) as s:
+        yield s
+
+
+# --- packages and the index ------------------------------------------------------------
+def push(stack: Stack, kind: str, name: str, tag: str, annotations: dict[str, str] | None = None,
+         group: str = "") -> str:
+    """Build and push ``kind`` package ``name`` at ``tag`` to ``<registry>/<NS>/<name>``; a
+    Provider ships one CRD, ``things.<group>``."""
+    with tempfile.TemporaryDirectory(dir=stack.state) as tmp:
+        root = Path(tmp)
+        meta = {"apiVersion": META_API, "kind": kind,
+                "metadata": {"name": name, "annotations": {"example.org/version": tag,
+                                                           **(annotations or {})}},
+                "spec": {}}
+        (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+        if kind == "Provider":
+            (root / "crds.yaml").write_text(yaml.safe_dump(crd(group, "Thing")))
+        return stack.push(root, repo=f"{NS}/{name}", tag=tag)
+
+
+def push_index(host: str, ref: str, index: PackageIndex) -> None:
+    """An index as an OCI artifact: config :data:`CONFIG_MEDIA_TYPE`, one layer
+    :data:`MEDIA_TYPE` holding the document."""
+    client, target = RegistryClient(insecure=[host]), parse(ref)
+    descriptors = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for media_type, body in ((CONFIG_MEDIA_TYPE, b"{}"), (MEDIA_TYPE, index.to_bytes())):
+            digest = "sha256:" + hashlib.sha256(body).hexdigest()
+            path = Path(tmp) / digest.removeprefix("sha256:")
+            path.write_bytes(body)
+            client.push_blob(target, path, digest, len(body))
+            descriptors.append({"mediaType": media_type, "digest": digest, "size": len(body)})
+    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": descriptors[0],
+                "layers": descriptors[1:]}
+    client.push_manifest(target, json.dumps(manifest).encode(), OCI_MANIFEST)
+
+
+def thing(group: str) -> ServedType:
+    return ServedType(group, "Thing", "things", ("v1alpha1",))
+
+
+# --- cluster reads ---------------------------------------------------------------------
+def lock_entry(stack: Stack, revision: str) -> Obj:
+    lock: Obj = stack.custom.get_cluster_custom_object(PKG_GROUP, "v1beta1", "locks", "lock")
+    return next(e for e in lock.get("packages") or [] if e["name"] == revision)
+
+
+def active_revision(stack: Stack, kind: str, name: str) -> Obj:
+    [rev] = [r for r in stack.revisions(kind, name) if r["spec"]["desiredState"] == "Active"]
+    return rev
+
+
+def healthy_message(stack: Stack, kind: str, name: str, text: str, timeout: float = 90) -> str:
+    """Wait until the package is Installed and not Healthy, ``text`` in the message."""
+    def met() -> str | None:
+        conds = stack.conditions(kind, name)
+        healthy = conds.get("Healthy", {})
+        ok = (conds.get("Installed", {}).get("status") == "True"
+              and healthy.get("status") == "False" and text in healthy.get("message", ""))
+        return str(healthy["message"]) if ok else None
+    try:
+        return wait_for(met, timeout=timeout, interval=0.2, what=f"{kind} {name}: {text}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; now {stack.conditions(kind, name)}") from exc
+
+
+def served(stack: Stack, group: str) -> None:
+    """Wait until ``things.<group>`` answers kubectl."""
+    wait_for(lambda: stack.kubectl("get", f"things.{group}", check=False).returncode == 0,
+             timeout=90, interval=0.5, what=f"things.{group} served")
+
+
+# --- the tests -------------------------------------------------------------------------
+def test_an_api_a_provider_in_the_lock_serves_makes_it_a_dependency(apis_stack: Stack) -> None:
+    s = apis_stack
+    group = f"{unique('served')}.example.org"
+    provider_ref = push(s, "Provider", unique("provider-served"), "v1.2.0", group=group)
+    provider = unique("prov")
+    s.apply_package("Provider", provider, provider_ref)
+    s.wait_healthy("Provider", provider, timeout=120)
+    served(s, group)
+    config_ref = push(s, "Configuration", unique("config-served"), "v1.0.0",
+                      {REQUIRES_APIS: f"Thing.{group}/v1alpha1"})
+    config = unique("cfg")
+    s.apply_package("Configuration", config, config_ref)
+    s.wait_healthy("Configuration", config, timeout=120)
+    rev = active_revision(s, "Configuration", config)
+    assert lock_entry(s, rev["metadata"]["name"])["dependencies"] == [
+        {"apiVersion": PKG, "kind": "Provider", "package": provider_ref.rsplit(":", 1)[0],
+         "constraints": ">=v1.2.0"}]
+    status = rev["status"]
+    assert (status["foundDependencies"], status["installedDependencies"]) == (1, 1)
+
+
+def test_an_api_nobody_serves_leaves_the_configuration_waiting_saying_why(
+        apis_stack: Stack, registry: Any) -> None:
+    s = apis_stack
+    api = f"things.{unique('nowhere')}.example.org/v1alpha1"
+    config_ref = push(s, "Configuration", unique("config-nowhere"), "v1.0.0",
+                      {REQUIRES_APIS: api})
+    config = unique("cfg")
+    s.apply_package("Configuration", config, config_ref)
+    searched = (f"no package in the package indexes serves API {api} (indexes searched: "
+                f"{registry.host}/{NS}/index:v1)") if READER else (
+        f"API {api} is not served, and no package index is configured to find a package "
+        "serving it: set LOCKWRIGHT_PACKAGE_INDEXES")
+    healthy_message(s, "Configuration", config, "cannot resolve package dependencies: "
+                    + searched)
+    rev = active_revision(s, "Configuration", config)
+    [health] = [x for x in rev["status"]["conditions"] if x["type"] == "RevisionHealthy"]
+    assert health["message"] == "cannot resolve package dependencies: " + searched
+    assert lock_entry(s, rev["metadata"]["name"])["dependencies"] == []
+    described = s.kubectl("describe", "configuration", config).stdout
+    assert api in described
+
+
+@pytest.mark.skipif(not READER, reason="the package index reader (lockwright.index.read, "
+                    "branch index) is not in this tree: the worker reads no index yet")
+def test_the_provider_an_index_lists_is_installed_as_a_dependency(
+        apis_stack: Stack, registry: Any) -> None:
+    s = apis_stack
+    group = f"{unique('indexed')}.example.org"
+    name = unique("provider-indexed")
+    refs = [push(s, "Provider", name, tag, group=group) for tag in ("v0.9.0", "v1.0.0")]
+    repo = refs[0].rsplit(":", 1)[0]
+    push_index(registry.host, f"{registry.host}/{NS}/index:v1", PackageIndex((
+        Entry(repo, "v0.9.0", "sha256:" + "0" * 64, "Provider"),
+        Entry(repo, "v1.0.0", "sha256:" + "1" * 64, "Provider", types=(thing(group),)))))
+    config_ref = push(s, "Configuration", unique("config-indexed"), "v1.0.0",
+                      {REQUIRES_APIS: f"things.{group}/v1alpha1"})
+    config = unique("cfg")
+    s.apply_package("Configuration", config, config_ref)
+    s.wait_healthy("Configuration", config, timeout=180)
+    rev = active_revision(s, "Configuration", config)
+    assert lock_entry(s, rev["metadata"]["name"])["dependencies"] == [
+        {"apiVersion": PKG, "kind": "Provider", "package": repo, "constraints": ">=v1.0.0"}]
+    installed = [p for p in s.custom.list_cluster_custom_object(
+        PKG_GROUP, "v1", "providers")["items"] if p["spec"]["package"].startswith(repo)]
+    assert [p["spec"]["package"] for p in installed] == [refs[1]]
+    s.wait_healthy("Provider", installed[0]["metadata"]["name"])
+    served(s, group)
