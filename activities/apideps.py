@@ -4,7 +4,8 @@
 :func:`lockwright.resolution.apis.needs` decides on: which of the APIs a package's
 ``lockwright.dev/requires-apis`` names are served (the server's discovery, now, not a
 cache), by which package in the Lock (the revision whose claim, ``status.objectRefs``,
-holds the definition), and, only when some API is not served, what the indexes list.
+holds the definition), which are defined by an Inactive MRD, and, only when some API is
+neither, what the indexes list.
 
 The indexes come from an injected :data:`IndexReader`, composed where activities are
 wired (:func:`activities.wire`); until the reader of ``LOCKWRIGHT_PACKAGE_INDEXES`` is
@@ -14,12 +15,14 @@ plugged in, :func:`no_indexes` reads none.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 
 from activities.base import KINDS, PKG_V1, meta, revision_kind
-from lockwright.errors import LockwrightError
-from lockwright.identity.apis import ApiRef
+from lockwright.errors import KubeNotFound, LockwrightError
+from lockwright.identity.apis import ApiRef, served_types
 from lockwright.index.model import PackageIndex, merged
 from lockwright.k8s import Kube, Obj
+from lockwright.managed.convert import INACTIVE, MRD_API_VERSION, MRD_KIND
 from lockwright.resolution import apis
 from lockwright.resolution.apis import Indexes, Needs, Served
 
@@ -67,8 +70,24 @@ class ApiNeeds:
         Lock claims its definition; else ``Served()`` (a CRD applied by hand)."""
         plural = self.plural(api)
         if plural is None:
-            return None
+            return self.inactive(api, owners)
         return owners.get(f"{plural}.{api.group}", Served())
+
+    def inactive(self, api: ApiRef, owners: Mapping[str, Served]) -> Served | None:
+        """The Inactive MRD defining ``api``, who holds it; None when there is none.
+
+        Only for ``plural.group`` (an MRD's name): a kind names no MRD to read.
+        """
+        name = f"{api.name.lower()}.{api.group}"
+        try:
+            mrd = None if api.is_kind else self.kube.get(MRD_API_VERSION, MRD_KIND, name)
+        except KubeNotFound:  # a cluster without MRDs (Crossplane v1's API)
+            return None
+        if mrd is None or (mrd.get("spec") or {}).get("state") != INACTIVE:
+            return None
+        if not any(t.serves(api) for t in served_types(mrd)):
+            return None
+        return replace(owners.get(name, Served()), inactive=name)
 
     def plural(self, api: ApiRef) -> str | None:
         """The plural the server serves ``api`` under, or None: discovery, read now."""

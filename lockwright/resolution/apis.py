@@ -8,6 +8,7 @@ constraint, or a message on the revision when none can be chosen. Per API:
 - served by the cluster without a package (a CRD applied by hand, a built-in type): nothing;
 - served by a package in the Lock: a dependency on that package (the one this revision's
   entry already records, else ``>=`` its installed version), unless ``dependsOn`` names it;
+- defined by an Inactive MRD: the same, and a message saying to activate it;
 - not served: the package indexes decide. A repository ``dependsOn`` names among those
   serving it: nothing more. Else the one repository serving it (or the one of several
   already installed) becomes a dependency on the versions that serve it; several, none,
@@ -65,11 +66,14 @@ class Served:
         source: the serving package's repository; "" when no package serves it.
         kind: that package's kind.
         version: its installed tag or digest.
+        inactive: the name of the Inactive MRD that defines the API, which is therefore
+            not served until a policy activates it; "" when it is served.
     """
 
     source: str = ""
     kind: str = ""
     version: str = ""
+    inactive: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,7 @@ def _one(api: ApiRef, served: Served | None, declared: Collection[str], known: _
          indexes: Indexes) -> tuple[Obj | None, str]:
     """One API's dependency (or None) and problem (or "")."""
     if served is not None:
-        return _served(served, declared, known.previous), ""
+        return _served(served, declared, known.previous), _inactive(api, served)
     if indexes.error:
         return None, (f"cannot read the package indexes to find a package serving API "
                       f"{api}: {indexes.error}")
@@ -182,6 +186,15 @@ def _served(served: Served, declared: Collection[str], previous: Mapping[str, Ob
     else:
         return None  # a tag no range can name (latest): served, nothing to pin
     return _dependency(served.kind, served.source, floor)
+
+
+def _inactive(api: ApiRef, served: Served) -> str:
+    """Why an API an Inactive MRD defines is not served yet ("" when it is served)."""
+    if not served.inactive:
+        return ""
+    of = f" of {served.kind} {served.source}" if served.source else ""
+    return (f"API {api} is defined by ManagedResourceDefinition {served.inactive}{of}, "
+            "which is Inactive: activate it with a ManagedResourceActivationPolicy")
 
 
 def _choose(candidates: Sequence[str], known: _Known) -> str | None:

@@ -2,7 +2,8 @@
 
 A Configuration's ``lockwright.dev/requires-apis`` becomes Lock dependencies: on the
 provider an index lists (then created by the resolver), on the package in the Lock serving
-it; nothing for a hand-made CRD; a message when no index is configured; a lint error
+it (and a message to activate it when an Inactive MRD defines it); nothing for a hand-made
+CRD; a message when no index is configured; a lint error
 naming the annotation for text that is not an API. The index reader is injected, as the
 worker's is (``activities.wire``).
 """
@@ -49,11 +50,12 @@ def cluster(request: pytest.FixtureRequest) -> Kube:
     return found
 
 
-def activities(cluster: Kube, registry: Any, tmp_path: Path, indexes: Any = None) -> Activities:
-    # Plain CRDs: served as soon as established, with no activation policy in the way.
+def activities(cluster: Kube, registry: Any, tmp_path: Path, indexes: Any = None,
+               mrds: bool = False) -> Activities:
+    # Plain CRDs by default: served as soon as established, no activation policy in the way.
     settings = Settings(cache_dir=str(tmp_path / unique("cache")),
                         insecure_registries=(registry.host,),
-                        managed_resource_definitions=False)
+                        managed_resource_definitions=mrds)
     cache = PackageCache(settings.cache_dir)
     return Activities(settings, cluster, cache, indexes) if indexes else Activities(
         settings, cluster, cache)
@@ -68,9 +70,15 @@ def configuration(registry: Any, tmp_path: Path, requires: str) -> Pushed:
     return push(registry, root, tmp_path)
 
 
-def provider(registry: Any, tmp_path: Path) -> tuple[Pushed, str]:
+def provider(registry: Any, tmp_path: Path, safe_start: bool = False) -> tuple[Pushed, str]:
+    """The test provider in a group of its own; ``safe_start``: its MRDs start Inactive."""
     group = f"{unique('g')}.example.org"
-    return push(registry, provider_root(tmp_path, group), tmp_path, group), group
+    root = provider_root(tmp_path, group)
+    if safe_start:
+        meta = yaml.safe_load((root / "crossplane.yaml").read_text())
+        meta["spec"]["capabilities"] = ["safe-start"]
+        (root / "crossplane.yaml").write_text(yaml.safe_dump(meta))
+    return push(registry, root, tmp_path, group), group
 
 
 def take(acts: Activities, cluster: Kube, pushed: Pushed) -> tuple[c.TakeLockResult, list[Any]]:
@@ -124,6 +132,27 @@ def test_an_api_a_package_in_the_lock_serves_depends_on_that_package(
                      "constraints": ">=v0.1.0"}]
     assert took.dependency_message == ""
     assert took.installed_dependencies == 1
+
+
+def test_an_api_an_inactive_mrd_defines_depends_on_its_package_and_says_to_activate_it(
+        cluster: Kube, registry: Any, tmp_path: Path) -> None:
+    prov, group = provider(registry, tmp_path, safe_start=True)
+    acts = activities(cluster, registry, tmp_path, refuse_reading, mrds=True)
+    name = unique("prov")
+    apply_package(cluster, "Provider", name, prov.ref)
+    install(acts, c.PROVIDER, name, until="ensure_runtime")  # safe-start, no policy
+    mrd = cluster.get("apiextensions.crossplane.io/v1alpha1", "ManagedResourceDefinition",
+                      f"widgets.{group}")
+    assert mrd is not None and mrd["spec"]["state"] == "Inactive"
+    took, deps = take(acts, cluster, configuration(registry, tmp_path,
+                                                  f"widgets.{group}/v1alpha1"))
+    repo = prov.ref.rsplit(":", 1)[0]
+    assert deps == [{"apiVersion": PKG, "kind": "Provider", "package": repo,
+                     "constraints": ">=v0.1.0"}]
+    assert took.dependency_message == (
+        f"API widgets.{group}/v1alpha1 is defined by ManagedResourceDefinition "
+        f"widgets.{group} of Provider {repo}, which is Inactive: activate it with a "
+        "ManagedResourceActivationPolicy")
 
 
 def test_an_api_a_hand_made_crd_serves_needs_nothing(
