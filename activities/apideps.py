@@ -4,7 +4,7 @@
 :func:`lockwright.resolution.apis.needs` decides on: which of the APIs a package's
 ``lockwright.dev/requires-apis`` names are served (the server's discovery, now, not a
 cache), by which package in the Lock (the revision whose claim, ``status.objectRefs``,
-holds the definition), which are defined by an Inactive MRD, and, only when some API is
+holds the definition, as ``take_lock`` read the claims), which are defined by an Inactive MRD, and, only when some API is
 neither, what the indexes list.
 
 The indexes come from an injected :data:`IndexReader`, composed where activities are
@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
-from activities.base import KINDS, PKG_V1, meta, revision_kind
 from lockwright.errors import KubeNotFound, LockwrightError
 from lockwright.identity.apis import ApiRef, served_types
 from lockwright.index.model import PackageIndex, merged
 from lockwright.k8s import Kube, Obj
 from lockwright.managed.convert import INACTIVE, MRD_API_VERSION, MRD_KIND
+from lockwright.objects.claims import Claim
 from lockwright.resolution import apis
 from lockwright.resolution.apis import Indexes, Needs, Served
 
@@ -47,8 +47,16 @@ class ApiNeeds:
         self.indexes = indexes
 
     def needs(self, annotations: Mapping[str, str], declared: Collection[str], lock: Obj,
-              revision: str) -> Needs:
+              revision: str, claims: Mapping[str, Claim]) -> Needs:
         """What the package's required APIs add to the Lock entry of ``revision``.
+
+        Args:
+            annotations: the package metadata's annotations.
+            declared: the repositories its ``dependsOn`` names.
+            lock: the Lock as read.
+            revision: the revision taking the Lock.
+            claims: the claims of the Lock's revisions, by name, as ``take_lock`` read
+                them (so the revisions are not listed twice).
 
         Raises:
             InvalidPackage: the annotation names something that is not an API.
@@ -56,7 +64,8 @@ class ApiNeeds:
         required = apis.required(annotations)
         if not required:
             return Needs()
-        owners = self.owners(lock)
+        owners = apis.holders(lock, {rev: [k.name for k in keys if k.kind in _DEFINITIONS]
+                                     for rev, (_, keys) in claims.items()})
         served = {api: self.served(api, owners) for api in required}
         read = self.read() if apis.unserved(required, served) else Indexes()
         entries = lock.get("packages") or []
@@ -105,22 +114,6 @@ class ApiNeeds:
         """The versions the server serves ``group`` at (none when it does not)."""
         found = self.kube.read_path(f"/apis/{group}") or {}
         return [str(v.get("version", "")) for v in found.get("versions") or []]
-
-    def owners(self, lock: Obj) -> dict[str, Served]:
-        """``plural.group`` → the package in the Lock whose revision claims its definition."""
-        entries = {str(e.get("name", "")): e for e in lock.get("packages") or []}
-        out: dict[str, Served] = {}
-        for kind in {str(e.get("kind") or e.get("type")) for e in entries.values()} & set(
-                KINDS.values()):
-            for rev in self.kube.list(PKG_V1, revision_kind(kind)):
-                entry = entries.get(str(meta(rev).get("name", "")))
-                if entry is None:
-                    continue
-                served = Served(str(entry.get("source", "")), kind, str(entry.get("version", "")))
-                for ref in (rev.get("status") or {}).get("objectRefs") or []:
-                    if ref.get("kind") in _DEFINITIONS:
-                        out.setdefault(str(ref.get("name", "")), served)
-        return out
 
     def read(self) -> Indexes:
         """The indexes' entries, or why they could not be read (never raised: the

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from temporalio import activity
@@ -163,12 +163,12 @@ class LockActivities:
             declared = 0 if inp.skip_dependencies else len(summary.meta.depends_on)
             return self.check_lock(inp, rev, refs, declared)
         lock = self.keeper.read_lock()
-        deps, unmet_apis = self.dependencies(inp, summary, lock)
+        claim = self.keeper.claim(inp.kind, rev, refs)
+        claim.prefetch(lock)  # outside the writers' turns
+        deps, unmet_apis = self.dependencies(inp, summary, lock, claim.claims.others)
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         # The API identity parse_package recorded on the revision (lockwright's fields).
         entry.update(record.lock_fields(meta(rev).get("annotations")))
-        claim = self.keeper.claim(inp.kind, rev, refs)
-        claim.prefetch(lock)  # outside the writers' turns
         try:
             version, attempts = self.keeper.take(claim, inp.package, entry)
         except ConflictError as err:
@@ -181,8 +181,8 @@ class LockActivities:
             "lock.taken", resource_version=version, cas_attempts=attempts)
         return self.taken(rev, version, attempts, inp.revision, len(deps), unmet_apis)
 
-    def dependencies(self, inp: c.TakeLockInput, summary: PackageSummary,
-                     lock: Obj) -> tuple[list[Obj], str]:
+    def dependencies(self, inp: c.TakeLockInput, summary: PackageSummary, lock: Obj,
+                     claims: Mapping[str, cl.Claim]) -> tuple[list[Obj], str]:
         """The entry's dependencies (``dependsOn``, then those its required APIs add) in
         ``dependsOn`` form, and why some required API has none ("" when all do)."""
         if inp.skip_dependencies:
@@ -190,7 +190,7 @@ class LockActivities:
             return [], ""
         declared = summary.meta.depends_on
         needs = self.apis.needs(summary.meta.annotations, [d.package for d in declared],
-                                lock, inp.revision)
+                                lock, inp.revision, claims)
         return [*(cl.dependency_meta(d) for d in declared), *needs.dependencies], needs.message
 
     def taken(self, rev: Obj, version: str, attempts: int, revision: str,

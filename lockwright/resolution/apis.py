@@ -100,6 +100,23 @@ class Needs:
         return "; ".join(self.problems)
 
 
+def holders(lock: Obj, claimed: Mapping[str, Collection[str]]) -> dict[str, Served]:
+    """``plural.group`` → the package in the Lock whose revision claims that definition.
+
+    Args:
+        lock: the Lock as read.
+        claimed: per revision, the names of the definitions (CRD, MRD, XRD) it claims.
+    """
+    out: dict[str, Served] = {}
+    for entry in lock.get("packages") or []:
+        served = Served(str(entry.get("source", "")),
+                        str(entry.get("kind") or entry.get("type") or ""),
+                        str(entry.get("version", "")))
+        for name in sorted(claimed.get(str(entry.get("name", "")), ())):
+            out.setdefault(name, served)
+    return out
+
+
 def unserved(required_apis: Sequence[ApiRef], served: Mapping[ApiRef, Served | None]
              ) -> list[ApiRef]:
     """The APIs the cluster does not serve: only for these are the indexes read."""

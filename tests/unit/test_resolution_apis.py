@@ -10,7 +10,15 @@ from lockwright.errors import InvalidPackage
 from lockwright.identity.apis import ApiRef, ServedType, parse
 from lockwright.identity.names import REQUIRES_APIS
 from lockwright.index.model import Entry
-from lockwright.resolution.apis import Indexes, Served, dependency, needs, required, unserved
+from lockwright.resolution.apis import (
+    Indexes,
+    Served,
+    dependency,
+    holders,
+    needs,
+    required,
+    unserved,
+)
 from lockwright.resolution.dependencies import satisfies
 
 Obj = dict[str, Any]
@@ -93,9 +101,9 @@ CASES: list[tuple[str, Served | None, list[str], list[Obj], Indexes, list[str], 
     ("defined by an Inactive MRD of a package in the Lock: depend on it, say to activate",
      Served(AWS, "Provider", "v1.4.0", inactive="buckets.s3.example.org"), [], [],
      Indexes(), [AWS], [dep(AWS, ">=v1.4.0")],
-     [f"API {API} is defined by ManagedResourceDefinition buckets.s3.example.org of "
+     [(f"API {API} is defined by ManagedResourceDefinition buckets.s3.example.org of "
       f"Provider {AWS}, which is Inactive: activate it with a "
-      "ManagedResourceActivationPolicy"]),
+      "ManagedResourceActivationPolicy")]),
     ("defined by an Inactive MRD nobody's package holds: say to activate",
      Served(inactive="buckets.s3.example.org"), [], [], Indexes(), [], [],
      ["ManagedResourceDefinition buckets.s3.example.org, which is Inactive"]),
@@ -182,3 +190,17 @@ def test_no_constraint_names_several_digests() -> None:
     found = needs([API], {API: None}, [], [], Indexes(tuple(offered), (IDX,)))
     assert found.dependencies == ()
     assert "only under tags that are not versions (latest, main)" in found.message
+
+
+def test_holders_are_the_lock_packages_whose_revisions_claim_the_definitions() -> None:
+    lock = {"packages": [
+        {"name": "aws-abc", "kind": "Provider", "source": AWS, "version": "v1.2.0"},
+        {"name": "gcp-def", "type": "Provider", "source": GCP, "version": "sha256:" + "f" * 64},
+        {"name": "cfg-123", "kind": "Configuration", "source": "reg.example/org/cfg",
+         "version": "v0.1.0"}]}
+    claimed = {"aws-abc": ["buckets.s3.example.org", "queues.sqs.example.org"],
+               "gcp-def": ["topics.pubsub.example.org"], "gone-999": ["things.example.org"]}
+    assert holders(lock, claimed) == {
+        "buckets.s3.example.org": Served(AWS, "Provider", "v1.2.0"),
+        "queues.sqs.example.org": Served(AWS, "Provider", "v1.2.0"),
+        "topics.pubsub.example.org": Served(GCP, "Provider", "sha256:" + "f" * 64)}
