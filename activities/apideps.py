@@ -8,8 +8,8 @@ holds the definition, as ``take_lock`` read the claims), which are defined by an
 neither, what the indexes list.
 
 The indexes come from an injected :data:`IndexReader`, composed where activities are
-wired (:func:`activities.wire`); until the reader of ``LOCKWRIGHT_PACKAGE_INDEXES`` is
-plugged in, :func:`no_indexes` reads none.
+wired (:func:`activities.wire`): :func:`configured_indexes`, the reader of
+``LOCKWRIGHT_PACKAGE_INDEXES`` (``lockwright.index.read``) under the ImageConfigs.
 """
 
 from __future__ import annotations
@@ -17,14 +17,17 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
+from activities.reads import Registries
 from lockwright.errors import KubeNotFound, LockwrightError
 from lockwright.identity.apis import ApiRef, served_types
 from lockwright.index.model import PackageIndex, merged
+from lockwright.index.read import IndexReader as Reader
 from lockwright.k8s import Kube, Obj
 from lockwright.managed.convert import INACTIVE, MRD_API_VERSION, MRD_KIND
 from lockwright.objects.claims import Claim
 from lockwright.resolution import apis
 from lockwright.resolution.apis import Indexes, Needs, Served
+from lockwright.settings import Settings
 
 #: Reads the configured package indexes (none configured: an empty list). Raises a
 #: ``LockwrightError`` when one cannot be read or fails verification.
@@ -35,8 +38,19 @@ _DEFINITIONS = frozenset({"CustomResourceDefinition", "ManagedResourceDefinition
 
 
 def no_indexes() -> list[PackageIndex]:
-    """The stand-in reader: no index, so a missing API says none is configured."""
+    """A reader of no index: a missing API says none is configured."""
     return []
+
+
+def configured_indexes(settings: Settings, registries: Registries) -> IndexReader:
+    """The reader of ``LOCKWRIGHT_PACKAGE_INDEXES``, under the ImageConfigs (rewrite, pull
+    Secret, verification) as they are at each read: the worker reads as the CLI does."""
+    def read() -> list[PackageIndex]:
+        if not settings.package_indexes:
+            return []
+        return Reader(settings, registries.registry([]), registries.image_configs(),
+                      registries.secret).read()
+    return read
 
 
 class ApiNeeds:

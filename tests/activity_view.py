@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities import wire
-from activities.apideps import IndexReader, no_indexes
+from activities.apideps import IndexReader
 from lockwright.k8s import Kube
 from lockwright.oci.cache import PackageCache
 from lockwright.settings import Settings
@@ -17,7 +17,7 @@ class Activities:
     settings, the cache and the Lock keeper tests reach into."""
 
     def __init__(self, settings: Settings, kube: Kube, cache: PackageCache,
-                 indexes: IndexReader = no_indexes) -> None:
+                 indexes: IndexReader | None = None) -> None:
         wired = wire(settings, kube, cache, indexes)
         self.settings, self.kube, self.cache = settings, kube, cache
         self.keeper = wired.parts.keeper

@@ -27,7 +27,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 import contracts as c
 from activities import build
-from activities.apideps import IndexReader, no_indexes
 from lockwright.k8s.bootstrap import bootstrap_at
 from lockwright.log import configure
 from lockwright.settings import Settings
@@ -85,16 +84,7 @@ def workflow_runner() -> Any:
 
 def load_activities(settings: Settings) -> Sequence[Callable[..., Any]]:
     """The activity implementations, from ``activities.build(settings)``."""
-    return build(settings, indexes=index_reader(settings))
-
-
-def index_reader(settings: Settings) -> IndexReader:
-    """What reads the package indexes for dependencies on APIs.
-
-    The stand-in reading none, until the reader of ``LOCKWRIGHT_PACKAGE_INDEXES``
-    (``lockwright.index.read``) is plugged in here.
-    """
-    return no_indexes
+    return build(settings)
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event, *, bootstrap: bool = True,

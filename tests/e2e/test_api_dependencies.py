@@ -9,16 +9,14 @@ this module pushes to the test registry.
 - an API a Provider in the Lock serves: the Configuration depends on that Provider in the
   Lock, and is Healthy;
 - an API nobody serves and no index lists: the Configuration waits, its Healthy condition
-  naming the API and what was searched (or, before the index reader is plugged into the
-  worker, the setting to set);
+  naming the API and the index searched;
 - through the index: the Provider serving the API is installed as the Configuration's
-  dependency (runs once ``lockwright.index.read`` exists and the worker reads indexes).
+  dependency, at the version the index says serves it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import tempfile
 import uuid
@@ -42,8 +40,6 @@ Obj = dict[str, Any]
 META_API = "meta.pkg.crossplane.io/v1"
 PKG = "pkg.crossplane.io/v1"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-#: Whether the index reader exists (the worker reads indexes once it is plugged in).
-READER = importlib.util.find_spec("lockwright.index.read") is not None
 NS = f"apideps-{uuid.uuid4().hex[:6]}"
 
 
@@ -159,9 +155,7 @@ def test_an_api_nobody_serves_leaves_the_configuration_waiting_saying_why(
     config = unique("cfg")
     s.apply_package("Configuration", config, config_ref)
     searched = (f"no package in the package indexes serves API {api} (indexes searched: "
-                f"{registry.host}/{NS}/index:v1)") if READER else (
-        f"API {api} is not served, and no package index is configured to find a package "
-        "serving it: set LOCKWRIGHT_PACKAGE_INDEXES")
+                f"{registry.host}/{NS}/index:v1)")
     healthy_message(s, "Configuration", config, "cannot resolve package dependencies: "
                     + searched)
     rev = active_revision(s, "Configuration", config)
@@ -172,8 +166,6 @@ def test_an_api_nobody_serves_leaves_the_configuration_waiting_saying_why(
     assert api in described
 
 
-@pytest.mark.skipif(not READER, reason="the package index reader (lockwright.index.read, "
-                    "branch index) is not in this tree: the worker reads no index yet")
 def test_the_provider_an_index_lists_is_installed_as_a_dependency(
         apis_stack: Stack, registry: Any) -> None:
     s = apis_stack
