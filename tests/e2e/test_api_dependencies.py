@@ -16,8 +16,6 @@ this module pushes to the test registry.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -29,9 +27,9 @@ import yaml
 
 from lockwright.identity.apis import ServedType
 from lockwright.identity.names import REQUIRES_APIS
-from lockwright.index.model import CONFIG_MEDIA_TYPE, MEDIA_TYPE, Entry, PackageIndex
+from lockwright.index.model import Entry, PackageIndex
+from lockwright.index.push import push_index
 from lockwright.oci.client import RegistryClient
-from lockwright.oci.reference import parse
 from tests.e2e.packages import crd
 from tests.fixtures.stack import PKG_GROUP, Stack, running_stack
 from tests.helpers import unique, wait_for
@@ -39,7 +37,6 @@ from tests.helpers import unique, wait_for
 Obj = dict[str, Any]
 META_API = "meta.pkg.crossplane.io/v1"
 PKG = "pkg.crossplane.io/v1"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 NS = f"apideps-{uuid.uuid4().hex[:6]}"
 
 
@@ -48,7 +45,7 @@ def apis_stack(registry: Any, auth_registry: Any, temporal_env: Any,
                cluster_kind: str) -> Iterator[Stack]:
     """A stack of its own: MRDs activated by default, one package index configured."""
     index = f"{registry.host}/{NS}/index:v1"
-    push_index(registry.host, index, PackageIndex())  # listing nothing, until a test's
+    publish(registry.host, index, PackageIndex())  # empty: the index test pushes its own
     env = {"LOCKWRIGHT_DEFAULT_ACTIVATIONS": "*", "LOCKWRIGHT_PACKAGE_INDEXES": index}
     with running_stack(registry, auth_registry, temporal_env, worker_env=env,
                        kind=cluster_kind) as s:
@@ -72,21 +69,9 @@ def push(stack: Stack, kind: str, name: str, tag: str, annotations: dict[str, st
         return stack.push(root, repo=f"{NS}/{name}", tag=tag)
 
 
-def push_index(host: str, ref: str, index: PackageIndex) -> None:
-    """An index as an OCI artifact: config :data:`CONFIG_MEDIA_TYPE`, one layer
-    :data:`MEDIA_TYPE` holding the document."""
-    client, target = RegistryClient(insecure=[host]), parse(ref)
-    descriptors = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for media_type, body in ((CONFIG_MEDIA_TYPE, b"{}"), (MEDIA_TYPE, index.to_bytes())):
-            digest = "sha256:" + hashlib.sha256(body).hexdigest()
-            path = Path(tmp) / digest.removeprefix("sha256:")
-            path.write_bytes(body)
-            client.push_blob(target, path, digest, len(body))
-            descriptors.append({"mediaType": media_type, "digest": digest, "size": len(body)})
-    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": descriptors[0],
-                "layers": descriptors[1:]}
-    client.push_manifest(target, json.dumps(manifest).encode(), OCI_MANIFEST)
+def publish(host: str, ref: str, index: PackageIndex) -> None:
+    """Push ``index`` to ``ref`` as ``lockwright index push`` does."""
+    push_index(RegistryClient(insecure=[host]), ref, index.to_bytes())
 
 
 def thing(group: str) -> ServedType:
@@ -173,7 +158,7 @@ def test_the_provider_an_index_lists_is_installed_as_a_dependency(
     name = unique("provider-indexed")
     refs = [push(s, "Provider", name, tag, group=group) for tag in ("v0.9.0", "v1.0.0")]
     repo = refs[0].rsplit(":", 1)[0]
-    push_index(registry.host, f"{registry.host}/{NS}/index:v1", PackageIndex((
+    publish(registry.host, f"{registry.host}/{NS}/index:v1", PackageIndex((
         Entry(repo, "v0.9.0", "sha256:" + "0" * 64, "Provider"),
         Entry(repo, "v1.0.0", "sha256:" + "1" * 64, "Provider", types=(thing(group),)))))
     config_ref = push(s, "Configuration", unique("config-indexed"), "v1.0.0",
