@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.activation import ActivationActivities
+from activities.apideps import ApiNeeds, IndexReader, configured_indexes
 from activities.approval import ApprovalActivities
 from activities.connection import from_settings
 from activities.contents import Contents
@@ -111,8 +112,11 @@ class Wiring:
                 self.activation.activate_definitions]
 
 
-def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
-    """Every activity class over the collaborators of ``settings``, ``kube`` and ``cache``."""
+def wire(settings: Settings, kube: Kube, cache: PackageCache,
+         indexes: IndexReader | None = None) -> Wiring:
+    """Every activity class over the collaborators of ``settings``, ``kube`` and ``cache``;
+    ``indexes`` reads the package indexes (dependencies on APIs are looked up in them; by
+    default those of ``settings.package_indexes``)."""
     k, ns, runtime = kube, settings.system_namespace, settings.package_runtime
     x = collaborators(settings, kube, cache)
     policy = Policy(upgrades=settings.dependency_upgrades or settings.dependency_downgrades,
@@ -124,7 +128,8 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
         RevisionActivities(k, x.reader, x.contents, x.identity, settings.crossplane_version,
                            runtime),
         LifecycleActivities(k, ns, x.reader, x.keeper, x.establisher, x.dropped),
-        LockActivities(x.reader, x.contents, x.keeper),
+        LockActivities(x.reader, x.contents, x.keeper, ApiNeeds(
+            k, indexes or configured_indexes(settings, x.registries))),
         ObjectActivities(x.establisher),
         RbacActivities(k, x.reader, x.contents, x.runtime_configs, ns, runtime),
         RuntimeActivities(k, x.reader, x.contents, x.registries, x.runtime_configs, ns,
@@ -138,7 +143,8 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache) -> Wiring:
 
 
 def build(settings: Settings, kube: Kube | None = None,
-          cache: PackageCache | None = None) -> list[Callable[..., Any]]:
+          cache: PackageCache | None = None,
+          indexes: IndexReader | None = None) -> list[Callable[..., Any]]:
     """Every activity, wired once over ``settings``, in contract order.
 
     Args:
@@ -147,6 +153,8 @@ def build(settings: Settings, kube: Kube | None = None,
         kube: the Kubernetes seam; by default connected from ``settings.kubeconfig``
             (in-cluster when unset and running in a Pod).
         cache: the package cache; by default at ``settings.cache_dir``.
+        indexes: reads the package indexes; by default those of
+            ``settings.package_indexes`` (:func:`activities.apideps.configured_indexes`).
     """
     return wire(settings, kube or Kube.connect(settings.kubeconfig or None),
-                cache or PackageCache(settings.cache_dir)).all()
+                cache or PackageCache(settings.cache_dir), indexes).all()

@@ -17,12 +17,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from temporalio import activity
 
 import contracts as c
+from activities.apideps import ApiNeeds
 from activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
 from activities.contents import Contents
 from activities.errors import edge
@@ -35,6 +36,7 @@ from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.objects import claims as cl
 from lockwright.objects import lock as lk
 from lockwright.resolution.dependencies import Report, report
+from lockwright.xpkg.parse import PackageSummary
 
 LOCK_API = "pkg.crossplane.io/v1beta1"
 #: Compare-and-swap rounds a Lock write gets before it gives up (and the activity retries).
@@ -139,10 +141,12 @@ class LockKeeper:
 class LockActivities:
     """take_lock."""
 
-    def __init__(self, reader: PackageReader, contents: Contents, keeper: LockKeeper) -> None:
+    def __init__(self, reader: PackageReader, contents: Contents, keeper: LockKeeper,
+                 apis: ApiNeeds) -> None:
         self.reader = reader
         self.contents = contents
         self.keeper = keeper
+        self.apis = apis
 
     @activity.defn(name=c.TAKE_LOCK)
     @edge
@@ -155,16 +159,16 @@ class LockActivities:
         summary = self.contents.summary(inp.kind, rev, inp.digest)
         # From the cached summary, not a second parse (a 2,000-CRD package.yaml takes ~15 s).
         refs = cl.summary_refs(kind, inp.package, summary)
-        # skipDependencyResolution: in the Lock (its claim counts) but with no dependencies.
-        deps = [] if inp.skip_dependencies else [
-            cl.dependency_meta(d) for d in summary.meta.depends_on]
+        if inp.check_only:
+            declared = 0 if inp.skip_dependencies else len(summary.meta.depends_on)
+            return self.check_lock(inp, rev, refs, declared)
+        lock = self.keeper.read_lock()
+        claim = self.keeper.claim(inp.kind, rev, refs)
+        claim.prefetch(lock)  # outside the writers' turns
+        deps, unmet_apis = self.dependencies(inp, summary, lock, claim.claims.others)
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         # The API identity parse_package recorded on the revision (lockwright's fields).
         entry.update(record.lock_fields(meta(rev).get("annotations")))
-        if inp.check_only:
-            return self.check_lock(inp, rev, refs, len(deps))
-        claim = self.keeper.claim(inp.kind, rev, refs)
-        claim.prefetch(self.keeper.read_lock())  # outside the writers' turns
         try:
             version, attempts = self.keeper.take(claim, inp.package, entry)
         except ConflictError as err:
@@ -175,20 +179,34 @@ class LockActivities:
             return c.TakeLockResult()  # deactivated while we looked: it stays out
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "lock.taken", resource_version=version, cas_attempts=attempts)
-        return self.taken(rev, version, attempts, inp.revision, len(deps))
+        return self.taken(rev, version, attempts, inp.revision, len(deps), unmet_apis)
+
+    def dependencies(self, inp: c.TakeLockInput, summary: PackageSummary, lock: Obj,
+                     claims: Mapping[str, cl.Claim]) -> tuple[list[Obj], str]:
+        """The entry's dependencies (``dependsOn``, then those its required APIs add) in
+        ``dependsOn`` form, and why some required API has none ("" when all do)."""
+        if inp.skip_dependencies:
+            # skipDependencyResolution: in the Lock (its claim counts), no dependencies.
+            return [], ""
+        declared = summary.meta.depends_on
+        needs = self.apis.needs(summary.meta.annotations, [d.package for d in declared],
+                                lock, inp.revision, claims)
+        return [*(cl.dependency_meta(d) for d in declared), *needs.dependencies], needs.message
 
     def taken(self, rev: Obj, version: str, attempts: int, revision: str,
-              dependencies: int) -> c.TakeLockResult:
-        """The result of a take, with what the Lock says of the revision's dependencies."""
+              dependencies: int, unmet_apis: str = "") -> c.TakeLockResult:
+        """The result of a take, with what the Lock says of the revision's dependencies
+        and why a required API has none."""
         found = report(self.keeper.read_lock(), revision) if dependencies else Report()
-        if found.message:
+        message = "; ".join(m for m in (found.message, unmet_apis) if m)
+        if message:
             self.reader.event(rev, WARNING, "ResolveDependencies",
-                              conditions.MSG_RESOLVE_DEPENDENCIES + found.message)
+                              conditions.MSG_RESOLVE_DEPENDENCIES + message)
         return c.TakeLockResult(resource_version=version, dependencies=dependencies,
                                 cas_attempts=attempts, found_dependencies=found.found,
                                 installed_dependencies=found.installed,
                                 invalid_dependencies=found.invalid,
-                                dependency_message=found.message)
+                                dependency_message=message)
 
     def check_lock(self, inp: c.TakeLockInput, rev: Obj, refs: list[dict[str, str]],
                    dependencies: int) -> c.TakeLockResult:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities import wire
+from activities.apideps import IndexReader
 from lockwright.k8s import Kube
 from lockwright.oci.cache import PackageCache
 from lockwright.settings import Settings
@@ -15,8 +16,9 @@ class Activities:
     """Every activity of :func:`activities.wire` as an attribute named as it is, beside the
     settings, the cache and the Lock keeper tests reach into."""
 
-    def __init__(self, settings: Settings, kube: Kube, cache: PackageCache) -> None:
-        wired = wire(settings, kube, cache)
+    def __init__(self, settings: Settings, kube: Kube, cache: PackageCache,
+                 indexes: IndexReader | None = None) -> None:
+        wired = wire(settings, kube, cache, indexes)
         self.settings, self.kube, self.cache = settings, kube, cache
         self.keeper = wired.parts.keeper
         self._all = wired.all()

@@ -203,6 +203,14 @@ class Kube:
         except KubeNotFound:
             return None
 
+    def read_path(self, path: str) -> Obj | None:
+        """GET a REST path that is not an object's (a discovery document such as
+        ``/apis/<group>/<version>``), fresh; None when the server has none (404)."""
+        try:
+            return self._call("GET", path)
+        except KubeNotFound:
+            return None
+
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              label_selector: str | None = None) -> list[Obj]:
         """Every object of ``kind`` (in ``namespace``, or all), following pagination."""

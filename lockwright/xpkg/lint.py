@@ -11,8 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lockwright.errors import ConstraintError, InvalidPackage, LintError
+from lockwright.errors import ConstraintError, InvalidPackage, InvalidReference, LintError
+from lockwright.identity.apis import parse as parse_api
 from lockwright.identity.digest import SHA256, is_definition, key_of, raw_type_digest
+from lockwright.identity.names import REQUIRES_APIS
 from lockwright.xpkg.constraints import parse_constraint
 from lockwright.xpkg.meta import Dependency, PackageMeta
 
@@ -187,7 +189,20 @@ def _lint_meta(meta: PackageMeta) -> tuple[list[str], list[str]]:
         dep_errors, dep_warnings = _lint_dependency(dep)
         errors.extend(dep_errors)
         warnings.extend(dep_warnings)
+    errors.extend(_lint_required_apis(meta.annotations))
     return errors, warnings
+
+
+def _lint_required_apis(annotations: Mapping[str, str]) -> list[str]:
+    """Each item of ``lockwright.dev/requires-apis`` that is not an API, named."""
+    errors = []
+    for item in annotations.get(REQUIRES_APIS, "").split(","):
+        try:
+            if item.strip():
+                parse_api(item.strip())
+        except InvalidReference as exc:
+            errors.append(f"metadata.annotations[{REQUIRES_APIS}]: {exc.message}")
+    return errors
 
 
 def _lint_dependency(dep: Dependency) -> tuple[list[str], list[str]]:

@@ -146,3 +146,20 @@ def test_raise_for_errors() -> None:
 )
 def test_installable(kind: str, gvk: tuple[str, str], expected: bool) -> None:
     assert installable(kind, *gvk) is expected
+
+
+@pytest.mark.parametrize(("value", "errors"), [
+    ("buckets.s3.example.org/v1beta1, Topic.pubsub.example.org", []),
+    ("buckets.s3.example.org/v1beta1,,", []),
+    ("buckets, Topic.pubsub.example.org/v1/x", [
+        "metadata.annotations[lockwright.dev/requires-apis]: 'buckets' is not an API",
+        ("metadata.annotations[lockwright.dev/requires-apis]: 'Topic.pubsub.example.org/v1/x' "
+        "is not an API")]),
+])
+def test_required_apis_are_apis(value: str, errors: list[str]) -> None:
+    meta = parse_meta({"apiVersion": "meta.pkg.crossplane.io/v1", "kind": "Configuration",
+                       "metadata": {"name": "pkg", "annotations": {
+                           "lockwright.dev/requires-apis": value}}})
+    found = lint(meta, []).errors
+    assert [e.split(": write it as")[0] for e in found] == errors
+    assert all("plural.group/version" in e for e in found)
