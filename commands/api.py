@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 DIFFERENT, USAGE = 1, 2
 CRD_API, MRD_API = "apiextensions.k8s.io/v1", "apiextensions.crossplane.io/v1alpha1"
+MRD_KIND = "ManagedResourceDefinition"
 REVISION_KINDS = ("ProviderRevision", "ConfigurationRevision", "FunctionRevision")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 LISTS = ("every custom type the cluster defines, one row per served version: each CRD "
@@ -145,8 +146,30 @@ def _usage(handler: common.Handler) -> common.Handler:
 def read(kube: Kube) -> Snapshot:
     """The CRDs, MRDs and package revisions of the cluster (a kind not served: none)."""
     revisions = [r for kind in REVISION_KINDS for r in _list_kind(kube, common.PKG_API, kind)]
-    return Snapshot(_list_kind(kube, CRD_API, "CustomResourceDefinition"),
-                    _list_kind(kube, MRD_API, "ManagedResourceDefinition"), revisions)
+    crds = _list_kind(kube, CRD_API, "CustomResourceDefinition")
+    return Snapshot(crds, _mrds(kube, {_name(c) for c in crds}), revisions)
+
+
+def _mrds(kube: Kube, crds: set[str]) -> list[dict[str, Any]]:
+    """The MRDs: as their printed columns and metadata while each has its CRD (the CRD
+    is the type; an MRD holds a whole schema again, doubling the read), else in full."""
+    from lockwright.errors import KubeNotFound
+    from lockwright.k8s.watch import list_columns
+
+    try:
+        path = kube.resource(MRD_API, MRD_KIND).path()
+    except KubeNotFound:
+        return []
+    heads = [{"apiVersion": MRD_API, "kind": MRD_KIND, "metadata": meta,
+              "spec": {"state": str(cells.get("STATE", ""))}}
+             for cells, meta in list_columns(kube, path)]
+    if all(_name(m) in crds for m in heads):
+        return heads
+    return _list_kind(kube, MRD_API, MRD_KIND)
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
 
 
 def _list_kind(kube: Kube, api_version: str, kind: str) -> list[dict[str, Any]]:
@@ -297,7 +320,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _by_name(objs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {str((o.get("metadata") or {}).get("name", "")): o for o in objs}
+    return {_name(o): o for o in objs}
 
 
 def diff_lines(found: list[TypeDiff], a: str, b: str) -> list[str]:

@@ -110,12 +110,6 @@ def owner_of(definition: Obj, known: dict[tuple[str, str], Owner]) -> Owner:
     return Owner()
 
 
-def recorded_digest(definition: Obj) -> str:
-    """The digest recorded at install, else the live object's (marked :data:`LIVE`)."""
-    annotations = (definition.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(names.TYPE_DIGEST) or live_digest(definition))
-
-
 def live_digest(definition: Obj) -> str:
     """The digest of the live object, marked :data:`LIVE`."""
     return LIVE + type_digest(definition)
@@ -136,7 +130,10 @@ def _state(crd: Obj | None, mrd: Obj | None) -> str:
 
 
 def _rows(definition: Obj, state: str, owner: Owner) -> list[TypeRow]:
-    digest, live = recorded_digest(definition), live_digest(definition)
+    """The recorded digest, else the live one (computed once: a definition is large)."""
+    live = live_digest(definition)
+    annotations = (definition.get("metadata") or {}).get("annotations") or {}
+    digest = str(annotations.get(names.TYPE_DIGEST) or live)
     return [TypeRow(t.group, version, t.kind, t.plural, digest, state, owner.package,
                     owner.revision, owner.controller, live)
             for t in served_types(definition) for version in t.versions]
