@@ -26,6 +26,7 @@ from commands import common
 
 if TYPE_CHECKING:
     from lockwright.identity.diff import TypeDiff
+    from lockwright.identity.manifests import Lookup
     from lockwright.identity.surface import TypeRow
     from lockwright.k8s import Kube
 
@@ -284,7 +285,7 @@ def _verify_manifests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _served(kube: Kube, snapshot: Snapshot) -> Any:
+def _served(kube: Kube, snapshot: Snapshot) -> Lookup:
     """The manifests' lookup: custom types by their rows, other kinds by discovery."""
     from lockwright.errors import KubeNotFound
     from lockwright.identity.manifests import lookup
