@@ -12,7 +12,7 @@ Established:
    one list of the CRDs through the same client (``Kube.list``), so the ratio is what the
    sum adds to the one read it cannot do without.
 
-Each is run ``--rounds`` times (median). Both ratios are printed beside a target.
+Each is run ``--rounds`` times, the four taking turns (medians). Both ratios are printed beside a target.
 
     python benchmarks/api_sum.py [--crds 2000] [--mb 100] [--rounds 3]
                                  [--control-plane kube|devcluster] [--keep DIR]
@@ -44,14 +44,16 @@ TIMEOUT_S = 900.0
 PROCESS_MAX, IN_PROCESS_MAX = 3.0, 2.5
 
 
-def median_s(call: Callable[[], object], rounds: int) -> float:
-    """The median seconds of ``rounds`` calls."""
-    times = []
+def interleaved(calls: list[Callable[[], object]], rounds: int) -> list[float]:
+    """The median seconds of each call, the calls taking turns round by round (so a load
+    that comes and goes on a shared machine weighs on each alike)."""
+    times: list[list[float]] = [[] for _ in calls]
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for call, took in zip(calls, times):
+            t0 = time.perf_counter()
+            call()
+            took.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def run_process(argv: list[str], kubeconfig: str) -> str:
@@ -98,13 +100,11 @@ def in_process_floor(kubeconfig: str) -> int:
 def measure_all(args: argparse.Namespace, kubeconfig: str) -> Any:
     """The four timings and the table rows."""
     lines = run_process([sys.executable, "-m", "lockwright", "api", "sum"], kubeconfig)
-    rounds = args.rounds
-    ours = median_s(lambda: run_process([sys.executable, "-m", "lockwright", "api", "sum"],
-                                        kubeconfig), rounds)
-    floor = median_s(lambda: run_process(["kubectl", "get", "crd", "-o", "json"], kubeconfig),
-                     rounds)
-    inner = median_s(lambda: in_process_sum(kubeconfig), rounds)
-    inner_floor = median_s(lambda: in_process_floor(kubeconfig), rounds)
+    ours, floor, inner, inner_floor = interleaved([
+        lambda: run_process([sys.executable, "-m", "lockwright", "api", "sum"], kubeconfig),
+        lambda: run_process(["kubectl", "get", "crd", "-o", "json"], kubeconfig),
+        lambda: in_process_sum(kubeconfig), lambda: in_process_floor(kubeconfig)],
+        args.rounds)
     out = SimpleNamespace(rows=[], notes=[])
     label = f"lockwright api sum ({lines.count(chr(10))} lines) vs kubectl get crd -o json"
     out.rows.append((label, fmt_s(ours), fmt_s(floor), f"{ratio(ours, floor):.2f}x",
@@ -112,7 +112,8 @@ def measure_all(args: argparse.Namespace, kubeconfig: str) -> Any:
     out.rows.append(("in process: read + rows + sum vs one Kube.list of the CRDs",
                      fmt_s(inner), fmt_s(inner_floor), f"{ratio(inner, inner_floor):.2f}x",
                      f"<= {IN_PROCESS_MAX}x", ratio(inner, inner_floor) <= IN_PROCESS_MAX))
-    out.notes.append(f"medians of {rounds} rounds each; {args.package_mb:.1f} MB of CRD YAML")
+    out.notes.append(f"medians of {args.rounds} rounds, the four taking turns; "
+                     f"{args.package_mb:.1f} MB of CRD YAML")
     return out
 
 
