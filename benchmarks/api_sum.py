@@ -12,7 +12,8 @@ Established:
    one list of the CRDs through the same client (``Kube.list``), so the ratio is what the
    sum adds to the one read it cannot do without.
 
-Each is run ``--rounds`` times, the four taking turns (medians). Both ratios are printed beside a target.
+Each is run ``--rounds`` times, the four taking turns in an order rotated each round
+(medians). Both ratios are printed beside a target.
 
     python benchmarks/api_sum.py [--crds 2000] [--mb 100] [--rounds 3]
                                  [--control-plane kube|devcluster] [--keep DIR]
@@ -45,14 +46,15 @@ PROCESS_MAX, IN_PROCESS_MAX = 3.0, 2.5
 
 
 def interleaved(calls: list[Callable[[], object]], rounds: int) -> list[float]:
-    """The median seconds of each call, the calls taking turns round by round (so a load
-    that comes and goes on a shared machine weighs on each alike)."""
+    """The median seconds of each call, the calls taking turns, the order rotated each
+    round: a big list leaves kube-apiserver collecting garbage, which the next call pays,
+    so each call follows each of the others in turn."""
     times: list[list[float]] = [[] for _ in calls]
-    for _ in range(rounds):
-        for call, took in zip(calls, times):
+    for r in range(rounds):
+        for i in (list(range(len(calls)))[r % len(calls):] + list(range(r % len(calls)))):
             t0 = time.perf_counter()
-            call()
-            took.append(time.perf_counter() - t0)
+            calls[i]()
+            times[i].append(time.perf_counter() - t0)
     return [statistics.median(t) for t in times]
 
 
@@ -112,7 +114,7 @@ def measure_all(args: argparse.Namespace, kubeconfig: str) -> Any:
     out.rows.append(("in process: read + rows + sum vs one Kube.list of the CRDs",
                      fmt_s(inner), fmt_s(inner_floor), f"{ratio(inner, inner_floor):.2f}x",
                      f"<= {IN_PROCESS_MAX}x", ratio(inner, inner_floor) <= IN_PROCESS_MAX))
-    out.notes.append(f"medians of {args.rounds} rounds, the four taking turns; "
+    out.notes.append(f"medians of {args.rounds} rounds, the four taking turns (rotated); "
                      f"{args.package_mb:.1f} MB of CRD YAML")
     return out
 
@@ -143,7 +145,8 @@ def main() -> int:
     parser.add_argument("--crds", type=int, default=2000)
     parser.add_argument("--mb", type=float, default=100.0,
                         help="package.yaml size, MB (about)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="rounds; with 4 each measurement follows each other once")
     parser.add_argument("--health-poll", type=float, default=0.2,
                         help="Tuning.health_poll_s given to the workflows")
     parser.add_argument("--control-plane", choices=("devcluster", "kube"), default="kube")
