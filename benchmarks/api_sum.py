@@ -15,7 +15,7 @@ Established:
 Each is run ``--rounds`` times, the four taking turns in an order rotated each round
 (medians). Both ratios are printed beside a target.
 
-    python benchmarks/api_sum.py [--crds 2000] [--mb 100] [--rounds 3]
+    python benchmarks/api_sum.py [--crds 2000] [--mb 100] [--rounds 4]
                                  [--control-plane kube|devcluster] [--keep DIR]
 """
 
