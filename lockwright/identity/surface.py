@@ -89,16 +89,22 @@ def owners(revisions: Iterable[Obj]) -> dict[tuple[str, str], Owner]:
     found: dict[tuple[str, str], Owner] = {}
     for rev in revisions:
         meta = rev.get("metadata") or {}
-        kind = str(rev.get("kind", ""))
-        package = str((meta.get("labels") or {}).get(_PACKAGE_LABEL, ""))
         annotations = meta.get("annotations") or {}
         controller = annotations.get(names.CONTROLLER_DIGEST) or annotations.get(
             PACKAGE_DIGEST, "")
-        prefix = _REVISION_KINDS.get(kind, kind.lower())
-        found[(kind, str(meta.get("name", "")))] = Owner(
-            f"{prefix}/{package}" if package else "", str(meta.get("name", "")),
-            str(controller))
+        name = str(meta.get("name", ""))
+        found[(str(rev.get("kind", "")), name)] = Owner(package_of(rev), name, str(controller))
     return found
+
+
+def package_of(revision: Obj) -> str:
+    """``provider/NAME``: the package label, else the owner reference to the package."""
+    meta = revision.get("metadata") or {}
+    prefix = _REVISION_KINDS.get(str(revision.get("kind", "")), "")
+    label = str((meta.get("labels") or {}).get(_PACKAGE_LABEL, ""))
+    owner = next((str(r.get("name", "")) for r in meta.get("ownerReferences") or []
+                  if prefix and str(r.get("kind", "")).lower() == prefix), "")
+    return f"{prefix}/{label or owner}" if prefix and (label or owner) else ""
 
 
 def owner_of(definition: Obj, known: dict[tuple[str, str], Owner]) -> Owner:

@@ -53,6 +53,19 @@ def revision(name: str, package: str, *, controller: str = "", digest: str = C1)
         "annotations": annotations}}
 
 
+@pytest.mark.parametrize(("revision", "want"), [
+    ({"kind": "ProviderRevision", "metadata": {"labels": {
+        "pkg.crossplane.io/package": "p"}}}, "provider/p"),
+    ({"kind": "FunctionRevision", "metadata": {"ownerReferences": [
+        {"kind": "Function", "name": "f", "controller": True}]}}, "function/f"),
+    ({"kind": "ConfigurationRevision", "metadata": {"ownerReferences": [
+        {"kind": "Provider", "name": "x"}]}}, ""),
+    ({"kind": "Other", "metadata": {"labels": {"pkg.crossplane.io/package": "p"}}}, ""),
+])
+def test_a_revisions_package_by_label_else_owner(revision: Obj, want: str) -> None:
+    assert surface.package_of(revision) == want
+
+
 def one(rows: list[surface.TypeRow]) -> surface.TypeRow:
     [row] = rows
     return row
