@@ -125,6 +125,12 @@ def test_two_clusters_same_then_controller_then_definition_and_manifests(
     assert listed.returncode == 0, output(listed)
     [row] = [x.split() for x in listed.stdout.splitlines() if x.startswith(group + " ")]
     assert row[:4] == [group, "v1", "Widget", f"provider/{name}"] and row[-1] == "Active", row
+    # The install recorded the type digest; lockwright's own CRDs have none: live.
+    assert row[5].startswith("sha256:"), row
+    own = [x.split() for x in listed.stdout.splitlines() if x.startswith("pkg.crossplane.io ")
+           and x.split()[2] == "Provider"]
+    assert own and all(r[5].startswith("live:sha256:") and r[3] == "-"
+                       and r[-1] == "Established" for r in own), own
     summed = api(a, "sum")
     assert summed.returncode == 0 and key in summed.stdout, output(summed)
     (tmp_path / "a.sum").write_text(summed.stdout)
