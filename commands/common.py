@@ -123,8 +123,9 @@ class TemporalUnavailable(Exception):
     """No Temporal server answered at the configured address."""
 
 
-def kube(s: Settings) -> Kube:
-    """A Kubernetes connection from the kubeconfig setting (else in-cluster or ~/.kube).
+def kube(s: Settings, context: str = "") -> Kube:
+    """A Kubernetes connection from the kubeconfig setting (else in-cluster or ~/.kube),
+    through its ``context`` when one is given (else the kubeconfig's current context).
 
     Raises:
         LockwrightError: no kubeconfig could be loaded; the message says which.
@@ -133,9 +134,10 @@ def kube(s: Settings) -> Kube:
     from lockwright.k8s import Kube
 
     try:
-        return Kube.connect(s.kubeconfig or None, timeout=15.0)
+        return Kube.connect(s.kubeconfig or None, timeout=15.0, context=context or None)
     except Exception as exc:  # noqa: BLE001 - the client's ConfigException, a bad file
-        where = s.kubeconfig or "in-cluster or ~/.kube/config"
+        where = (s.kubeconfig or "in-cluster or ~/.kube/config") + (
+            f", context {context!r}" if context else "")
         raise LockwrightError(f"cannot load a kubeconfig ({where}): {exc}") from None
 
 

@@ -24,8 +24,10 @@
     │   ├── KubeConflict          409: a resourceVersion race, re-read and retry
     │   │   └── KubeAlreadyExists 409 on create: someone created it first
     │   └── KubeGone              410: a watch or list continue token expired
-    └── ObjectGone                the package or revision a step acts on is gone or being
-                                  deleted: the branch ends, nothing is retried or written
+    ├── ObjectGone                the package or revision a step acts on is gone or being
+    │                             deleted: the branch ends, nothing is retried or written
+    └── InputError                a file a command was given cannot be read (a sum file, a
+                                  manifest): the command exits 2 naming the file and line
 
 Messages are truncated and never carry credentials. The original exception is chained
 (``raise X(...) from e``). ``ERROR_TYPES`` is the single table activities use to turn these
@@ -112,6 +114,11 @@ class ObjectGone(LockwrightError):
     Not a failure: the step's branch ends, nothing is retried by Temporal, and the
     workflow looks again (invariant 8).
     """
+
+
+class InputError(LockwrightError):
+    """A file or argument an operator command was given cannot be read (a sum file, a
+    manifest). Never seen by workflows: the command exits 2 naming the file and the line."""
 
 
 class RegistryUnavailable(TransientError):

@@ -72,7 +72,8 @@ class Kube:
         self.discovery = Discovery(lambda path: self._call("GET", path))
 
     @classmethod
-    def connect(cls, kubeconfig: str | None = None, timeout: float = 30.0) -> Kube:
+    def connect(cls, kubeconfig: str | None = None, timeout: float = 30.0,
+                context: str | None = None) -> Kube:
         """Connect with the first of: the kubeconfig given, the Pod's service account, ~/.kube.
 
         In that order: ``kubeconfig`` when given (``Settings.kubeconfig``, which
@@ -84,16 +85,17 @@ class Kube:
             kubeconfig: a kubeconfig path (or ``:``-separated paths); empty or None when
                 none was configured.
             timeout: seconds for connecting and for each response.
+            context: a kubeconfig context to use instead of its current one.
 
         Raises:
             Exception: the client's ``ConfigException`` (or an ``OSError``) when the chosen
                 source cannot be loaded.
         """
         configuration = kclient.Configuration()
-        if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        if not kubeconfig and not context and os.environ.get("KUBERNETES_SERVICE_HOST"):
             _loader.load_incluster_config(client_configuration=configuration)
         else:
-            _loader.load_kube_config(config_file=kubeconfig or None,
+            _loader.load_kube_config(config_file=kubeconfig or None, context=context or None,
                                      client_configuration=configuration)
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 32)
         return cls(kclient.ApiClient(configuration), timeout)

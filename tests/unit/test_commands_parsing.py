@@ -135,8 +135,8 @@ def test_every_area_is_registered() -> None:
     """The operator commands first, then the areas that were there before, in that order."""
     listed = [line.split()[0] for line in build_parser().format_help().splitlines()
               if line.startswith("    ") and not line.startswith("     ")]
-    assert listed == ["install", "activate", "plan", "trace", "history", "search", "xpkg",
-                      "index", "crds",
+    assert listed == ["install", "activate", "plan", "trace", "history", "search", "api",
+                      "xpkg", "index", "crds",
                       "worker",
                       "watcher", "dev", "devcluster"]
 
