@@ -21,10 +21,12 @@ Pure functions; :mod:`activities.apideps` asks the cluster and the indexes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockwright.conditions import MSG_RESOLVE_DEPENDENCIES
 from lockwright.errors import InvalidPackage, InvalidReference
 from lockwright.identity import apis
 from lockwright.identity.apis import ApiRef
@@ -36,6 +38,8 @@ Obj = dict[str, Any]
 PKG_API_VERSION = "pkg.crossplane.io/v1"
 INDEXES_SETTING = "LOCKWRIGHT_PACKAGE_INDEXES"
 FIELD = f"metadata.annotations[{REQUIRES_APIS}]"
+#: An API as this module's messages name it: ``API <api>``, perhaps followed by a colon.
+_NAMED = re.compile(r"\bAPI (\S+?):?(?=\s|$)")
 
 
 def required(annotations: Mapping[str, str]) -> list[ApiRef]:
@@ -276,3 +280,32 @@ def _meta_form(lock_dependency: Obj) -> Obj:
     kind = str(lock_dependency.get("kind") or lock_dependency.get("type") or "")
     return _dependency(kind, str(lock_dependency.get("package", "")),
                        str(lock_dependency.get("constraints", "")))
+
+
+def waiting_for(message: str) -> tuple[ApiRef, ...]:
+    """The APIs a revision's unresolved-dependency message says it waits on, each once.
+
+    ``message`` is the revision's ``RevisionHealthy`` message; only one saying it
+    ``cannot resolve package dependencies`` waits on anything. Every problem :func:`needs`
+    writes names its API as ``API <api>``, which is what is read back.
+    """
+    if not message.startswith(MSG_RESOLVE_DEPENDENCIES):
+        return ()
+    out: list[ApiRef] = []
+    for text in _NAMED.findall(message):
+        try:
+            api = apis.parse(text)
+        except InvalidReference:
+            continue  # "API" in an error's own words, not an API
+        out += [api] if api not in out else []
+    return tuple(out)
+
+
+def may_serve(crd: str, api: ApiRef) -> bool:
+    """Whether the CRD named ``crd`` (``plural.group``) may serve ``api``.
+
+    A CRD's name holds no kind, so for ``Kind.group`` any CRD of the group may: whoever
+    is woken for it asks discovery.
+    """
+    plural, _, group = crd.partition(".")
+    return group == api.group and (api.is_kind or plural == api.name.lower())

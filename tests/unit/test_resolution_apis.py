@@ -15,9 +15,11 @@ from lockwright.resolution.apis import (
     Served,
     dependency,
     holders,
+    may_serve,
     needs,
     required,
     unserved,
+    waiting_for,
 )
 from lockwright.resolution.dependencies import satisfies
 
@@ -204,3 +206,48 @@ def test_holders_are_the_lock_packages_whose_revisions_claim_the_definitions() -
         "buckets.s3.example.org": Served(AWS, "Provider", "v1.2.0"),
         "queues.sqs.example.org": Served(AWS, "Provider", "v1.2.0"),
         "topics.pubsub.example.org": Served(GCP, "Provider", "sha256:" + "f" * 64)}
+
+
+# --- reading back what a waiting revision waits on (the watcher wakes it) ----------------
+UNRESOLVED = "cannot resolve package dependencies: "
+TAGS_ONLY = Indexes((entry(AWS, "latest", BUCKET), entry(AWS, "main", BUCKET)), (IDX,))
+
+
+@pytest.mark.parametrize("api", [API, API_V1, parse("buckets.s3.example.org")], ids=str)
+@pytest.mark.parametrize(("served", "indexes", "recorded"), [
+    (c[1], c[4], c[3]) for c in CASES if c[7]] + [(None, TAGS_ONLY, [])],
+    ids=[c[0] for c in CASES if c[7]] + ["not served, only tags that are not versions"])
+def test_every_problem_names_its_api_for_the_watcher(
+        api: ApiRef, served: Served | None, indexes: Indexes, recorded: list[Obj]) -> None:
+    """Each message ``needs`` writes reads back as the API it waits on, and only that."""
+    found = needs([api], {api: served}, [], recorded, indexes, [])
+    assert found.problems
+    assert waiting_for(UNRESOLVED + found.message) == (api,)
+
+
+@pytest.mark.parametrize(("message", "want"), [
+    ("", ()),
+    (f"API {API} is not served", ()),  # not the dependency message: waits on nothing
+    (UNRESOLVED + 'missing dependencies: "reg.example/org/p" (>=v1.0.0)', ()),
+    (UNRESOLVED + f"cannot read the package indexes to find a package serving API {API}: "
+     "GET https://reg.example/v2/ answered 503: API unavailable", (API,)),
+    (UNRESOLVED + f"API {API} is not served; API {API_V1} is not served; API {API} is "
+     "not served", (API, API_V1)),
+])
+def test_waiting_for_reads_the_apis_of_a_dependency_message(
+        message: str, want: tuple[ApiRef, ...]) -> None:
+    assert waiting_for(message) == want
+
+
+@pytest.mark.parametrize(("crd", "api", "want"), [
+    ("buckets.s3.example.org", "buckets.s3.example.org/v1beta1", True),
+    ("buckets.s3.example.org", "Buckets.s3.example.org", True),  # a kind: its group
+    ("buckets.s3.example.org", "Bucket.s3.example.org/v1", True),
+    ("tables.s3.example.org", "Bucket.s3.example.org/v1", True),
+    ("tables.s3.example.org", "buckets.s3.example.org/v1", False),
+    ("buckets.s3.example.org", "buckets.example.org", False),
+    ("buckets.s3.example.org.evil", "Bucket.s3.example.org", False),
+    ("buckets.x.s3.example.org", "Bucket.s3.example.org", False),
+])
+def test_may_serve(crd: str, api: str, want: bool) -> None:
+    assert may_serve(crd, parse(api)) is want
