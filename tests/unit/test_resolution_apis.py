@@ -13,8 +13,10 @@ from lockwright.index.model import Entry
 from lockwright.resolution.apis import (
     Indexes,
     Served,
+    definition_names,
     dependency,
     holders,
+    inactive_definition,
     may_serve,
     needs,
     required,
@@ -251,3 +253,59 @@ def test_waiting_for_reads_the_apis_of_a_dependency_message(
 ])
 def test_may_serve(crd: str, api: str, want: bool) -> None:
     assert may_serve(crd, parse(api)) is want
+
+
+# --- an API an Inactive MRD defines, named by plural or by kind --------------------------
+def mrd(plural: str, kind: str, state: str = "Inactive", versions: tuple[str, ...] = (
+        "v1beta1",), group: str = "s3.example.org") -> Obj:
+    return {"apiVersion": "apiextensions.crossplane.io/v1alpha1",
+            "kind": "ManagedResourceDefinition", "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "state": state,
+                     "names": {"kind": kind, "plural": plural},
+                     "versions": [{"name": v, "served": True} for v in versions]}}
+
+
+MRD_NAMES = ["buckets.s3.example.org", "policies.s3.example.org", "topics.pubsub.example.org",
+             "buckets.s3.example.org.other"]
+
+
+@pytest.mark.parametrize(("api", "want"), [
+    ("buckets.s3.example.org/v1beta1", ["buckets.s3.example.org"]),
+    ("Bucket.s3.example.org/v1beta1", ["buckets.s3.example.org", "policies.s3.example.org"]),
+    ("Topic.pubsub.example.org", ["topics.pubsub.example.org"]),
+    ("Queue.sqs.example.org", []),
+    ("queues.s3.example.org", []),
+])
+def test_definition_names_an_api_may_be_defined_by(api: str, want: list[str]) -> None:
+    assert definition_names(parse(api), MRD_NAMES) == want
+
+
+BUCKETS, POLICIES = mrd("buckets", "Bucket"), mrd("policies", "BucketPolicy")
+
+
+@pytest.mark.parametrize(("api", "mrds", "want"), [
+    ("buckets.s3.example.org/v1beta1", [BUCKETS], "buckets.s3.example.org"),
+    ("Bucket.s3.example.org/v1beta1", [POLICIES, BUCKETS], "buckets.s3.example.org"),
+    ("BucketPolicy.s3.example.org", [POLICIES, BUCKETS], "policies.s3.example.org"),
+    ("Bucket.s3.example.org", [BUCKETS], "buckets.s3.example.org"),  # any served version
+    ("Bucket.s3.example.org/v1", [BUCKETS], ""),  # a version it does not serve
+    ("bucket.s3.example.org/v1beta1", [BUCKETS], ""),  # lower case is a plural: no such
+    ("Bucket.s3.example.org/v1beta1", [mrd("buckets", "Bucket", "Active")], ""),
+    ("Bucket.s3.example.org/v1beta1", [mrd("buckets", "Bucket", group="s4.example.org")], ""),
+    ("Buckets.s3.example.org/v1beta1", [BUCKETS], ""),  # a kind is matched exactly
+    ("Bucket.s3.example.org/v1beta1", [], ""),
+])
+def test_the_inactive_mrd_defining_an_api_by_plural_or_kind(api: str, mrds: list[Obj],
+                                                             want: str) -> None:
+    assert inactive_definition(parse(api), mrds) == want
+
+
+def test_a_kind_defined_by_an_inactive_mrd_is_a_dependency_saying_to_activate_it() -> None:
+    """The kind form as the plural form: the package holding the MRD, and the fix."""
+    name = inactive_definition(API_V1, [mrd("buckets", "Bucket", versions=("v1",))])
+    found = needs([API_V1], {API_V1: Served(AWS, "Provider", "v1.4.0", inactive=name)}, [],
+                  [], Indexes(), [AWS])
+    assert list(found.dependencies) == [dep(AWS, ">=v1.4.0")]
+    assert found.message == (f"API {API_V1} is defined by ManagedResourceDefinition "
+                             f"buckets.s3.example.org of Provider {AWS}, which is Inactive: "
+                             "activate it with a ManagedResourceActivationPolicy")
