@@ -4,7 +4,8 @@ A Configuration whose ``lockwright.dev/requires-apis`` names an API nobody serve
 its revision saying ``cannot resolve package dependencies``; it used to be looked at
 again only at the next unhealthy recheck (300 s) or resync (600 s). The watcher now
 signals it when a CRD that may serve the API is added or written, so ``kubectl apply`` of
-the CRD makes it Healthy within seconds. The module's stack keeps production timings on
+the CRD makes it Healthy within seconds, as does activating the Inactive MRD that defines it
+(its CRD appears). The module's stack keeps production timings on
 either cluster (worker Tuning, watcher resync), so only that signal can make it in time.
 """
 
@@ -22,6 +23,7 @@ import yaml
 from contracts import Tuning
 from lockwright.identity.names import REQUIRES_APIS
 from tests.e2e.packages import crd
+from tests.e2e.test_mrd_activation import AWAITING, policy, provider
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for
 
@@ -48,15 +50,15 @@ def push_configuration(stack: Stack, name: str, requires: str) -> str:
         return stack.push(Path(tmp), repo=f"wake/{name}", tag="v1.0.0")
 
 
-def waiting(stack: Stack, name: str, api: str) -> None:
-    """Wait until the Configuration is Installed and not Healthy for want of ``api``."""
-    text = f"cannot resolve package dependencies: API {api} is not served"
+def waiting(stack: Stack, name: str, why: str) -> None:
+    """Wait until the Configuration is Installed and not Healthy for want of an API."""
+    text = f"cannot resolve package dependencies: {why}"
 
     def met() -> bool:
         conds = stack.conditions("Configuration", name)
         return (conds.get("Installed", {}).get("status") == "True"
                 and text in conds.get("Healthy", {}).get("message", ""))
-    wait_for(met, timeout=120, interval=0.2, what=f"Configuration {name} waiting on {api}")
+    wait_for(met, timeout=120, interval=0.2, what=f"Configuration {name} waiting: {why}")
 
 
 @pytest.mark.parametrize("form", ["plural", "kind"])
@@ -69,8 +71,26 @@ def test_a_configuration_waiting_on_an_api_is_healthy_soon_after_its_crd_is_appl
     api = f"things.{group}/v1alpha1" if form == "plural" else f"Thing.{group}/v1alpha1"
     config = unique("cfg")
     s.apply_package("Configuration", config, push_configuration(s, unique("needs"), api))
-    waiting(s, config, api)
+    waiting(s, config, f"API {api} is not served")
     applied = time.monotonic()
     s.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(crd(group, "Thing")))
+    s.wait_healthy("Configuration", config, timeout=WAKE_DEADLINE_S)
+    assert time.monotonic() - applied < WAKE_DEADLINE_S
+
+
+def test_a_configuration_waiting_on_an_inactive_mrds_kind_is_healthy_soon_after_activation(
+        wake_stack: Stack, tmp_path: Path) -> None:
+    s = wake_stack
+    group, prov = f"{unique('mrd')}.example.org", unique("safe")
+    s.apply_package("Provider", prov, provider(s, tmp_path, group, 1,
+                                               capabilities=["safe-start"]))
+    s.wait_conditions("Provider", prov, {"Installed": ("True", "ActivePackageRevision"),
+                                         "Healthy": ("True", AWAITING)}, timeout=120)
+    api, mrd = f"Thing00.{group}/v1alpha1", f"thing00s.{group}"
+    config = unique("cfg")
+    s.apply_package("Configuration", config, push_configuration(s, unique("needs-mrd"), api))
+    waiting(s, config, f"API {api} is defined by ManagedResourceDefinition {mrd} of Provider ")
+    applied = time.monotonic()
+    s.kubectl("apply", "-f", "-", stdin=policy(unique("mrap"), mrd))
     s.wait_healthy("Configuration", config, timeout=WAKE_DEADLINE_S)
     assert time.monotonic() - applied < WAKE_DEADLINE_S
