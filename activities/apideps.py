@@ -33,9 +33,9 @@ from lockwright.settings import Settings
 #: Reads the configured package indexes (none configured: an empty list). Raises a
 #: ``LockwrightError`` when one cannot be read or fails verification.
 IndexReader = Callable[[], list[PackageIndex]]
-#: The definition kinds a claim names a served type by (``plural.group``).
 #: Where MRDs are listed (metadata only) to find the one defining a kind.
 MRD_PATH = f"/apis/{MRD_API_VERSION}/managedresourcedefinitions"
+#: The definition kinds a claim names a served type by (``plural.group``).
 _DEFINITIONS = frozenset({"CustomResourceDefinition", "ManagedResourceDefinition",
                           "CompositeResourceDefinition"})
 
