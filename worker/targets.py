@@ -318,7 +318,7 @@ class Index:
         else:
             return []
         if event_type == "MODIFIED" and not _changed(old, new):
-            return self._crd_written(res, name, new, old)
+            return self._quiet(res, name, new, old)
         return self._route(res, name, new, old, f"{res.describe(name)} {event_type.lower()}")
 
     def on_sync(self, res: Resource, items: list[Obj], signal_all: bool,
@@ -388,13 +388,25 @@ class Index:
         return ([Target(ACTIVATION, self.task_queue, reason)] if mrd else []) + \
             self._waiting_on(name, reason)
 
-    def _crd_written(self, res: Resource, name: str, new: Summary, old: Summary | None
-                     ) -> list[Target]:
-        """A CRD's write that moved no generation (being Established): only the packages
-        waiting on it, for discovery may serve it only now."""
-        if res.role != "crd" or old is None or old.seen == new.seen:
-            return []
-        return self._waiting_on(name, f"{res.describe(name)} written")
+    def _quiet(self, res: Resource, name: str, new: Summary, old: Summary | None
+               ) -> list[Target]:
+        """A write that moved no generation, so not echoed, except: a CRD's (being
+        Established) to the packages waiting on it, for discovery may serve it only now;
+        a revision's status starting to wait on APIs, when a CRD that may serve one exists
+        (it appeared while the revision's pass was deciding to wait)."""
+        if res.role == "crd" and old is not None and old.seen != new.seen:
+            return self._waiting_on(name, f"{res.describe(name)} written")
+        if res.role == "revision" and new.package and new.waiting and (
+                old is None or old.waiting != new.waiting):
+            return self._served_already(res, new)
+        return []
+
+    def _served_already(self, res: Resource, rev: Summary) -> list[Target]:
+        """The revision's package, when a CRD exists that may serve an API it waits on."""
+        crds = self.of("CustomResourceDefinition")
+        found = next((crd for crd in crds for api in rev.waiting if may_serve(crd, api)), "")
+        return [self._package_target(res.package_kind, rev.package,
+                                     f"CustomResourceDefinition {found} exists")] if found else []
 
     def _waiting_on(self, crd: str, reason: str) -> list[Target]:
         """The packages whose revision waits on an API the CRD ``crd`` may serve."""

@@ -632,3 +632,22 @@ def test_a_crd_written_signals_activation_only_when_its_generation_moved() -> No
     index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
     assert index.on_event(RES["CustomResourceDefinition"], "MODIFIED",
                           crd("things.x.io", rv="2")) == []
+
+
+@pytest.mark.parametrize(("crds", "api", "expected"), [
+    (["things.x.io"], "things.x.io/v1", [CFG]),  # it appeared while the pass decided
+    (["others.x.io"], "Thing.x.io", [CFG]),  # a kind: any CRD of its group
+    (["others.x.io"], "things.x.io/v1", []),
+    ([], "things.x.io/v1", []),
+])
+def test_a_revision_starting_to_wait_on_an_api_a_crd_may_serve_already_signals_its_package(
+        crds: list[str], api: str, expected: list[str]) -> None:
+    """A CRD applied between the pass's discovery read and its status write."""
+    index = Index()
+    for name in crds:
+        index.on_event(RES["CustomResourceDefinition"], "ADDED", crd(name))
+    index.on_event(RES["ConfigurationRevision"], "ADDED", waiting_revision(""))
+    waiting = waiting_revision(UNRESOLVED + NOT_SERVED.format(api=api))
+    assert ids(index.on_event(RES["ConfigurationRevision"], "MODIFIED", waiting)) == expected
+    # the same status written again (the next pass): not echoed
+    assert ids(index.on_event(RES["ConfigurationRevision"], "MODIFIED", waiting)) == []
