@@ -40,7 +40,9 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   API (:func:`lockwright.resolution.apis.waiting_for`), ``plural.group`` as the CRD is
   named or, for ``Kind.group``, any CRD of the group. So a package requiring an API
   (``lockwright.dev/requires-apis``) installs when a CRD serving it appears, by hand or
-  because an MRD was activated, not at its next unhealthy recheck.
+  because an MRD was activated, not at its next unhealthy recheck. A revision whose
+  status starts to wait on such an API while a CRD that may serve it exists targets its
+  package too (the CRD came between the pass's discovery read and its status write).
 - A list (start, periodic resync) targets every package and revision when ``signal_all``
   (lists of DRCs, ImageConfigs and Secrets then target nothing: the package lists cover
   everyone); a relist after ``410 Gone`` targets only what changed, appeared or vanished
