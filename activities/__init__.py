@@ -138,7 +138,7 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache,
         DependencyActivities(k, x.reader, x.keeper, x.registries, x.contents, x.verifier,
                              policy),
         PlanActivities(k, x.reader, x.contents, x.registries, x.verifier, x.keeper,
-                       x.establisher, runtime),
+                       x.establisher, x.identity, runtime),
         ActivationActivities(k, x.reader, x.definitions))
 
 

@@ -19,11 +19,12 @@ from dataclasses import replace
 
 from activities.reads import Registries
 from lockwright.errors import KubeNotFound, LockwrightError
-from lockwright.identity.apis import ApiRef, served_types
+from lockwright.identity.apis import ApiRef
 from lockwright.index.model import PackageIndex, merged
 from lockwright.index.read import IndexReader as Reader
 from lockwright.k8s import Kube, Obj
-from lockwright.managed.convert import INACTIVE, MRD_API_VERSION, MRD_KIND
+from lockwright.k8s.watch import list_all
+from lockwright.managed.convert import MRD_API_VERSION, MRD_KIND
 from lockwright.objects.claims import Claim
 from lockwright.resolution import apis
 from lockwright.resolution.apis import Indexes, Needs, Served
@@ -32,6 +33,8 @@ from lockwright.settings import Settings
 #: Reads the configured package indexes (none configured: an empty list). Raises a
 #: ``LockwrightError`` when one cannot be read or fails verification.
 IndexReader = Callable[[], list[PackageIndex]]
+#: Where MRDs are listed (metadata only) to find the one defining a kind.
+MRD_PATH = f"/apis/{MRD_API_VERSION}/managedresourcedefinitions"
 #: The definition kinds a claim names a served type by (``plural.group``).
 _DEFINITIONS = frozenset({"CustomResourceDefinition", "ManagedResourceDefinition",
                           "CompositeResourceDefinition"})
@@ -97,20 +100,24 @@ class ApiNeeds:
         return owners.get(f"{plural}.{api.group}", Served())
 
     def inactive(self, api: ApiRef, owners: Mapping[str, Served]) -> Served | None:
-        """The Inactive MRD defining ``api``, who holds it; None when there is none.
-
-        Only for ``plural.group`` (an MRD's name): a kind names no MRD to read.
-        """
-        name = f"{api.name.lower()}.{api.group}"
+        """The Inactive MRD defining ``api``, who holds it; None when there is none."""
         try:
-            mrd = None if api.is_kind else self.kube.get(MRD_API_VERSION, MRD_KIND, name)
+            mrds = [self.kube.get(MRD_API_VERSION, MRD_KIND, name)
+                    for name in self.definitions(api)]
         except KubeNotFound:  # a cluster without MRDs (Crossplane v1's API)
             return None
-        if mrd is None or (mrd.get("spec") or {}).get("state") != INACTIVE:
-            return None
-        if not any(t.serves(api) for t in served_types(mrd)):
-            return None
-        return replace(owners.get(name, Served()), inactive=name)
+        name = apis.inactive_definition(api, [m for m in mrds if m is not None])
+        return replace(owners.get(name, Served()), inactive=name) if name else None
+
+    def definitions(self, api: ApiRef) -> list[str]:
+        """The names of the MRDs that may define ``api``: its own for ``plural.group``;
+        for ``Kind.group`` (a name holds no kind) those of its group, listed as metadata
+        only, since an MRD holds a whole CRD schema."""
+        if not api.is_kind:
+            return [f"{api.name.lower()}.{api.group}"]
+        listed = list_all(self.kube, MRD_PATH, metadata_only=True)
+        return apis.definition_names(api, (str((m.get("metadata") or {}).get("name", ""))
+                                           for m in listed.items))
 
     def plural(self, api: ApiRef) -> str | None:
         """The plural the server serves ``api`` under, or None: discovery, read now."""

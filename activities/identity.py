@@ -15,6 +15,8 @@ before the Lock and before any object is written:
 - :meth:`Identity.check_pin` refuses a revision whose API digest is not the one the
   package's ``lockwright.dev/pin-api-digest`` pins (``lockwright.identity.pin``), with
   ``PreflightError``: permanent, written on the revision's and the package's conditions.
+  :meth:`Identity.pin_refusal` is the same check as words, for ``lockwright plan
+  --package``, whose candidate is refused in its plan rather than failed.
 """
 
 from __future__ import annotations
@@ -93,20 +95,28 @@ class Identity:
             PreflightError: the pin differs (naming both digests, the types that differ
                 from the active revision and the fix), or is not a digest.
         """
-        package = _package_of(rev)
+        refused = self.pin_refusal(kind, _package_of(rev), rev, summary)
+        if refused:
+            raise PreflightError(refused)
+
+    def pin_refusal(self, kind: str, package: str, rev: Obj, summary: PackageSummary) -> str:
+        """Why package ``package``'s pin refuses ``rev`` (one of its revisions, or the one
+        an apply would make); "" when it does not."""
         pkg = self.reader.package(kind, package) if package else {}
         pinned = str((meta(pkg).get("annotations") or {}).get(names.PIN_API, ""))
         verdict = pin.decide(pinned, summary.api_digest)
         what = f"{kind_of(kind)} {package}"
         if verdict is pin.Verdict.MALFORMED:
-            raise PreflightError(pin.malformed(what, pinned))
+            return pin.malformed(what, pinned)
         if verdict is pin.Verdict.REFUSE:
-            raise PreflightError(self.refusal(kind, rev, summary, what, pinned).message)
+            return self.refusal(kind, package, rev, summary, pinned).message
+        return ""
 
-    def refusal(self, kind: str, rev: Obj, summary: PackageSummary, what: str,
+    def refusal(self, kind: str, package: str, rev: Obj, summary: PackageSummary,
                 pinned: str) -> pin.Refused:
         """The refusal, compared type by type with the package's active revision."""
-        active = next((r for r in self.reader.revisions_of(kind, _package_of(rev))
+        what = f"{kind_of(kind)} {package}"
+        active = next((r for r in self.reader.revisions_of(kind, package)
                        if spec(r).get("desiredState") == c.ACTIVE), None)
         name, active_name = str(meta(rev)["name"]), str(meta(active).get("name", ""))
         refused = pin.Refused(what, name, pinned.strip(), summary.api_digest, active_name)

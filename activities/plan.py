@@ -10,7 +10,9 @@ against the new schema, a page at a time (:mod:`lockwright.crvalidate`).
 :func:`lockwright.upgrade.plan.assemble` builds the plan and
 :func:`lockwright.upgrade.gate.weigh` adds what the evidence gate would hold on; the plan is
 the activity's result (in the workflow's history and its ``plan`` query); the workflow
-writes its verdict as the revision's ``PlanCompatible`` condition.
+writes its verdict as the revision's ``PlanCompatible`` condition. A candidate whose API
+digest the package's ``lockwright.dev/pin-api-digest`` refuses has that refusal, in the
+install's words, as its first breaking change (:func:`lockwright.upgrade.plan.refused_by_pin`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import contracts as c
 from activities.base import PKG_V1, PKG_V1BETA1, kind_of, log, meta, revision_kind
 from activities.contents import Contents
 from activities.errors import edge
+from activities.identity import Identity
 from activities.lock import LockKeeper
 from activities.objects import Establisher
 from activities.package import pull_secrets, revision_spec
@@ -54,7 +57,7 @@ class PlanActivities:
 
     def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
                  registries: Registries, verifier: Verifier, keeper: LockKeeper,
-                 establisher: Establisher, package_runtime: str) -> None:
+                 establisher: Establisher, identity: Identity, package_runtime: str) -> None:
         """Plan candidates' revisions as ``ensure_revision`` would make them under
         ``package_runtime``."""
         self.kube = kube
@@ -64,6 +67,7 @@ class PlanActivities:
         self.verifier = verifier
         self.keeper = keeper
         self.establisher = establisher
+        self.identity = identity
         self.package_runtime = package_runtime
 
     @activity.defn(name=c.PLAN_REVISION)
@@ -83,6 +87,7 @@ class PlanActivities:
         result = replace(gate.weigh(pl.assemble(
             inp.revision, inp.against, sides, (_image(old_rev), _image(new_rev)), verdicts,
             rejected, self._locked()), verdicts, checked), inactive=inactive[:pl.CRD_LIMIT])
+        result = pl.refused_by_pin(result, self._pin(inp, new_rev, digest))
         log(package=inp.package, revision=inp.revision).info(
             "plan.ready", against=inp.against, breaking=result.breaking_count,
             held=result.held_count, added=result.added, changed=result.changed,
@@ -105,6 +110,14 @@ class PlanActivities:
                                      self.package_runtime)}
         self._prepare(inp.kind, inp.package, rev, digest)
         return rev, digest
+
+    def _pin(self, inp: c.PlanRevisionInput, rev: Obj, digest: str) -> str:
+        """A candidate's refusal by its package's API pin ("" when it passes); a prepared
+        revision passed the pin when it was parsed."""
+        if not inp.candidate:
+            return ""
+        summary = self.contents.summary(inp.kind, rev, digest)
+        return self.identity.pin_refusal(inp.kind, inp.package, rev, summary)
 
     def _prepare(self, kind: str, package: str, rev: Obj, digest: str) -> None:
         """A candidate's checks, as an upgrade's preparation makes them: the Lock's claims

@@ -34,6 +34,15 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   changes, an MRD is added, deleted or changes its spec (its state), or a CRD of an MRD's
   name comes or goes. MRDs and CRDs are watched as metadata only (an MRD holds a whole
   CRD schema).
+- A CRD that is added or written (its ``resourceVersion`` moved: being Established is a
+  status write) targets the packages whose revision waits on an API it may serve: its
+  ``RevisionHealthy`` condition says ``cannot resolve package dependencies`` naming the
+  API (:func:`lockwright.resolution.apis.waiting_for`), ``plural.group`` as the CRD is
+  named or, for ``Kind.group``, any CRD of the group. So a package requiring an API
+  (``lockwright.dev/requires-apis``) installs when a CRD serving it appears, by hand or
+  because an MRD was activated, not at its next unhealthy recheck. A revision whose
+  status starts to wait on such an API while a CRD that may serve it exists targets its
+  package too (the CRD came between the pass's discovery read and its status write).
 - A list (start, periodic resync) targets every package and revision when ``signal_all``
   (lists of DRCs, ImageConfigs and Secrets then target nothing: the package lists cover
   everyone); a relist after ``410 Gone`` targets only what changed, appeared or vanished
@@ -46,19 +55,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contracts import (
+    ACTIVE_DEFINITIONS_ANNOTATION,
     CONFIGURATION,
     FUNCTION,
     PAUSED_ANNOTATION,
     PROVIDER,
     UPGRADE_GATE_ANNOTATION,
     LookAgainInput,
-    ACTIVE_DEFINITIONS_ANNOTATION,
     PackageInput,
     activation_workflow_id,
     package_workflow_id,
     resolve_workflow_id,
 )
+from lockwright.conditions import REVISION_HEALTHY
+from lockwright.identity.apis import ApiRef
 from lockwright.identity.names import PIN_API
+from lockwright.resolution.apis import may_serve, waiting_for
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
 Obj = dict[str, Any]
@@ -201,6 +213,8 @@ class Summary:
     entries: int = 0  # the Lock: how many packages it holds
     dependencies: bool = False  # the Lock: some entry has dependencies
     activated: str = ""  # Provider revisions: the lockwright.dev/active-definitions count
+    waiting: tuple[ApiRef, ...] = ()  # revisions: the APIs they wait on (status)
+    seen: str = ""  # CRDs: resourceVersion (its status writes move no generation)
 
 
 def _owner_package(res: Resource, obj: Obj) -> str:
@@ -220,7 +234,10 @@ def summarize(res: Resource, obj: Obj) -> Summary:
         return replace(base, version=str(meta.get("resourceVersion") or ""))
     if res.role == "revision":
         return replace(base, package=_owner_package(res, obj), activated=str(
-            (meta.get("annotations") or {}).get(ACTIVE_DEFINITIONS_ANNOTATION) or ""))
+            (meta.get("annotations") or {}).get(ACTIVE_DEFINITIONS_ANNOTATION) or ""),
+            waiting=waiting_for(_unhealthy(obj)))
+    if res.role == "crd":
+        return replace(base, seen=str(meta.get("resourceVersion") or ""))
     if res.role == "lock":
         entries = obj.get("packages") or []
         return replace(base, entries=len(entries),
@@ -233,6 +250,14 @@ def summarize(res: Resource, obj: Obj) -> Summary:
                        pinned_api=str(annotations.get(PIN_API) or ""))
     shape = {"package": _package_fields, "imageconfig": _image_config_fields}.get(res.role)
     return replace(base, **shape(res, obj.get("spec") or {})) if shape else base
+
+
+def _unhealthy(revision: Obj) -> str:
+    """The message of a revision's ``RevisionHealthy=False`` condition ("" otherwise)."""
+    for cond in (revision.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == REVISION_HEALTHY and cond.get("status") == "False":
+            return str(cond.get("message") or "")
+    return ""
 
 
 def _package_fields(res: Resource, spec: Obj) -> dict[str, Any]:
@@ -295,7 +320,7 @@ class Index:
         else:
             return []
         if event_type == "MODIFIED" and not _changed(old, new):
-            return []
+            return self._quiet(res, name, new, old)
         return self._route(res, name, new, old, f"{res.describe(name)} {event_type.lower()}")
 
     def on_sync(self, res: Resource, items: list[Obj], signal_all: bool,
@@ -343,11 +368,10 @@ class Index:
                     *self.resolver(reason)]
         if res.role == "lock":
             return self._lock_changed(new, old, reason)
-        if res.role in ("policy", "definition") or (
-                res.role == "crd" and name in self.of("ManagedResourceDefinition")):
-            return [Target(ACTIVATION, self.task_queue, reason)]
         if res.role == "crd":
-            return []
+            return self._crd_changed(name, reason)
+        if res.role in ("policy", "definition"):
+            return [Target(ACTIVATION, self.task_queue, reason)]
         if res.role == "revision":
             return self._revision_changed(res, new, old, reason)
         if res.role == "runtimeconfig":
@@ -359,13 +383,51 @@ class Index:
         secret = new.pull_secrets or (old.pull_secrets if old else ())
         return self._matching_images(prefixes, reason) + (self.resolver(reason) if secret else [])
 
+    def _crd_changed(self, name: str, reason: str) -> list[Target]:
+        """The activation workflow for a CRD of an MRD's name; the packages waiting on an
+        API the CRD may serve."""
+        mrd = name in self.of("ManagedResourceDefinition")
+        return ([Target(ACTIVATION, self.task_queue, reason)] if mrd else []) + \
+            self._waiting_on(name, reason)
+
+    def _quiet(self, res: Resource, name: str, new: Summary, old: Summary | None
+               ) -> list[Target]:
+        """A write that moved no generation, so not echoed, except: a CRD's (being
+        Established) to the packages waiting on it, for discovery may serve it only now;
+        a revision's status starting to wait on APIs, when a CRD that may serve one exists
+        (it appeared while the revision's pass was deciding to wait)."""
+        if res.role == "crd" and old is not None and old.seen != new.seen:
+            return self._waiting_on(name, f"{res.describe(name)} written")
+        if res.role == "revision" and new.package and new.waiting and (
+                old is None or old.waiting != new.waiting):
+            return self._served_already(res, new)
+        return []
+
+    def _served_already(self, res: Resource, rev: Summary) -> list[Target]:
+        """The revision's package, when a CRD exists that may serve an API it waits on."""
+        crds = self.of("CustomResourceDefinition")
+        found = next((crd for crd in crds for api in rev.waiting if may_serve(crd, api)), "")
+        return [self._package_target(res.package_kind, rev.package,
+                                     f"CustomResourceDefinition {found} exists")] if found else []
+
+    def _waiting_on(self, crd: str, reason: str) -> list[Target]:
+        """The packages whose revision waits on an API the CRD ``crd`` may serve."""
+        out = []
+        for res in RESOURCES:
+            if res.role != "revision":
+                continue
+            for rev in self.of(res.kind).values():
+                if rev.package and any(may_serve(crd, api) for api in rev.waiting):
+                    out.append(self._package_target(res.package_kind, rev.package, reason))
+        return dedupe(out)
+
     def _revision_changed(self, res: Resource, new: Summary, old: Summary | None,
                           reason: str) -> list[Target]:
         """Its package; only the activation workflow when just the count of Active MRDs
         its install recorded moved (a count behind the MRDs activated meanwhile is how an
         activation during the install reaches the package)."""
         if (old is not None and old.activated != new.activated
-                and replace(old, activated=new.activated) == new):
+                and replace(old, activated=new.activated, waiting=new.waiting) == new):
             return [Target(ACTIVATION, self.task_queue, reason)]
         pkg = new.package or (old.package if old else "")
         return [self._package_target(res.package_kind, pkg, reason)] if pkg else []

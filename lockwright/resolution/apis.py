@@ -8,7 +8,8 @@ constraint, or a message on the revision when none can be chosen. Per API:
 - served by the cluster without a package (a CRD applied by hand, a built-in type): nothing;
 - served by a package in the Lock: a dependency on that package (the one this revision's
   entry already records, else ``>=`` its installed version), unless ``dependsOn`` names it;
-- defined by an Inactive MRD: the same, and a message saying to activate it;
+- defined by an Inactive MRD (its plural, or its ``spec.names.kind`` for ``Kind.group``):
+  the same, and a message saying to activate it;
 - not served: the package indexes decide. A repository ``dependsOn`` names among those
   serving it: nothing more. Else the one repository serving it (or the one of several
   already installed) becomes a dependency on the versions that serve it; several, none,
@@ -21,21 +22,26 @@ Pure functions; :mod:`activities.apideps` asks the cluster and the indexes.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockwright.conditions import MSG_RESOLVE_DEPENDENCIES
 from lockwright.errors import InvalidPackage, InvalidReference
 from lockwright.identity import apis
-from lockwright.identity.apis import ApiRef
+from lockwright.identity.apis import ApiRef, served_types
 from lockwright.identity.names import REQUIRES_APIS
 from lockwright.index.model import Entry, repositories, serving
+from lockwright.managed.convert import INACTIVE
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 Obj = dict[str, Any]
 PKG_API_VERSION = "pkg.crossplane.io/v1"
 INDEXES_SETTING = "LOCKWRIGHT_PACKAGE_INDEXES"
 FIELD = f"metadata.annotations[{REQUIRES_APIS}]"
+#: An API as this module's messages name it: ``API <api>``, perhaps followed by a colon.
+_NAMED = re.compile(r"\bAPI (\S+?):?(?=\s|$)")
 
 
 def required(annotations: Mapping[str, str]) -> list[ApiRef]:
@@ -276,3 +282,49 @@ def _meta_form(lock_dependency: Obj) -> Obj:
     kind = str(lock_dependency.get("kind") or lock_dependency.get("type") or "")
     return _dependency(kind, str(lock_dependency.get("package", "")),
                        str(lock_dependency.get("constraints", "")))
+
+
+def waiting_for(message: str) -> tuple[ApiRef, ...]:
+    """The APIs a revision's unresolved-dependency message says it waits on, each once.
+
+    ``message`` is the revision's ``RevisionHealthy`` message; only one saying it
+    ``cannot resolve package dependencies`` waits on anything. Every problem :func:`needs`
+    writes names its API as ``API <api>``, which is what is read back.
+    """
+    if not message.startswith(MSG_RESOLVE_DEPENDENCIES):
+        return ()
+    out: list[ApiRef] = []
+    for text in _NAMED.findall(message):
+        try:
+            api = apis.parse(text)
+        except InvalidReference:
+            continue  # "API" in an error's own words, not an API
+        out += [api] if api not in out else []
+    return tuple(out)
+
+
+def may_serve(crd: str, api: ApiRef) -> bool:
+    """Whether the CRD named ``crd`` (``plural.group``) may serve ``api``.
+
+    A CRD's name holds no kind, so for ``Kind.group`` any CRD of the group may: whoever
+    is woken for it asks discovery.
+    """
+    plural, _, group = crd.partition(".")
+    return group == api.group and (api.is_kind or plural == api.name.lower())
+
+
+def definition_names(api: ApiRef, names: Iterable[str]) -> list[str]:
+    """Of the definitions named ``names`` (``plural.group``), those that may define ``api``,
+    sorted: its own name for a plural, every one of its group for a kind."""
+    return sorted(name for name in names if may_serve(name, api))
+
+
+def inactive_definition(api: ApiRef, mrds: Iterable[Obj]) -> str:
+    """The name of the Inactive MRD of ``mrds`` defining ``api`` ("" when none does): by
+    its plural for ``plural.group``, by ``spec.names.kind`` for ``Kind.group``, at any
+    served version when the API names none."""
+    for mrd in mrds:
+        inactive = (mrd.get("spec") or {}).get("state") == INACTIVE
+        if inactive and any(t.serves(api) for t in served_types(mrd)):
+            return str((mrd.get("metadata") or {}).get("name", ""))
+    return ""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -184,8 +184,8 @@ class Plan:
         parts = [f"{self.added} added, {self.changed} changed, {self.removed} removed"]
         parts += [f"dependencies: {'; '.join(self.dependencies)}"] if self.dependencies else []
         parts += [f"runtime: {'; '.join(self.runtime)}"] if self.runtime else []
-        parts += [f"{len(self.inactive)} changed definition(s) of inactive "
-                  "ManagedResourceDefinitions: no resources to check"] if self.inactive else []
+        parts += [(f"{len(self.inactive)} changed definition(s) of inactive "
+                   "ManagedResourceDefinitions: no resources to check")] if self.inactive else []
         if self.compatible:
             return f"Compatible with {self.against}: " + "; ".join(parts)
         return (f"{self.breaking_count} breaking change(s) against {self.against}: "
@@ -303,6 +303,20 @@ def assemble(revision: str, against: str, sides: tuple[Side, Side], sources: tup
                 dependencies=dependency_changes(old.meta, new.meta, locked),
                 rejected=rejected, breaking=breaking[:BREAKING_LIMIT],
                 breaking_count=len(breaking))
+
+
+def refused_by_pin(plan: Plan, refusal: str) -> Plan:
+    """``plan`` with the package's API pin refusing its revision (``refusal``, the words an
+    install would fail with; "": no refusal, the plan unchanged).
+
+    The refusal comes first among the breaking changes and is held whatever the evidence:
+    the install refuses the revision before any gate or accepted plan is consulted.
+    """
+    if not refusal:
+        return plan
+    return replace(plan, breaking=[refusal, *plan.breaking][:BREAKING_LIMIT],
+                   breaking_count=plan.breaking_count + 1,
+                   held=[refusal, *plan.held][:BREAKING_LIMIT], held_count=plan.held_count + 1)
 
 
 def blocks(plan: Plan | None, accepted: str) -> bool:

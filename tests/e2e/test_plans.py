@@ -22,6 +22,7 @@ import yaml
 from kubernetes import client
 
 import contracts as c
+from lockwright.identity.names import API_DIGEST, PIN_API
 from tests.e2e.packages import crd
 from tests.e2e.test_dependencies import dep
 from tests.e2e.test_failures import crd_exists
@@ -263,6 +264,48 @@ def test_lockwright_plan_of_a_candidate_changes_nothing_and_gates_on_its_verdict
     none = lockwright(plans, "plan", f"provider/{name}")
     assert none.returncode == 1 and "no prepared upgrade" in none.stderr, output(none)
     assert snapshot(plans, g) == before
+
+
+def test_lockwright_plan_of_a_candidate_refuses_another_api_than_the_pin_as_an_install_does(
+        plans: Stack, tmp_path: Path) -> None:
+    from tests.e2e.test_commands import lockwright, output
+
+    g, repo, name = group(), unique("prov"), unique("pinned")
+    plans.apply_package("Provider", name, push(plans, tmp_path, repo, "v1.0.0",
+                                               [widget_crd(g, {**SIZE, **COLOR})]))
+    plans.wait_healthy("Provider", name)
+    v1 = next(r for r in plans.revisions("Provider", name)
+              if r["spec"]["desiredState"] == "Active")
+    pinned = v1["metadata"]["annotations"][API_DIGEST]
+    plans.kubectl("annotate", "provider", name, f"{PIN_API}={pinned}")
+    grown = push(plans, tmp_path, repo, "v1.1.0", [widget_crd(g, {
+        **SIZE, **COLOR, "shape": {"type": "string"}})])  # compatible, but another API
+    patch = push(plans, tmp_path, repo, "v1.0.1", [widget_crd(g, {**SIZE, **COLOR})])
+    before = snapshot(plans, g)
+
+    refused = lockwright(plans, "plan", f"provider/{name}", "--package", grown, "-o", "json")
+    assert refused.returncode == 2, output(refused)  # as a blocked plan exits
+    plan = json.loads(refused.stdout)
+    assert (plan["breaking_count"], plan["held_count"]) == (1, 1), plan
+    words = plan["breaking"][0]
+    for part in (f"Provider {name}: annotation {PIN_API} pins API {pinned}, but revision ",
+                 (f"types that differ from the active revision {v1['metadata']['name']}: "
+                  f"CustomResourceDefinition widgets.{g} (changed)"),
+                 "to take the new API set the annotation to sha256:"):
+        assert part in words, (part, words)
+    text = lockwright(plans, "plan", f"provider/{name}", "--package", grown)
+    assert text.returncode == 2 and f"✗ {words}" in text.stdout, output(text)
+    clean = lockwright(plans, "plan", f"provider/{name}", "--package", patch)
+    assert clean.returncode == 0, output(clean)  # a controller-only release: the pinned API
+    assert "verdict: compatible" in clean.stdout and PIN_API not in clean.stdout, clean.stdout
+    assert snapshot(plans, g) == before
+
+    upgrade_to(plans, name, grown)  # the install refuses it in the same words
+
+    def refusal() -> str | None:
+        message = plans.conditions("Provider", name).get("Healthy", {}).get("message", "")
+        return message if PIN_API in message else None
+    assert words in wait_for(refusal, timeout=60, interval=0.2, what="the pin's refusal")
 
 
 GATE = "lockwright.dev/upgrade-gate"

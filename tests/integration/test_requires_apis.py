@@ -134,8 +134,11 @@ def test_an_api_a_package_in_the_lock_serves_depends_on_that_package(
     assert took.installed_dependencies == 1
 
 
+@pytest.mark.parametrize("name_of", ["widgets.{group}/v1alpha1", "Widget.{group}/v1alpha1",
+                                     "Widget.{group}"], ids=["plural", "kind", "kind-any-version"])
 def test_an_api_an_inactive_mrd_defines_depends_on_its_package_and_says_to_activate_it(
-        cluster: Kube, registry: Any, tmp_path: Path) -> None:
+        cluster: Kube, registry: Any, tmp_path: Path, name_of: str) -> None:
+    """Named by its plural or by its kind (the MRD's spec.names.kind), as the same API."""
     prov, group = provider(registry, tmp_path, safe_start=True)
     acts = activities(cluster, registry, tmp_path, refuse_reading, mrds=True)
     name = unique("prov")
@@ -144,13 +147,13 @@ def test_an_api_an_inactive_mrd_defines_depends_on_its_package_and_says_to_activ
     mrd = cluster.get("apiextensions.crossplane.io/v1alpha1", "ManagedResourceDefinition",
                       f"widgets.{group}")
     assert mrd is not None and mrd["spec"]["state"] == "Inactive"
-    took, deps = take(acts, cluster, configuration(registry, tmp_path,
-                                                  f"widgets.{group}/v1alpha1"))
+    api = name_of.format(group=group)
+    took, deps = take(acts, cluster, configuration(registry, tmp_path, api))
     repo = prov.ref.rsplit(":", 1)[0]
     assert deps == [{"apiVersion": PKG, "kind": "Provider", "package": repo,
                      "constraints": ">=v0.1.0"}]
     assert took.dependency_message == (
-        f"API widgets.{group}/v1alpha1 is defined by ManagedResourceDefinition "
+        f"API {api} is defined by ManagedResourceDefinition "
         f"widgets.{group} of Provider {repo}, which is Inactive: activate it with a "
         "ManagedResourceActivationPolicy")
 

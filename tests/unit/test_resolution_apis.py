@@ -13,11 +13,15 @@ from lockwright.index.model import Entry
 from lockwright.resolution.apis import (
     Indexes,
     Served,
+    definition_names,
     dependency,
     holders,
+    inactive_definition,
+    may_serve,
     needs,
     required,
     unserved,
+    waiting_for,
 )
 from lockwright.resolution.dependencies import satisfies
 
@@ -204,3 +208,104 @@ def test_holders_are_the_lock_packages_whose_revisions_claim_the_definitions() -
         "buckets.s3.example.org": Served(AWS, "Provider", "v1.2.0"),
         "queues.sqs.example.org": Served(AWS, "Provider", "v1.2.0"),
         "topics.pubsub.example.org": Served(GCP, "Provider", "sha256:" + "f" * 64)}
+
+
+# --- reading back what a waiting revision waits on (the watcher wakes it) ----------------
+UNRESOLVED = "cannot resolve package dependencies: "
+TAGS_ONLY = Indexes((entry(AWS, "latest", BUCKET), entry(AWS, "main", BUCKET)), (IDX,))
+
+
+@pytest.mark.parametrize("api", [API, API_V1, parse("buckets.s3.example.org")], ids=str)
+@pytest.mark.parametrize(("served", "indexes", "recorded"), [
+    (c[1], c[4], c[3]) for c in CASES if c[7]] + [(None, TAGS_ONLY, [])],
+    ids=[c[0] for c in CASES if c[7]] + ["not served, only tags that are not versions"])
+def test_every_problem_names_its_api_for_the_watcher(
+        api: ApiRef, served: Served | None, indexes: Indexes, recorded: list[Obj]) -> None:
+    """Each message ``needs`` writes reads back as the API it waits on, and only that."""
+    found = needs([api], {api: served}, [], recorded, indexes, [])
+    assert found.problems
+    assert waiting_for(UNRESOLVED + found.message) == (api,)
+
+
+@pytest.mark.parametrize(("message", "want"), [
+    ("", ()),
+    (f"API {API} is not served", ()),  # not the dependency message: waits on nothing
+    (UNRESOLVED + 'missing dependencies: "reg.example/org/p" (>=v1.0.0)', ()),
+    (UNRESOLVED + f"cannot read the package indexes to find a package serving API {API}: "
+     "GET https://reg.example/v2/ answered 503: API unavailable", (API,)),
+    (UNRESOLVED + f"API {API} is not served; API {API_V1} is not served; API {API} is "
+     "not served", (API, API_V1)),
+])
+def test_waiting_for_reads_the_apis_of_a_dependency_message(
+        message: str, want: tuple[ApiRef, ...]) -> None:
+    assert waiting_for(message) == want
+
+
+@pytest.mark.parametrize(("crd", "api", "want"), [
+    ("buckets.s3.example.org", "buckets.s3.example.org/v1beta1", True),
+    ("buckets.s3.example.org", "Buckets.s3.example.org", True),  # a kind: its group
+    ("buckets.s3.example.org", "Bucket.s3.example.org/v1", True),
+    ("tables.s3.example.org", "Bucket.s3.example.org/v1", True),
+    ("tables.s3.example.org", "buckets.s3.example.org/v1", False),
+    ("buckets.s3.example.org", "buckets.example.org", False),
+    ("buckets.s3.example.org.evil", "Bucket.s3.example.org", False),
+    ("buckets.x.s3.example.org", "Bucket.s3.example.org", False),
+])
+def test_may_serve(crd: str, api: str, want: bool) -> None:
+    assert may_serve(crd, parse(api)) is want
+
+
+# --- an API an Inactive MRD defines, named by plural or by kind --------------------------
+def mrd(plural: str, kind: str, state: str = "Inactive", versions: tuple[str, ...] = (
+        "v1beta1",), group: str = "s3.example.org") -> Obj:
+    return {"apiVersion": "apiextensions.crossplane.io/v1alpha1",
+            "kind": "ManagedResourceDefinition", "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "state": state,
+                     "names": {"kind": kind, "plural": plural},
+                     "versions": [{"name": v, "served": True} for v in versions]}}
+
+
+MRD_NAMES = ["buckets.s3.example.org", "policies.s3.example.org", "topics.pubsub.example.org",
+             "buckets.s3.example.org.other"]
+
+
+@pytest.mark.parametrize(("api", "want"), [
+    ("buckets.s3.example.org/v1beta1", ["buckets.s3.example.org"]),
+    ("Bucket.s3.example.org/v1beta1", ["buckets.s3.example.org", "policies.s3.example.org"]),
+    ("Topic.pubsub.example.org", ["topics.pubsub.example.org"]),
+    ("Queue.sqs.example.org", []),
+    ("queues.s3.example.org", []),
+])
+def test_definition_names_an_api_may_be_defined_by(api: str, want: list[str]) -> None:
+    assert definition_names(parse(api), MRD_NAMES) == want
+
+
+BUCKETS, POLICIES = mrd("buckets", "Bucket"), mrd("policies", "BucketPolicy")
+
+
+@pytest.mark.parametrize(("api", "mrds", "want"), [
+    ("buckets.s3.example.org/v1beta1", [BUCKETS], "buckets.s3.example.org"),
+    ("Bucket.s3.example.org/v1beta1", [POLICIES, BUCKETS], "buckets.s3.example.org"),
+    ("BucketPolicy.s3.example.org", [POLICIES, BUCKETS], "policies.s3.example.org"),
+    ("Bucket.s3.example.org", [BUCKETS], "buckets.s3.example.org"),  # any served version
+    ("Bucket.s3.example.org/v1", [BUCKETS], ""),  # a version it does not serve
+    ("bucket.s3.example.org/v1beta1", [BUCKETS], ""),  # lower case is a plural: no such
+    ("Bucket.s3.example.org/v1beta1", [mrd("buckets", "Bucket", "Active")], ""),
+    ("Bucket.s3.example.org/v1beta1", [mrd("buckets", "Bucket", group="s4.example.org")], ""),
+    ("Buckets.s3.example.org/v1beta1", [BUCKETS], ""),  # a kind is matched exactly
+    ("Bucket.s3.example.org/v1beta1", [], ""),
+])
+def test_the_inactive_mrd_defining_an_api_by_plural_or_kind(api: str, mrds: list[Obj],
+                                                             want: str) -> None:
+    assert inactive_definition(parse(api), mrds) == want
+
+
+def test_a_kind_defined_by_an_inactive_mrd_is_a_dependency_saying_to_activate_it() -> None:
+    """The kind form as the plural form: the package holding the MRD, and the fix."""
+    name = inactive_definition(API_V1, [mrd("buckets", "Bucket", versions=("v1",))])
+    found = needs([API_V1], {API_V1: Served(AWS, "Provider", "v1.4.0", inactive=name)}, [],
+                  [], Indexes(), [AWS])
+    assert list(found.dependencies) == [dep(AWS, ">=v1.4.0")]
+    assert found.message == (f"API {API_V1} is defined by ManagedResourceDefinition "
+                             f"buckets.s3.example.org of Provider {AWS}, which is Inactive: "
+                             "activate it with a ManagedResourceActivationPolicy")

@@ -186,3 +186,31 @@ def test_removed_paths_of_one_version() -> None:
     verdict = crdcompat.compare(old, new)
     assert pl.removed_paths(verdict, "v1") == [".spec.color"]
     assert pl.removed_paths(verdict, "v2") == []
+
+
+REFUSAL = ("Provider p: annotation lockwright.dev/pin-api-digest pins API sha256:aa, but "
+           "revision p-bb has API sha256:bb; ...")
+COMPATIBLE = pl.Plan(revision="p-bb", against="p-aa", weighed=True)
+UNAFFECTED = pl.Plan(revision="p-bb", against="p-aa", breaking=["CRD x: field removed"],
+                     breaking_count=1, weighed=True)  # the evidence gate would let it pass
+CROWDED = pl.Plan(revision="p-bb", against="p-aa", breaking=["b"] * pl.BREAKING_LIMIT,
+                  breaking_count=70, held=["b"] * pl.BREAKING_LIMIT, held_count=60,
+                  weighed=True)
+
+
+@pytest.mark.parametrize(("plan", "refusal", "breaking", "held"), [
+    (COMPATIBLE, "", (0, []), (0, [])),  # the pin passes: nothing changes
+    (COMPATIBLE, REFUSAL, (1, [REFUSAL]), (1, [REFUSAL])),
+    (UNAFFECTED, REFUSAL, (2, [REFUSAL, "CRD x: field removed"]), (1, [REFUSAL])),
+    (CROWDED, REFUSAL, (71, [REFUSAL] + ["b"] * (pl.BREAKING_LIMIT - 1)),
+     (61, [REFUSAL] + ["b"] * (pl.BREAKING_LIMIT - 1))),
+])
+def test_a_pin_refusing_the_candidate_breaks_its_plan_first_and_holds_it(
+        plan: pl.Plan, refusal: str, breaking: tuple[int, list[str]],
+        held: tuple[int, list[str]]) -> None:
+    found = pl.refused_by_pin(plan, refusal)
+    assert (found.breaking_count, found.breaking) == breaking
+    assert (found.held_count, found.held) == held
+    assert found.compatible is (not refusal)
+    for policy in (gate.EVIDENCE, gate.STRICT):  # no gate lets a refused revision through
+        assert (gate.decide(found, policy, "") is gate.Outcome.HOLD) is bool(refusal)

@@ -524,3 +524,130 @@ def test_a_deleted_revision_still_signals_its_package() -> None:
     index.on_event(RES["ProviderRevision"], "ADDED", rev)
     assert [t.workflow_id for t in index.on_event(RES["ProviderRevision"], "DELETED",
                                                   rev)] == ["package:provider:p"]
+
+
+# --- packages waiting on an API (lockwright.dev/requires-apis) --------------------------
+UNRESOLVED = "cannot resolve package dependencies: "
+NOT_SERVED = ("API {api} is not served, and no package index is configured to find a "
+              "package serving it: set LOCKWRIGHT_PACKAGE_INDEXES")
+INACTIVE = ("API {api} is defined by ManagedResourceDefinition things.x.io of Provider "
+            "xpkg.example.org/p, which is Inactive: activate it with a "
+            "ManagedResourceActivationPolicy")
+
+
+def waiting_revision(message: str, status: str = "False", generation: int = 1
+                     ) -> dict[str, Any]:
+    """A Configuration revision of ``cfg`` whose RevisionHealthy condition says ``message``."""
+    rev = obj("cfg-abc", generation, labels={"pkg.crossplane.io/package": "cfg"})
+    rev["status"] = {"conditions": [{"type": "RevisionHealthy", "status": status,
+                                     "message": message}]}
+    return rev
+
+
+def crd(name: str, rv: str = "1", generation: int = 1) -> dict[str, Any]:
+    found = obj(name, generation)
+    found["metadata"]["resourceVersion"] = rv
+    return found
+
+
+CFG = "package:configuration:cfg"
+
+
+@pytest.mark.parametrize(("message", "event", "before", "after", "expected"), [
+    # the CRD serving the API appears: the package looks again at once
+    (UNRESOLVED + NOT_SERVED.format(api="things.x.io/v1"), "ADDED", None, crd("things.x.io"),
+     [CFG]),
+    # a kind names no CRD: any CRD of its group may serve it
+    (UNRESOLVED + NOT_SERVED.format(api="Thing.x.io/v1"), "ADDED", None, crd("things.x.io"),
+     [CFG]),
+    (UNRESOLVED + NOT_SERVED.format(api="Thing.x.io"), "ADDED", None, crd("others.x.io"),
+     [CFG]),
+    # another plural or another group: nobody
+    (UNRESOLVED + NOT_SERVED.format(api="things.x.io/v1"), "ADDED", None, crd("others.x.io"),
+     []),
+    (UNRESOLVED + NOT_SERVED.format(api="Thing.y.io/v1"), "ADDED", None, crd("things.x.io"),
+     []),
+    (UNRESOLVED + NOT_SERVED.format(api="things.x.io/v1"), "ADDED", None, crd("things.x.io.y"),
+     []),
+    # several APIs: any of them
+    (UNRESOLVED + NOT_SERVED.format(api="a.y.io") + "; "
+     + NOT_SERVED.format(api="things.x.io"), "ADDED", None, crd("things.x.io"), [CFG]),
+    # a revision waiting on something else, or healthy: nobody
+    (UNRESOLVED + 'missing dependencies: "xpkg.example.org/p" (>=v1.0.0)', "ADDED", None,
+     crd("things.x.io"), []),
+    ("cannot establish control of object: API things.x.io/v1", "ADDED", None,
+     crd("things.x.io"), []),
+    # established: a status write (no generation) after discovery may have missed it
+    (UNRESOLVED + NOT_SERVED.format(api="things.x.io/v1"), "MODIFIED", crd("things.x.io"),
+     crd("things.x.io", rv="2"), [CFG]),
+    (UNRESOLVED + NOT_SERVED.format(api="things.x.io/v1"), "MODIFIED", crd("things.x.io"),
+     crd("things.x.io"), []),
+    (UNRESOLVED + NOT_SERVED.format(api="things.x.io/v1"), "MODIFIED", crd("others.x.io"),
+     crd("others.x.io", rv="2"), []),
+])
+def test_a_crd_appearing_signals_the_packages_waiting_on_an_api_it_serves(
+        message: str, event: str, before: dict[str, Any] | None, after: dict[str, Any],
+        expected: list[str]) -> None:
+    index = Index()
+    index.on_event(RES["ConfigurationRevision"], "ADDED", waiting_revision(message))
+    if before is not None:
+        index.on_event(RES["CustomResourceDefinition"], "ADDED", before)
+    assert ids(index.on_event(RES["CustomResourceDefinition"], event, after)) == expected
+
+
+def test_a_healthy_revision_waits_on_nothing() -> None:
+    index = Index()
+    healthy = waiting_revision(UNRESOLVED + NOT_SERVED.format(api="things.x.io"), "True")
+    index.on_event(RES["ConfigurationRevision"], "ADDED", healthy)
+    assert ids(index.on_event(RES["CustomResourceDefinition"], "ADDED",
+                              crd("things.x.io"))) == []
+
+
+def test_the_waiting_status_is_learnt_from_a_status_write_that_signals_nobody() -> None:
+    """The revision's own status write is not echoed, but the index keeps what it says."""
+    index = Index()
+    index.on_event(RES["ConfigurationRevision"], "ADDED", waiting_revision(""))
+    waiting = waiting_revision(UNRESOLVED + NOT_SERVED.format(api="things.x.io"))
+    assert index.on_event(RES["ConfigurationRevision"], "MODIFIED", waiting) == []
+    assert ids(index.on_event(RES["CustomResourceDefinition"], "ADDED",
+                              crd("things.x.io"))) == [CFG]
+    index.on_event(RES["ConfigurationRevision"], "MODIFIED", waiting_revision("", "True"))
+    assert ids(index.on_event(RES["CustomResourceDefinition"], "MODIFIED",
+                              crd("things.x.io", rv="2"))) == []
+
+
+def test_activating_an_mrd_wakes_activation_and_the_package_waiting_on_its_crd() -> None:
+    index = Index(task_queue="q")
+    index.on_event(RES["ManagedResourceDefinition"], "ADDED", obj("things.x.io"))
+    index.on_event(RES["ConfigurationRevision"], "ADDED",
+                   waiting_revision(UNRESOLVED + INACTIVE.format(api="things.x.io/v1")))
+    targets = index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
+    assert [t.workflow_id for t in targets] == ["activate:definitions:q", CFG]
+
+
+def test_a_crd_written_signals_activation_only_when_its_generation_moved() -> None:
+    """An MRD's CRD being Established is no business of the activation workflow."""
+    index = Index(task_queue="q")
+    index.on_event(RES["ManagedResourceDefinition"], "ADDED", obj("things.x.io"))
+    index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
+    assert index.on_event(RES["CustomResourceDefinition"], "MODIFIED",
+                          crd("things.x.io", rv="2")) == []
+
+
+@pytest.mark.parametrize(("crds", "api", "expected"), [
+    (["things.x.io"], "things.x.io/v1", [CFG]),  # it appeared while the pass decided
+    (["others.x.io"], "Thing.x.io", [CFG]),  # a kind: any CRD of its group
+    (["others.x.io"], "things.x.io/v1", []),
+    ([], "things.x.io/v1", []),
+])
+def test_a_revision_starting_to_wait_on_an_api_a_crd_may_serve_already_signals_its_package(
+        crds: list[str], api: str, expected: list[str]) -> None:
+    """A CRD applied between the pass's discovery read and its status write."""
+    index = Index()
+    for name in crds:
+        index.on_event(RES["CustomResourceDefinition"], "ADDED", crd(name))
+    index.on_event(RES["ConfigurationRevision"], "ADDED", waiting_revision(""))
+    waiting = waiting_revision(UNRESOLVED + NOT_SERVED.format(api=api))
+    assert ids(index.on_event(RES["ConfigurationRevision"], "MODIFIED", waiting)) == expected
+    # the same status written again (the next pass): not echoed
+    assert ids(index.on_event(RES["ConfigurationRevision"], "MODIFIED", waiting)) == []
