@@ -413,7 +413,8 @@ class Bench:
         self.rows.append((measure, ours, floor, ratio, target, ok))
 
     def history(self, name: str) -> dict[str, Any]:
-        fut = asyncio.run_coroutine_threadsafe(breakdown(self.temporal, name), self.loop)
+        fut = asyncio.run_coroutine_threadsafe(
+            breakdown(self.temporal, name, self.settings.task_queue), self.loop)
         return fut.result(120)
 
 
@@ -423,7 +424,7 @@ async def _events(client: Any, workflow_id: str) -> list[Any]:
     return list(history.events)
 
 
-async def breakdown(client: Any, name: str) -> dict[str, Any]:
+async def breakdown(client: Any, name: str, task_queue: str) -> dict[str, Any]:
     """Per activity type: run time and schedule-to-start, from both workflows' histories.
 
     Local activities (markers) have no schedule event: each counts from the end of the
@@ -433,7 +434,7 @@ async def breakdown(client: Any, name: str) -> dict[str, Any]:
 
     import contracts as c
 
-    pkg = await _events(client, c.package_workflow_id(c.PROVIDER, name))
+    pkg = await _events(client, c.package_workflow_id(c.PROVIDER, name, task_queue))
     rev_id = next(e.start_child_workflow_execution_initiated_event_attributes.workflow_id
                   for e in pkg if e.event_type
                   == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)

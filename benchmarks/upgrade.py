@@ -564,7 +564,8 @@ def _t(event: Any) -> float:
     return float(event.event_time.ToDatetime().timestamp())
 
 
-async def switch_history(client: Any, name: str, since: float) -> dict[str, Any]:
+async def switch_history(client: Any, name: str, since: float,
+                         task_queue: str) -> dict[str, Any]:
     """The switch-over begun at wall time ``since``, from the package's history and the
     prepare and switch runs of ``InstallRevision``: phase boundaries (wall times) and, per
     run, activities tallied as install.py's breakdown does."""
@@ -572,8 +573,8 @@ async def switch_history(client: Any, name: str, since: float) -> dict[str, Any]
 
     import contracts as c
 
-    pkg = [e for e in await _history(client, c.package_workflow_id(c.PROVIDER, name))
-           if _t(e) >= since]
+    wid = c.package_workflow_id(c.PROVIDER, name, task_queue)
+    pkg = [e for e in await _history(client, wid) if _t(e) >= since]
     signal = next(_t(e) for e in pkg
                   if e.event_type == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
     started = [e.child_workflow_execution_started_event_attributes for e in pkg
@@ -596,7 +597,8 @@ async def switch_history(client: Any, name: str, since: float) -> dict[str, Any]
 
 def print_history(b: Bench, title: str, name: str, switch: Switch) -> None:
     """Prepare vs switch vs finish of one switch-over, and the slowest steps of each."""
-    fut = asyncio.run_coroutine_threadsafe(switch_history(b.temporal, name, switch.wall),
+    fut = asyncio.run_coroutine_threadsafe(switch_history(b.temporal, name, switch.wall,
+                                                          b.settings.task_queue),
                                            b.loop)
     info = fut.result(120)
     runs, end = info["runs"], switch.wall + switch.seconds

@@ -94,7 +94,8 @@ async def _activate(s: Any, ref: common.PackageRef, revision: str,
     import contracts as c
 
     client = await common.temporal(s)
-    handle = client.get_workflow_handle(c.package_workflow_id(ref.kind, ref.name))
+    handle = client.get_workflow_handle(c.package_workflow_id(ref.kind, ref.name,
+                                                              s.task_queue))
     try:
         result = await asyncio.wait_for(handle.execute_update(
             c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(revision=revision,

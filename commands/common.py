@@ -32,6 +32,8 @@ KINDS = {"provider": "Provider", "configuration": "Configuration", "function": "
 # The settings an operator command needs: where Kubernetes is, and every setting of the
 # Temporal connection (address, namespace, TLS, API key), whatever the worker grows.
 KUBE_SETTINGS = ("kubeconfig", "system_namespace")
+# The cluster's task queue: the workflow ids the commands read carry it (off the default).
+QUEUE_SETTINGS = ("task_queue",)
 TEMPORAL_SETTINGS_PREFIX = "temporal_"
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -92,7 +94,8 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     """The settings flags that say where Kubernetes and Temporal are (as the worker's)."""
     group = parser.add_argument_group("connection (flag beats environment beats default)")
     for spec in SPECS:
-        if spec.field in KUBE_SETTINGS or spec.field.startswith(TEMPORAL_SETTINGS_PREFIX):
+        if (spec.field in KUBE_SETTINGS + QUEUE_SETTINGS
+                or spec.field.startswith(TEMPORAL_SETTINGS_PREFIX)):
             group.add_argument(spec.flag, dest=spec.field, default=None, metavar="VALUE",
                                help=f"{spec.help} [${spec.env}, default {spec.default or '-'}]")
 

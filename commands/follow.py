@@ -40,7 +40,7 @@ class Install:
     earlier: bool = False
 
 
-async def read_install(client: Client, ref: PackageRef, query: bool = False,
+async def read_install(client: Client, ref: PackageRef, task_queue: str, query: bool = False,
                        max_runs: int = MAX_RUNS) -> Install:
     """The package workflow's latest ``max_runs`` runs and the InstallRevision children
     they started.
@@ -50,7 +50,7 @@ async def read_install(client: Client, ref: PackageRef, query: bool = False,
     """
     from contracts import package_workflow_id
 
-    handle = client.get_workflow_handle(package_workflow_id(ref.kind, ref.name))
+    handle = client.get_workflow_handle(package_workflow_id(ref.kind, ref.name, task_queue))
     runs = await read_runs(client, handle.id, max_runs)
     if not runs:
         return Install()

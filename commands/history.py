@@ -51,10 +51,14 @@ async def _history(args: argparse.Namespace) -> int:
     from commands.follow import read_install
 
     ref: common.PackageRef = args.package
-    client = await common.temporal(common.settings(args))
-    install = await read_install(client, ref, max_runs=args.runs)
+    from contracts import package_workflow_id
+
+    s = common.settings(args)
+    client = await common.temporal(s)
+    install = await read_install(client, ref, s.task_queue, max_runs=args.runs)
     if not install.runs:
-        return common.fail(f"{ref}: no workflow package:{ref.kind}:{ref.name} in Temporal "
+        wid = package_workflow_id(ref.kind, ref.name, s.task_queue)
+        return common.fail(f"{ref}: no workflow {wid} in Temporal "
                            "(is the package applied and the watcher running?)")
     show(install, args.output)
     return 0

@@ -67,14 +67,15 @@ async def _plan(s: Any, ref: common.PackageRef, candidate: str | None,
 
     client = await common.temporal(s)
     if not candidate:
-        handle = client.get_workflow_handle(c.package_workflow_id(ref.kind, ref.name))
+        handle = client.get_workflow_handle(c.package_workflow_id(ref.kind, ref.name,
+                                                                  s.task_queue))
         shown: Plan | None = await handle.query(c.QUERY_PLAN, result_type=Plan)
         return shown
     try:
         return await asyncio.wait_for(client.execute_workflow(
             "PlanCandidate", c.PlanCandidateInput(kind=ref.kind, name=ref.name,
                                                   source=candidate),
-            id=c.plan_workflow_id(ref.kind, ref.name, uuid.uuid4().hex[:8]),
+            id=c.plan_workflow_id(ref.kind, ref.name, uuid.uuid4().hex[:8], s.task_queue),
             task_queue=s.task_queue, result_type=Plan), timeout)
     except WorkflowFailureError as exc:
         raise LockwrightError(f"cannot plan {candidate}: {common.root_cause(exc)}") from None

@@ -153,7 +153,8 @@ async def wait(s: Any, kube: Any, ref: common.PackageRef, timeout: float,
     while True:
         pkg = await asyncio.to_thread(kube.get, common.PKG_API, ref.title, ref.name)
         try:
-            install = await read_install(client, ref, query=True, max_runs=FOLLOW_RUNS)
+            install = await read_install(client, ref, s.task_queue, query=True,
+                                         max_runs=FOLLOW_RUNS)
         except RPCError:
             pass  # Temporal blinked: show what was read last, read again next time
         view.show(install, pkg)

@@ -104,19 +104,32 @@ SEARCH_ATTRIBUTES = (SA_PACKAGE_KIND, SA_PACKAGE_NAME, SA_PACKAGE_SOURCE, SA_PAC
                      SA_REVISION)
 
 
-def package_workflow_id(kind: str, name: str) -> str:
-    """Return the id of a package's entity workflow; it is the dedup key for watchers."""
-    return f"package:{kind}:{name}"
+def _on_queue(base: str, task_queue: str) -> str:
+    """Return ``base`` on the default task queue, else ``base:<task queue>``.
+
+    A Temporal namespace shared by several clusters gives each cluster its own task queue;
+    ids that carry it keep one cluster's workflows from answering another's watcher. On
+    the default queue ids stay as they always were (running workflows, recorded histories).
+    """
+    return base if task_queue == TASK_QUEUE else f"{base}:{task_queue}"
 
 
-def revision_workflow_id(kind: str, revision: str) -> str:
-    """Return the id of the child workflow that installs one revision."""
-    return f"revision:{kind}:{revision}"
+def package_workflow_id(kind: str, name: str, task_queue: str) -> str:
+    """Return the id of a package's entity workflow; it is the dedup key for watchers.
+
+    ``package:<kind>:<name>``, ending in ``:<task queue>`` off the default queue.
+    """
+    return _on_queue(f"package:{kind}:{name}", task_queue)
 
 
-def plan_workflow_id(kind: str, name: str, nonce: str) -> str:
+def revision_workflow_id(kind: str, revision: str, task_queue: str) -> str:
+    """Return the id of the child workflow that installs one revision (queue as above)."""
+    return _on_queue(f"revision:{kind}:{revision}", task_queue)
+
+
+def plan_workflow_id(kind: str, name: str, nonce: str, task_queue: str) -> str:
     """Return the id of one ``PlanCandidate`` run (``nonce`` makes each run its own)."""
-    return f"plan:{kind}:{name}:{nonce}"
+    return _on_queue(f"plan:{kind}:{name}:{nonce}", task_queue)
 
 
 def resolve_workflow_id(task_queue: str = TASK_QUEUE) -> str:
@@ -126,11 +139,10 @@ def resolve_workflow_id(task_queue: str = TASK_QUEUE) -> str:
     clusters gives each its own task queue, and then its own resolver:
     ``resolve:lock:<task queue>``.
     """
-    return "resolve:lock" if task_queue == TASK_QUEUE else f"resolve:lock:{task_queue}"
+    return _on_queue("resolve:lock", task_queue)
 
 
 def activation_workflow_id(task_queue: str = TASK_QUEUE) -> str:
     """Return the id of the cluster's one activation workflow (activation policies):
     ``activate:definitions``, or ``activate:definitions:<task queue>`` as for the resolver."""
-    base = "activate:definitions"
-    return base if task_queue == TASK_QUEUE else f"{base}:{task_queue}"
+    return _on_queue("activate:definitions", task_queue)

@@ -60,6 +60,7 @@ from contracts import (
     FUNCTION,
     PAUSED_ANNOTATION,
     PROVIDER,
+    TASK_QUEUE,
     UPGRADE_GATE_ANNOTATION,
     LookAgainInput,
     PackageInput,
@@ -168,14 +169,16 @@ class Target:
     reason: str
     generation: int = 0
     source: str = ""
+    # The cluster's task queue: a package's workflow id carries it off the default queue.
+    task_queue: str = TASK_QUEUE
 
     @property
     def workflow_id(self) -> str:
-        """The workflow id, ``package:<kind>:<name>`` (or the resolver's, by task queue)."""
+        """The workflow id, ``package:<kind>:<name>[:<task queue>]`` (or the resolver's)."""
         if self.kind == ACTIVATION:
             return activation_workflow_id(self.name)
         return (resolve_workflow_id(self.name) if self.kind == RESOLVER
-                else package_workflow_id(self.kind, self.name))
+                else package_workflow_id(self.kind, self.name, self.task_queue))
 
     @property
     def resolver(self) -> bool:
@@ -303,7 +306,7 @@ class Index:
     """The watcher's memory of every watched object, by resource kind and name."""
 
     objects: dict[str, dict[str, Summary]] = field(default_factory=dict)
-    task_queue: str = "lockwright"  # names the resolver's workflow
+    task_queue: str = TASK_QUEUE  # in every target's workflow id (off the default queue)
 
     def of(self, kind: str) -> dict[str, Summary]:
         """The summaries of one resource kind."""
@@ -320,8 +323,9 @@ class Index:
         else:
             return []
         if event_type == "MODIFIED" and not _changed(old, new):
-            return self._quiet(res, name, new, old)
-        return self._route(res, name, new, old, f"{res.describe(name)} {event_type.lower()}")
+            return self._queued(self._quiet(res, name, new, old))
+        return self._queued(self._route(res, name, new, old,
+                                        f"{res.describe(name)} {event_type.lower()}"))
 
     def on_sync(self, res: Resource, items: list[Obj], signal_all: bool,
                 why: str = "list") -> list[Target]:
@@ -346,7 +350,11 @@ class Index:
         for name, old in before.items():
             if name not in after:
                 out += self._route(res, name, old, old, f"{res.describe(name)} gone at {why}")
-        return dedupe(out)
+        return self._queued(dedupe(out))
+
+    def _queued(self, targets: list[Target]) -> list[Target]:
+        """The targets on this cluster's task queue (their workflow ids carry it)."""
+        return [replace(t, task_queue=self.task_queue) for t in targets]
 
     def resolver(self, reason: str) -> list[Target]:
         """The dependency resolver as a target, while the Lock holds any dependency."""

@@ -1,4 +1,5 @@
-"""``PackageWorkflow``: the entity workflow of one package, id ``package:<kind>:<name>``.
+"""``PackageWorkflow``: the entity workflow of one package, id ``package:<kind>:<name>``
+(``:<task queue>`` appended off the default queue, as on its children: ``workflows.ids``).
 
 Shape: one consumer loop. Handlers only record intent (``look_again`` marks the package
 dirty, ``activate_revision`` records an approval); the loop waits for that, then runs one
@@ -71,6 +72,7 @@ with workflow.unsafe.imports_passed_through():
     import contracts as c
     from lockwright.conditions import SYNCED
     from lockwright.upgrade.plan import Plan
+    from workflows import ids
     from workflows import status as conditions
     from workflows.calls import Failure, R, call, classify
     from workflows.retry import loop_backoff
@@ -405,7 +407,7 @@ class PackageWorkflow:
                 health_deadline_s=it.deadline_s,
                 against=pkg.active_revision if it.prepare else "",
                 against_digest=pkg.active_digest if it.prepare else ""),
-            id=c.revision_workflow_id(inp.kind, it.revision),
+            id=ids.revision_id(inp.kind, it.revision),
             static_summary=f"{it.summary} ({inp.kind})",
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
             search_attributes=TypedSearchAttributes([

@@ -18,6 +18,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     import contracts as c
+    from workflows import ids
     from workflows.retry import loop_backoff
 
 
@@ -92,7 +93,7 @@ async def tell(packages: list[c.PackageRef], reason: str) -> None:
 
 
 async def _look_again(ref: c.PackageRef, reason: str) -> None:
-    handle = workflow.get_external_workflow_handle(c.package_workflow_id(ref.kind, ref.name))
+    handle = workflow.get_external_workflow_handle(ids.package_id(ref.kind, ref.name))
     try:
         await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(reason=reason))
     except Exception as err:  # noqa: BLE001 - not found or closed: nothing to tell

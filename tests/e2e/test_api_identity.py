@@ -95,6 +95,15 @@ def move(stack: Stack, name: str, ref: str) -> None:
     wait_active(stack, name, new[0])
 
 
+def history_id(stack: Stack, name: str) -> str:
+    """The workflow id ``lockwright history`` reads for ``provider/name`` on ``stack``."""
+    done = subprocess.run([sys.executable, "-m", "lockwright", "history", f"provider/{name}"],
+                          env=stack.env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, output(done)
+    return done.stdout.split(" ", 1)[0]
+
+
 def served_digest(stack: Stack, key: str) -> str:
     """The type digest ``api sum`` prints for ``group/version Kind``."""
     done = api(stack, "sum")
@@ -108,15 +117,17 @@ def test_two_clusters_same_then_controller_then_definition_and_manifests(
     a, b = clusters
     config = merged_kubeconfig(a, b, tmp_path / "both.kubeconfig")
     group, repo = f"{unique('w')}.api.example.org", unique("prov")
-    # Package workflow ids are the package's kind and name: the stacks share one Temporal
-    # namespace, so the two clusters' packages need names of their own.
-    name, other = unique("widgets"), unique("widgets")
+    # One name on both clusters: they share one Temporal namespace, each on its own task
+    # queue, and each cluster's package workflow is its own (its id ends in the queue).
+    name = unique("widgets")
     key = f"{group}/v1 Widget"
     v1 = widget_provider(a, tmp_path, group, repo, "v1.0.0", SIZE)
     a.apply_package("Provider", name, v1)
-    b.apply_package("Provider", other, v1)
+    b.apply_package("Provider", name, v1)
     a.wait_healthy("Provider", name)
-    b.wait_healthy("Provider", other)
+    b.wait_healthy("Provider", name)
+    for stack in (a, b):
+        assert history_id(stack, name) == f"package:provider:{name}:{stack.task_queue}"
 
     same = api(a, "diff", "a", "b", kubeconfig=config)
     assert same.returncode == 0, output(same)
@@ -139,12 +150,12 @@ def test_two_clusters_same_then_controller_then_definition_and_manifests(
         assert verified.returncode == 0, output(verified)
 
     # A runtime-only patch release on B: a controller difference, and nothing else.
-    move(b, other, widget_provider(a, tmp_path, group, repo, "v1.0.1", SIZE))
+    move(b, name, widget_provider(a, tmp_path, group, repo, "v1.0.1", SIZE))
     patched = api(a, "diff", "a", "b", kubeconfig=config)
     assert patched.returncode == 1, output(patched)
     [line] = patched.stdout.splitlines()
     assert line.startswith(f"{key}: controller differs (a sha256:"), output(patched)
-    assert f"(provider/{name}), b sha256:" in line and f"(provider/{other})" in line, line
+    assert f"(provider/{name}), b sha256:" in line and line.count(f"(provider/{name})") == 2, line
     against_a = api(b, "verify", str(tmp_path / "a.sum"))
     assert against_a.returncode == 1, output(against_a)
     [line] = against_a.stdout.splitlines()
@@ -152,7 +163,7 @@ def test_two_clusters_same_then_controller_then_definition_and_manifests(
 
     # A release adding an optional field on B: a definition difference, explained.
     written_against = served_digest(a, key)
-    move(b, other, widget_provider(a, tmp_path, group, repo, "v1.1.0",
+    move(b, name, widget_provider(a, tmp_path, group, repo, "v1.1.0",
                                   {**SIZE, "color": {"type": "string"}}))
     added = api(a, "diff", "a", "b", kubeconfig=config)
     assert added.returncode == 1, output(added)

@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import contracts as c
 from tests.e2e.test_dependencies import Repos, dep
 from tests.e2e.test_failures import provider_dir, push_unlinted, unique_group
 from tests.fixtures.stack import ROOT, Stack
@@ -58,7 +59,8 @@ def test_install_wait_of_a_good_provider_then_its_history(stack: Stack, tmp_path
     assert history.returncode == 0, output(history)
     lines = history.stdout.splitlines()
     # The stack's Temporal suggests continuing as new after a few events: one table per run.
-    assert lines[0].startswith(f"package:provider:{repo} (PackageWorkflow) run "), lines[0]
+    wid = c.package_workflow_id(c.PROVIDER, repo, stack.task_queue)  # the stack's queue
+    assert lines[0].startswith(f"{wid} (PackageWorkflow) run "), lines[0]
     assert lines[1].split() == ["AT", "STEP", "TOOK", "TRIES", "RESULT", "DETAILS"]
     [fetch] = [x for x in lines if " fetch_package" in x]
     assert DURATION.search(fetch) and " ok " in fetch, fetch

@@ -156,7 +156,7 @@ def locked(stack: Stack, revisions: list[str]) -> list[str]:
 async def closed_after_clean_up(stack: Stack, kind: str, name: str) -> list[str]:
     """Wait until the package workflow completed; every run's steps after its clean-up."""
     tc = await Client.connect(stack.temporal_address)
-    wid = c.package_workflow_id(kind.lower(), name)
+    wid = c.package_workflow_id(kind.lower(), name, stack.task_queue)
 
     async def completed() -> bool:
         desc = await tc.get_workflow_handle(wid).describe()

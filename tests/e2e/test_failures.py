@@ -156,9 +156,10 @@ async def temporal(stack: Stack) -> Client:
     return await Client.connect(stack.temporal_address)
 
 
-async def package_status(tc: Client, name: str, kind: str = c.PROVIDER
+async def package_status(tc: Client, queue: str, name: str, kind: str = c.PROVIDER
                          ) -> c.PackageStatusResult:
-    handle = tc.get_workflow_handle(c.package_workflow_id(kind, name))
+    """The status query of the package's workflow on the stack's task ``queue``."""
+    handle = tc.get_workflow_handle(c.package_workflow_id(kind, name, queue))
     desc = await handle.describe()
     assert desc.status == WorkflowExecutionStatus.RUNNING, desc.status
     result: c.PackageStatusResult = await handle.query(
@@ -166,32 +167,32 @@ async def package_status(tc: Client, name: str, kind: str = c.PROVIDER
     return result
 
 
-async def settled_failed(tc: Client, name: str, phase: str = "Failed",
+async def settled_failed(tc: Client, queue: str, name: str, phase: str = "Failed",
                          kind: str = c.PROVIDER) -> c.PackageStatusResult:
     """The package workflow's status once it waits after a failed pass.
 
     ``Failed`` waits for a signal; ``Retrying`` waits on its backoff timer.
     """
     async def failed() -> c.PackageStatusResult | None:
-        status = await package_status(tc, name, kind)
+        status = await package_status(tc, queue, name, kind)
         return status if status.phase == phase and status.idle else None
 
     return await wait_for_async(failed, timeout=60, interval=0.2, what=f"{name} {phase}, idle")
 
 
-async def assert_retrying(tc: Client, name: str, error_type: str,
+async def assert_retrying(tc: Client, queue: str, name: str, error_type: str,
                           kind: str = c.PROVIDER) -> c.PackageStatusResult:
     """The package workflow retries with backoff, saying when the next attempt comes."""
-    status = await settled_failed(tc, name, "Retrying", kind)
+    status = await settled_failed(tc, queue, name, "Retrying", kind)
     assert status.last_error_type == error_type and status.retry_attempt >= 1, status
     assert status.next_retry_at, status
     return status
 
 
-async def assert_failed_permanently(tc: Client, name: str, error_type: str,
+async def assert_failed_permanently(tc: Client, queue: str, name: str, error_type: str,
                                     workflow_id: str, activity: str) -> None:
     """The package workflow runs on, idle with no retry timer; the activity ran once."""
-    status = await settled_failed(tc, name)
+    status = await settled_failed(tc, queue, name)
     assert (status.last_error_type, status.retry_attempt) == (error_type, 0), status
     attempts = await failed_attempts(tc, workflow_id, activity)
     # Non-retryable: each failing schedule of the activity got exactly one attempt.
@@ -206,14 +207,14 @@ async def look_again_keeps_the_failure(stack: Stack, tc: Client, name: str,
     the new pass still carries ``cause`` (the bug was ``Package revision health is
     "Unknown"`` hiding it).
     """
-    before = await settled_failed(tc, name, phase)
+    before = await settled_failed(tc, stack.task_queue, name, phase)
     start = stack.get_package("Provider", name)
     assert start is not None
-    handle = tc.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name))
+    handle = tc.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name, stack.task_queue))
     await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(reason=unique("e2e-look-again")))
 
     async def passed_again() -> c.PackageStatusResult | None:
-        status = await package_status(tc, name)
+        status = await package_status(tc, stack.task_queue, name)
         return status if status.passes > before.passes and status.phase == phase \
             and status.idle else None
 
@@ -312,7 +313,7 @@ async def test_provider_applied_before_its_tag_is_pushed_heals(stack: Stack,
     assert stack.revisions("Provider", name) == []  # reference §9 step 4: no revision
     assert_nothing_installed(stack, name, f"gadgets.{group}")
     tc = await temporal(stack)
-    await assert_retrying(tc, name, "PackageNotFound")
+    await assert_retrying(tc, stack.task_queue, name, "PackageNotFound")
     generation = (stack.get_package("Provider", name) or {})["metadata"]["generation"]
 
     # Pushing the tag changes nothing in Kubernetes: the backoff alone finds it.
@@ -369,7 +370,7 @@ async def test_configuration_applied_before_its_pull_secret_heals(
     secret, name = unique("pull"), unique("private")
     # kubectl apply -f dir/ applies configuration.yaml before pull-secret.yaml.
     stack.apply_package("Configuration", name, ref, packagePullSecrets=[{"name": secret}])
-    wid = c.package_workflow_id(c.CONFIGURATION, name)
+    wid = c.package_workflow_id(c.CONFIGURATION, name, stack.task_queue)
     tc = await temporal(stack)
 
     wait_for(lambda: "not found" in installed_message(stack, name), timeout=60,
@@ -377,7 +378,7 @@ async def test_configuration_applied_before_its_pull_secret_heals(
     message = installed_message(stack, name)
     assert "requires credentials and none are configured" in message, message
     assert f"pull secret {SYSTEM_NAMESPACE}/{secret} not found" in message, message
-    await assert_retrying(tc, name, "Unauthorized", c.CONFIGURATION)
+    await assert_retrying(tc, stack.task_queue, name, "Unauthorized", c.CONFIGURATION)
 
     # A wrong password first: refused, and still retried.
     wrong = "not-" + str(auth_registry.password)
@@ -385,7 +386,7 @@ async def test_configuration_applied_before_its_pull_secret_heals(
     wait_for(lambda: "the configured credentials refused" in installed_message(stack, name),
              timeout=60, interval=0.2, what="the wrong credentials refused")
     assert "answered 401" in installed_message(stack, name)
-    await assert_retrying(tc, name, "Unauthorized", c.CONFIGURATION)
+    await assert_retrying(tc, stack.task_queue, name, "Unauthorized", c.CONFIGURATION)
 
     # The right one, in the same Secret: Healthy, and the package was never touched.
     right = str(auth_registry.password)
@@ -398,7 +399,8 @@ async def test_configuration_applied_before_its_pull_secret_heals(
     assert f"Secret {SYSTEM_NAMESPACE}/{secret} modified" in reasons, reasons
 
     revisions = [r["metadata"]["name"] for r in stack.revisions("Configuration", name)]
-    text = await histories_text(tc, [wid] + [c.revision_workflow_id(c.CONFIGURATION, r)
+    text = await histories_text(tc, [wid] + [c.revision_workflow_id(c.CONFIGURATION, r,
+                                                                    stack.task_queue)
                                              for r in revisions])
     assert revisions[0] in text  # the histories were read
     basic = base64.b64encode(f"{auth_registry.username}:{right}".encode()).decode()
@@ -425,8 +427,9 @@ async def test_provider_carrying_a_composition_fails_lint(stack: Stack, tmp_path
     assert_nothing_installed(stack, name, f"gadgets.{group}")
     tc = await temporal(stack)
     rev = stack.revisions("Provider", name)[0]["metadata"]["name"]
-    await assert_failed_permanently(tc, name, "LintError",
-                                    c.revision_workflow_id(c.PROVIDER, rev), c.FETCH_PACKAGE)
+    await assert_failed_permanently(tc, stack.task_queue, name, "LintError",
+                                    c.revision_workflow_id(c.PROVIDER, rev, stack.task_queue),
+                                    c.FETCH_PACKAGE)
 
 
 # --- 4. wrong Crossplane version -------------------------------------------------------
@@ -450,8 +453,8 @@ async def test_crossplane_version_constraint_then_ignored(stack: Stack, tmp_path
     assert_nothing_installed(stack, name, f"gadgets.{group}")
     tc = await temporal(stack)
     rev = stack.revisions("Provider", name)[0]["metadata"]["name"]
-    await assert_failed_permanently(tc, name, "ConstraintError",
-                                    c.revision_workflow_id(c.PROVIDER, rev),
+    await assert_failed_permanently(tc, stack.task_queue, name, "ConstraintError",
+                                    c.revision_workflow_id(c.PROVIDER, rev, stack.task_queue),
                                     c.CHECK_CROSSPLANE_VERSION)
 
     stack.custom.patch_cluster_custom_object("pkg.crossplane.io", "v1", "providers", name,
@@ -487,8 +490,9 @@ async def test_disallowed_permission_request_is_refused(stack: Stack, tmp_path: 
     assert deployments_of(stack, rev) == []
     tc = await temporal(stack)
     await assert_failed_permanently(
-        tc, name, "PermissionRejected",
-        c.revision_workflow_id(c.PROVIDER, rev["metadata"]["name"]), c.ENSURE_RBAC)
+        tc, stack.task_queue, name, "PermissionRejected",
+        c.revision_workflow_id(c.PROVIDER, rev["metadata"]["name"], stack.task_queue),
+        c.ENSURE_RBAC)
     await look_again_keeps_the_failure(stack, tc, name, wanted)
     assert stack.conditions("Provider", name)["Healthy"]["message"] == conds["Healthy"]["message"]
 
@@ -528,7 +532,7 @@ async def test_second_provider_of_the_same_crd_waits_until_the_first_is_gone(
         o["uid"] for o in owners), owners
     assert stack.conditions("Provider", first)["Healthy"]["status"] == "True"
     tc = await temporal(stack)
-    await assert_retrying(tc, second, "ConflictError")
+    await assert_retrying(tc, stack.task_queue, second, "ConflictError")
     await look_again_keeps_the_failure(stack, tc, second, crd_name, phase="Retrying")
     assert cluster_roles_of(stack, loser["metadata"]["name"]) == []
 
@@ -549,7 +553,7 @@ async def test_imageconfig_rewrite_created_after_the_package_heals(stack: Stack,
     name = unique("rewrite")
     stack.apply_package("Provider", name, f"{mirror}:v1.0.0")
     tc = await temporal(stack)
-    await assert_retrying(tc, name, "PackageNotFound")
+    await assert_retrying(tc, stack.task_queue, name, "PackageNotFound")
     assert stack.revisions("Provider", name) == []
 
     config = unique("rewrite")
@@ -607,11 +611,12 @@ async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path
             assert f"{server.host} unreachable" in message and "refused" in message, message
             assert f"(retrying in {wait}, attempt {attempt})" in message, message
         tc = await temporal(stack)
-        status = await package_status(tc, name)  # Running, not failed
+        status = await package_status(tc, stack.task_queue, name)  # Running, not failed
         assert status.last_error_type == "RegistryUnavailable" and status.retry_attempt >= 3
         assert status.phase == "Retrying", status
         # Each pass spent Temporal's quick retries first (retry_attempts), then backed off.
-        attempts = await failed_attempts(tc, c.package_workflow_id(c.PROVIDER, name),
+        attempts = await failed_attempts(tc, c.package_workflow_id(c.PROVIDER, name,
+                                                                   stack.task_queue),
                                          c.RESOLVE_DIGEST)
         assert len(attempts) >= 3 and set(attempts) == {tuning.retry_attempts}, attempts
         assert stack.revisions("Provider", name) == []
@@ -621,7 +626,7 @@ async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path
         proc = restart_registry(root, port)
         stack.wait_healthy("Provider", name, timeout=90)
         assert crd_exists(stack, f"gadgets.{group}") is not None
-        status = await package_status(tc, name)
+        status = await package_status(tc, stack.task_queue, name)
         assert (status.phase, status.retry_attempt, status.last_error) == ("Healthy", 0, "")
     finally:
         registry_fixture.stop(proc)

@@ -465,7 +465,8 @@ async def still_installing(stack: Stack, revision: str) -> bool:
     from temporalio.client import Client, WorkflowExecutionStatus
 
     temporal = await Client.connect(stack.temporal_address)
-    handle = temporal.get_workflow_handle(c.revision_workflow_id(c.PROVIDER, revision))
+    handle = temporal.get_workflow_handle(c.revision_workflow_id(c.PROVIDER, revision,
+                                                                 stack.task_queue))
     desc = await handle.describe()
     return desc.status == WorkflowExecutionStatus.RUNNING
 

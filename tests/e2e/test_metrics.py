@@ -140,7 +140,7 @@ def test_an_install_is_counted_beside_the_sdks_metrics(metered: Metered,
 
     rev = only_revision(stack, "Provider", name)
     [taken] = log_lines(stack, event="lock.taken", package=name)
-    assert taken["workflow_id"] == c.revision_workflow_id(c.PROVIDER, rev)
+    assert taken["workflow_id"] == c.revision_workflow_id(c.PROVIDER, rev, stack.task_queue)
     assert (taken["revision"], taken["activity"], taken["kind"]) == (
         rev, c.TAKE_LOCK, c.PROVIDER)
     assert taken["run_id"] and taken["level"] == "info"
@@ -165,7 +165,7 @@ def test_a_failed_install_is_counted_by_its_error(metered: Metered, tmp_path: Pa
     failed = [x for x in log_lines(stack, package=name, revision=rev, level="warning")
               if x["event"].startswith("install failed")]
     assert failed, log_lines(stack, package=name)
-    assert failed[0]["workflow_id"] == c.revision_workflow_id(c.PROVIDER, rev)
+    assert failed[0]["workflow_id"] == c.revision_workflow_id(c.PROVIDER, rev, stack.task_queue)
     assert failed[0]["run_id"] and failed[0]["workflow_type"] == "InstallRevision"
 
 

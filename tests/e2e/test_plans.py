@@ -86,8 +86,8 @@ def revision_condition(stack: Stack, revision: str, type_: str) -> Obj:
 def plan_of(stack: Stack, name: str) -> Obj:
     """The package workflow's ``plan`` query, as the temporal CLI prints it."""
     out = temporal_cli(stack, "workflow", "query", "--workflow-id",
-                       c.package_workflow_id(c.PROVIDER, name), "--name", c.QUERY_PLAN,
-                       "--output", "json")
+                       c.package_workflow_id(c.PROVIDER, name, stack.task_queue),
+                       "--name", c.QUERY_PLAN, "--output", "json")
     result = json.loads(out)["queryResult"][0]
     assert isinstance(result, dict), out
     return result

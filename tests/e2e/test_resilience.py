@@ -35,6 +35,7 @@ from kubernetes import client
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
+import contracts as c
 from tests.e2e.packages import crd
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for, wait_for_async
@@ -446,8 +447,9 @@ async def test_no_secret_and_nothing_large_in_any_history(stack: Stack, auth_reg
 
     names, secrets, took = await asyncio.to_thread(install)
     revisions = [r["metadata"]["name"] for n in names for r in stack.revisions("Provider", n)]
-    ours = {f"package:provider:{n}" for n in names} | {f"revision:provider:{r}"
-                                                        for r in revisions}
+    queue = stack.task_queue
+    ours = ({c.package_workflow_id(c.PROVIDER, n, queue) for n in names}
+            | {c.revision_workflow_id(c.PROVIDER, r, queue) for r in revisions})
 
     async def scanned() -> tuple[dict[str, int], list[str]] | None:
         largest, problems = await scan_histories(stack.temporal_address, secrets)

@@ -82,10 +82,10 @@ class Backup:
     rest: list[Obj]
     foreign_ref: str  # another package shipping the same CRD
 
-    @property
-    def workflows(self) -> list[str]:
-        return [c.package_workflow_id(c.PROVIDER, self.name),
-                c.revision_workflow_id(c.PROVIDER, self.revision)]
+    def workflows(self, stack: Stack) -> list[str]:
+        """The ids of the package's and the revision's workflows on ``stack``'s queue."""
+        return [c.package_workflow_id(c.PROVIDER, self.name, stack.task_queue),
+                c.revision_workflow_id(c.PROVIDER, self.revision, stack.task_queue)]
 
     def restore(self, target: Stack, owners: bool = False) -> tuple[Obj, dict[str, str]]:
         """Apply the backup to ``target`` (CRDs first, as Velero orders them); the CRD as
@@ -140,8 +140,7 @@ def controllers(obj: Obj) -> list[Obj]:
 
 async def forget_workflows(stack: Stack, ids: list[str]) -> None:
     """The lost cluster's lockwright goes with it: end its workflows (a fresh cluster's
-    lockwright starts with none; on this shared Temporal server the old ones would take
-    the new watcher's signals on the old task queue)."""
+    lockwright starts with none; its own task queue gives it ids of its own anyway)."""
     tc = await Client.connect(stack.temporal_address)
     for workflow_id in ids:
         handle = tc.get_workflow_handle(workflow_id)
@@ -185,7 +184,7 @@ async def backup(registry: Any, auth_registry: Any, temporal_env: Any, cluster_k
             "crossplane": {"version": ">=v1.0.0"}}))  # another digest, the same CRD
     out = Backup(name, revision["metadata"]["name"], revision["metadata"]["uid"], crd_name,
                  crd_name, crds, rest, foreign_ref)
-    await forget_workflows(source, out.workflows)
+    await forget_workflows(source, out.workflows(source))
     assert {o["kind"] for o in rest} == {"Lock", "Provider", "ProviderRevision", "Gadget",
                                          "ManagedResourceDefinition"}
     return out
@@ -219,7 +218,7 @@ async def test_a_cluster_restored_from_a_backup_becomes_healthy_and_keeps_every_
             assert uids(get_json(target, backup.plural)) == gadgets
             target.wait_healthy("Provider", backup.name)
         finally:
-            await forget_workflows(target, backup.workflows)
+            await forget_workflows(target, backup.workflows(target))
 
 
 async def test_a_restore_keeping_owner_references_adopts_what_stale_owners_hold(
@@ -241,4 +240,4 @@ async def test_a_restore_keeping_owner_references_adopts_what_stale_owners_hold(
                     f"now has UID {rev['metadata']['uid']}") in message, message
             assert f'"{backup.crd_name}"' in message, message
         finally:
-            await forget_workflows(target, backup.workflows)
+            await forget_workflows(target, backup.workflows(target))

@@ -337,7 +337,7 @@ def test_manual_approvals_by_update_signal_and_kubectl_are_audited(
     group, repo, name = unique_group(), unique("prov"), unique("manual")
     v1 = provider(stack, tmp_path, group, repo, "v1.0.0", GOOD_IMAGE.format(tag="v1"))
     stack.apply_package("Provider", name, v1, revisionActivationPolicy="Manual")
-    wid = c.package_workflow_id(c.PROVIDER, name)
+    wid = c.package_workflow_id(c.PROVIDER, name, stack.task_queue)
     first = wait_for(lambda: (stack.get_package("Provider", name) or {}).get(
         "status", {}).get("currentRevision"), timeout=60, interval=0.2, what="v1 revision")
     wait_for(lambda: stack.conditions("Provider", name).get("Installed", {}).get(

@@ -78,7 +78,8 @@ async def test_safe_start_waits_at_zero_and_an_activation_wakes_it(
     assert cluster.established[f"{first.current_revision}/control"] == 2  # not again
     await activation.terminate("test over")
     await record(temporal_client, activation.id, "activation_pass_and_nudge")
-    await record(temporal_client, c.revision_workflow_id(pkg.kind, first.current_revision),
+    await record(temporal_client,
+                 c.revision_workflow_id(pkg.kind, first.current_revision, task_queue),
                  "revision_awaiting_activation")
 
 

@@ -57,7 +57,8 @@ async def test_unmet_dependencies_stop_after_the_lock_and_heal_on_a_look_again(
     assert cluster.last_status(pkg.name)["Healthy"].status == "True"
     written = [w for ws in cluster.revision_status.values() for w in ws]
     assert written[-1].installed_dependencies == 1
-    await record(temporal_client, c.revision_workflow_id(pkg.kind, st.current_revision),
+    await record(temporal_client,
+                 c.revision_workflow_id(pkg.kind, st.current_revision, task_queue),
                  "revision_dependencies_unmet")
 
 
@@ -89,7 +90,7 @@ async def test_a_switch_waits_for_new_dependencies_within_its_deadline(
     written = [w for w in cluster.revision_status[st.current_revision]]
     assert written[-1].installed_dependencies == 1
     assert any("missing dependencies" in w.conditions[0].message for w in written)
-    child = c.revision_workflow_id(pkg.kind, st.current_revision)
+    child = c.revision_workflow_id(pkg.kind, st.current_revision, task_queue)
     runs = [r async for r in temporal_client.list_workflows(f"WorkflowId = '{child}'")]
     switch = max(runs, key=lambda r: r.start_time)  # the prepare ran first
     await record(temporal_client, child, "revision_switch_awaits_dependencies", switch.run_id)

@@ -82,7 +82,8 @@ async def test_breaking_plan_holds_until_accepted_by_annotation_for_that_revisio
                         "Inactive")).current_revision
     assert v3 != v2 and cluster.revisions[v2].desired_state == c.ACTIVE
     await record(temporal_client, handle.id, "package_upgrade_plan_accepted")
-    await record(temporal_client, c.revision_workflow_id(pkg.kind, v2), "revision_planned")
+    await record(temporal_client, c.revision_workflow_id(pkg.kind, v2, task_queue),
+                 "revision_planned")
 
 
 async def test_manual_approval_of_a_breaking_plan_fails_until_it_accepts_the_plan(
@@ -128,7 +129,7 @@ async def test_a_candidate_is_planned_against_the_active_revision_and_nothing_el
     cluster.plans[pkg.name] = BREAKING
     before = dict(cluster.calls)
     candidate = pkg.source.replace("v0.1.0", "v9.0.0")
-    plan_id = c.plan_workflow_id(pkg.kind, pkg.name, "test")
+    plan_id = c.plan_workflow_id(pkg.kind, pkg.name, "test", task_queue)
     found = await temporal_client.execute_workflow(
         PlanCandidate.run, c.PlanCandidateInput(kind=pkg.kind, name=pkg.name,
                                                 source=candidate),

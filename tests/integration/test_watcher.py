@@ -128,15 +128,16 @@ def apply_provider(api: Any, name: str, tag: str = "v1") -> None:
                                         {"spec": {"package": body["spec"]["package"]}})
 
 
-async def reasons(client: Client, name: str, kind: str = c.PROVIDER) -> list[str]:
-    handle = client.get_workflow_handle(c.package_workflow_id(kind, name))
+async def reasons(client: Client, queue: str, name: str, kind: str = c.PROVIDER) -> list[str]:
+    """The reasons of every look_again the package's stub workflow on ``queue`` got."""
+    handle = client.get_workflow_handle(c.package_workflow_id(kind, name, queue))
     return list(await handle.query("reasons", result_type=list[str]))
 
 
-async def wait_signals(client: Client, name: str, at_least: int = 1,
+async def wait_signals(client: Client, queue: str, name: str, at_least: int = 1,
                        timeout: float = 30, kind: str = c.PROVIDER) -> list[str]:
     async def enough() -> list[str] | None:
-        got = await reasons(client, name, kind)
+        got = await reasons(client, queue, name, kind)
         return got if len(got) >= at_least else None
 
     return await wait_for_async(enough, timeout=timeout,
@@ -181,10 +182,10 @@ async def test_applied_provider_starts_its_workflow_with_look_again(
     try:
         name = unique("p")
         apply_provider(custom_api(cluster.kubeconfig), name)
-        got = await wait_signals(temporal_client, name)
+        got = await wait_signals(temporal_client, stub_queue, name)
         assert got[0] == f"Provider {name} added"
         desc = await temporal_client.get_workflow_handle(
-            c.package_workflow_id(c.PROVIDER, name)).describe()
+            c.package_workflow_id(c.PROVIDER, name, stub_queue)).describe()
         assert desc.workflow_type == "PackageWorkflow" and desc.task_queue == stub_queue
         attrs = desc.typed_search_attributes
         assert attrs.get(c.SA_PACKAGE_KIND) == "provider"
@@ -201,17 +202,17 @@ async def test_status_writes_are_not_echoed_but_spec_changes_and_deletes_are(
     try:
         name = unique("p")
         apply_provider(api, name)
-        await wait_signals(temporal_client, name, 1)
+        await wait_signals(temporal_client, stub_queue, name, 1)
         api.patch_cluster_custom_object_status(
             "pkg.crossplane.io", "v1", "providers", name,
             {"status": {"conditions": [{"type": "Installed", "status": "False",
                                         "reason": "UnpackingPackage",
                                         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
         apply_provider(api, name, tag="v2")
-        got = await wait_signals(temporal_client, name, 2)
+        got = await wait_signals(temporal_client, stub_queue, name, 2)
         assert got[1] == f"Provider {name} modified"
         api.delete_cluster_custom_object("pkg.crossplane.io", "v1", "providers", name)
-        got = await wait_signals(temporal_client, name, 3)
+        got = await wait_signals(temporal_client, stub_queue, name, 3)
         assert got == [f"Provider {name} added", f"Provider {name} modified",
                        f"Provider {name} deleted"]
     finally:
@@ -225,8 +226,8 @@ async def test_two_watchers_make_one_workflow(
     try:
         name = unique("p")
         apply_provider(custom_api(cluster.kubeconfig), name)
-        await wait_signals(temporal_client, name, 2)
-        wid = c.package_workflow_id(c.PROVIDER, name)
+        await wait_signals(temporal_client, stub_queue, name, 2)
+        wid = c.package_workflow_id(c.PROVIDER, name, stub_queue)
         runs = [w async for w in temporal_client.list_workflows(f"WorkflowId = '{wid}'")]
         assert len(runs) == 1
     finally:
@@ -240,14 +241,14 @@ async def test_restarted_watcher_catches_up(
     before, during = unique("p"), unique("p")
     run = await start_watcher(temporal_client, cluster.kubeconfig, stub_queue)
     apply_provider(api, before)
-    await wait_signals(temporal_client, before, 1)
+    await wait_signals(temporal_client, stub_queue, before, 1)
     await run.halt()
     apply_provider(api, during)
     apply_provider(api, before, tag="v2")
     run = await start_watcher(temporal_client, cluster.kubeconfig, stub_queue)
     try:
-        assert (await wait_signals(temporal_client, during))[0] == f"Provider {during} start"
-        assert (await wait_signals(temporal_client, before, 2))[1] == f"Provider {before} start"
+        assert (await wait_signals(temporal_client, stub_queue, during))[0] == f"Provider {during} start"
+        assert (await wait_signals(temporal_client, stub_queue, before, 2))[1] == f"Provider {before} start"
     finally:
         await run.halt()
 
@@ -258,7 +259,7 @@ async def test_periodic_resync_signals_every_package(
     apply_provider(custom_api(cluster.kubeconfig), name)
     run = await start_watcher(temporal_client, cluster.kubeconfig, stub_queue, resync=1.0)
     try:
-        got = await wait_signals(temporal_client, name, 2, timeout=20)
+        got = await wait_signals(temporal_client, stub_queue, name, 2, timeout=20)
         assert got[:2] == [f"Provider {name} start", f"Provider {name} resync"]
     finally:
         await run.halt()
@@ -275,12 +276,12 @@ async def test_revision_and_runtime_config_route_to_packages(
                 "spec": {"package": f"xpkg.example.org/tests/{name}:v1",
                          "runtimeConfigRef": {"name": drc}}}
         api.create_cluster_custom_object("pkg.crossplane.io", "v1", "providers", body)
-        await wait_signals(temporal_client, name, 1)
+        await wait_signals(temporal_client, stub_queue, name, 1)
         api.create_cluster_custom_object("pkg.crossplane.io", "v1beta1",
                                          "deploymentruntimeconfigs", {
             "apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
             "metadata": {"name": drc}, "spec": {}})
-        got = await wait_signals(temporal_client, name, 2)
+        got = await wait_signals(temporal_client, stub_queue, name, 2)
         assert got[1] == f"DeploymentRuntimeConfig {drc} added"
         rev = f"{name}-0123456789ab"
         api.create_cluster_custom_object("pkg.crossplane.io", "v1", "providerrevisions", {
@@ -288,7 +289,7 @@ async def test_revision_and_runtime_config_route_to_packages(
             "metadata": {"name": rev, "labels": {"pkg.crossplane.io/package": name}},
             "spec": {"image": f"xpkg.example.org/tests/{name}:v1", "desiredState": "Inactive",
                      "revision": 1}})
-        got = await wait_signals(temporal_client, name, 3)
+        got = await wait_signals(temporal_client, stub_queue, name, 3)
         assert got[2] == f"ProviderRevision {rev} added"
     finally:
         await run.halt()
@@ -306,15 +307,15 @@ async def test_pull_secret_created_after_its_configuration_signals_it(
                 "metadata": {"name": name},
                 "spec": {"package": f"xpkg.example.org/tests/{name}:v1",
                          "packagePullSecrets": [{"name": pull}]}})
-        await wait_signals(temporal_client, name, 1, kind=c.CONFIGURATION)
+        await wait_signals(temporal_client, stub_queue, name, 1, kind=c.CONFIGURATION)
         core = core_api(cluster.kubeconfig)
         create_secret(core, tls)  # unreferenced, like lockwright's TLS Secrets: no signal
         create_secret(core, pull)
-        got = await wait_signals(temporal_client, name, 2, kind=c.CONFIGURATION)
+        got = await wait_signals(temporal_client, stub_queue, name, 2, kind=c.CONFIGURATION)
         assert got == [f"Configuration {name} added", f"Secret crossplane-system/{pull} added"]
         assert tls in run.watcher.index.of("Secret")  # seen before pull, and routed nowhere
         core.patch_namespaced_secret(pull, "crossplane-system", {"data": {"x": "eQ=="}})
-        got = await wait_signals(temporal_client, name, 3, kind=c.CONFIGURATION)
+        got = await wait_signals(temporal_client, stub_queue, name, 3, kind=c.CONFIGURATION)
         assert got[2] == f"Secret crossplane-system/{pull} modified"
         assert_no_secret_data(run.watcher, *got)
     finally:
@@ -329,19 +330,19 @@ async def test_image_config_pull_secret_routes_to_the_packages_it_matches(
     try:
         name, ic, pull = unique("p"), unique("ic"), unique("icpull")
         apply_provider(api, name)
-        await wait_signals(temporal_client, name, 1)
+        await wait_signals(temporal_client, stub_queue, name, 1)
         api.create_cluster_custom_object("pkg.crossplane.io", "v1beta1", "imageconfigs", {
             "apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
             "metadata": {"name": ic}, "spec": {
                 "matchImages": [{"prefix": f"xpkg.example.org/tests/{name}"}],
                 "registry": {"authentication": {"pullSecretRef": {"name": pull}}}}})
-        assert (await wait_signals(temporal_client, name, 2))[1] == f"ImageConfig {ic} added"
+        assert (await wait_signals(temporal_client, stub_queue, name, 2))[1] == f"ImageConfig {ic} added"
         core = core_api(cluster.kubeconfig)
         create_secret(core, pull)
-        got = await wait_signals(temporal_client, name, 3)
+        got = await wait_signals(temporal_client, stub_queue, name, 3)
         assert got[2] == f"Secret crossplane-system/{pull} added"
         core.delete_namespaced_secret(pull, "crossplane-system")
-        got = await wait_signals(temporal_client, name, 4)
+        got = await wait_signals(temporal_client, stub_queue, name, 4)
         assert got[3] == f"Secret crossplane-system/{pull} deleted"
         assert_no_secret_data(run.watcher, *got)
     finally:
@@ -433,7 +434,7 @@ async def test_dropped_stream_resumes_without_relisting(
         name = unique("p")
         apply_provider(custom_api(dc.kubeconfig), name)
         proxy.restore()
-        assert (await wait_signals(temporal_client, name))[0] == f"Provider {name} added"
+        assert (await wait_signals(temporal_client, stub_queue, name))[0] == f"Provider {name} added"
         assert run.watcher.stats["list:relist after 410"] == relists
     finally:
         await run.halt()
@@ -448,7 +449,7 @@ async def test_gone_relists_and_misses_no_package(
     apply_provider(api, doomed)
     run = await start_watcher(temporal_client, proxied, stub_queue)
     try:
-        await wait_signals(temporal_client, doomed, 1)
+        await wait_signals(temporal_client, stub_queue, doomed, 1)
         proxy.cut()
         names = [f"gone-{uuid.uuid4().hex[:8]}-{i}" for i in range(8)]
         for name in names:
@@ -456,9 +457,9 @@ async def test_gone_relists_and_misses_no_package(
         api.delete_cluster_custom_object("pkg.crossplane.io", "v1", "providers", doomed)
         proxy.restore()
         for name in names:
-            assert (await wait_signals(temporal_client, name))[0] == \
+            assert (await wait_signals(temporal_client, stub_queue, name))[0] == \
                 f"Provider {name} relist after 410"
-        got = await wait_signals(temporal_client, doomed, 2)
+        got = await wait_signals(temporal_client, stub_queue, doomed, 2)
         assert got[1] == f"Provider {doomed} gone at relist after 410"
         assert run.watcher.stats["list:relist after 410"] >= 1
     finally:

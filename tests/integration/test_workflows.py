@@ -80,7 +80,7 @@ async def start(client: Client, task_queue: str, pkg: FakePackage,
     """Signal-with-start, as the watcher does."""
     return await client.start_workflow(
         PackageWorkflow.run, c.PackageInput(kind=pkg.kind, name=pkg.name, tuning=tuning),
-        id=c.package_workflow_id(pkg.kind, pkg.name), task_queue=task_queue,
+        id=c.package_workflow_id(pkg.kind, pkg.name, task_queue), task_queue=task_queue,
         start_signal=c.SIGNAL_LOOK_AGAIN,
         start_signal_args=[c.LookAgainInput(generation=generation, reason="test")],
         search_attributes=TypedSearchAttributes([
@@ -150,7 +150,8 @@ async def test_install_ends_installed_and_healthy(
     await check_histories(temporal_client, handle, [st.current_revision], kind)
     if kind == c.PROVIDER:
         await record(temporal_client, handle.id, "package_install")
-        await record(temporal_client, c.revision_workflow_id(kind, st.current_revision),
+        await record(temporal_client,
+                     c.revision_workflow_id(kind, st.current_revision, task_queue),
                      "revision_install_provider")
 
 
@@ -230,7 +231,8 @@ async def test_transient_error_retries_with_status_shown(
     assert st.retry_attempt == 0 and st.last_error == ""
     await check_histories(temporal_client, handle, [st.current_revision])
     await record(temporal_client, handle.id, "package_transient_retry")
-    await record(temporal_client, c.revision_workflow_id(pkg.kind, st.current_revision),
+    await record(temporal_client,
+                 c.revision_workflow_id(pkg.kind, st.current_revision, task_queue),
                  "revision_install_failed", status=WorkflowExecutionStatus.FAILED)
 
 
@@ -300,7 +302,8 @@ async def test_runtime_never_available_is_unhealthy_not_failed(
                       for x in w.conditions)]
     assert len(during) == 2 and during[0].observed_generation == 1, writes  # wait, then end
     await check_histories(temporal_client, handle, [st.current_revision])
-    await record(temporal_client, c.revision_workflow_id(pkg.kind, st.current_revision),
+    await record(temporal_client,
+                 c.revision_workflow_id(pkg.kind, st.current_revision, task_queue),
                  "revision_install_unhealthy")
 
 
@@ -641,8 +644,8 @@ async def test_deletion_cancels_a_running_install(
     pkg.deleting = True
     await handle.signal(PackageWorkflow.look_again, c.LookAgainInput(2, "deleting"))
     await settled(handle, "Deleting", signals=2)
-    child = temporal_client.get_workflow_handle(c.revision_workflow_id(pkg.kind,
-                                                                       st.current_revision))
+    child = temporal_client.get_workflow_handle(c.revision_workflow_id(
+        pkg.kind, st.current_revision, task_queue))
     assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
     stopped = writes(cluster)
     collect_garbage(cluster, pkg)
@@ -691,7 +694,8 @@ def test_permanent_error_names_match_the_error_tree() -> None:
 async def check_histories(client: Client, handle: Handle, revisions: Sequence[str],
                           kind: str = c.PROVIDER) -> None:
     """Every run of the package and its children: small payloads, no secret."""
-    ids = [handle.id] + [c.revision_workflow_id(kind, r) for r in revisions]
+    queue = (await handle.describe()).task_queue  # the children's ids carry it
+    ids = [handle.id] + [c.revision_workflow_id(kind, r, queue) for r in revisions]
     for wf_id in ids:
         async for run in client.list_workflows(f"WorkflowId = '{wf_id}'"):
             history = await client.get_workflow_handle(wf_id, run_id=run.run_id).fetch_history()

@@ -56,6 +56,10 @@ SHAPES |= {"package_gone_looks_again"}
 # Crossplane v2 (tests/integration/test_activation_workflows.py): the activation workflow's
 # pass, and a safe-start revision installed at zero replicas (no health wait).
 SHAPES |= {"activation_pass_and_nudge", "revision_awaiting_activation"}
+# Ids carry the task queue off the default one (workflows.ids.PATCH_TASK_QUEUE_IDS): a
+# package's child on a queue of its own (tests/integration/test_task_queue_ids.py).
+QUEUE_IDS = {"package_install_queue_ids"}
+SHAPES |= QUEUE_IDS
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -71,7 +75,13 @@ def test_every_shape_has_a_history() -> None:
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 async def test_history_replays(shape: str) -> None:
     """Today's code issues the same commands the recorded run did."""
-    await Replayer(workflows=ALL_WORKFLOWS).replay_workflow(load(shape))
+    replayer = Replayer(workflows=ALL_WORKFLOWS)
+    # The Replayer's workflows run on a task queue of its own (``replay-<build id>``): a
+    # history whose ids carry its task queue replays as if recorded there. The others
+    # replay off the default queue too, so they show runs from before the patch still do.
+    queue = f"replay-{replayer.config().get('build_id')}"
+    history = on_queue(shape, queue) if shape in QUEUE_IDS else load(shape)
+    await replayer.replay_workflow(history)
 
 
 def local_steps(history: WorkflowHistory) -> tuple[int, int]:
@@ -117,3 +127,21 @@ def test_nothing_but_clean_up_once_the_deletion_is_seen(shape: str) -> None:
     after = steps_after_clean_up(load(shape))
     assert after.count(c.CLEANUP_PACKAGE) >= 2, after
     assert set(after) == {c.READ_PACKAGE, c.CLEANUP_PACKAGE}, after
+
+
+
+def on_queue(shape: str, queue: str) -> WorkflowHistory:
+    """A committed history as if it had run on task queue ``queue``."""
+    text = (HISTORIES / f"{shape}.json").read_text()
+    started = load(shape).events[0].workflow_execution_started_event_attributes
+    return WorkflowHistory.from_json(f"replay-{shape}", text.replace(started.task_queue.name,
+                                                                     queue))
+
+
+async def test_a_child_id_changed_without_the_guard_fails_replay() -> None:
+    """Why the queue in child ids is behind a patch: replay compares child ids."""
+    text = (HISTORIES / "package_install.json").read_text().replace(
+        '"workflowId": "revision:provider:', '"workflowId": "revision:provider:other-')
+    result = await Replayer(workflows=ALL_WORKFLOWS).replay_workflow(
+        WorkflowHistory.from_json("replay-changed", text), raise_on_replay_failure=False)
+    assert isinstance(result.replay_failure, workflow.NondeterminismError)

@@ -446,7 +446,36 @@ def test_resolver_once_per_list_and_named_by_task_queue() -> None:
     targets = index.on_sync(RES["Provider"], [provider("a"), provider("b")], signal_all=True)
     resolvers = [t for t in targets if t.resolver]
     assert [t.workflow_id for t in resolvers] == ["resolve:lock:e2e-1234"]
-    assert ids(targets) == ["package:provider:a", "package:provider:b"]
+    assert ids(targets) == ["package:provider:a:e2e-1234", "package:provider:b:e2e-1234"]
+
+
+@pytest.mark.parametrize("kind, before, event, after, expected", [
+    ("Provider", None, "ADDED", provider("p"), ["package:provider:p:cluster-b"]),
+    ("Configuration", obj("c"), "DELETED", obj("c"), ["package:configuration:c:cluster-b"]),
+    ("ProviderRevision", None, "ADDED",
+     obj("p-1", labels={"pkg.crossplane.io/package": "p"}), ["package:provider:p:cluster-b"]),
+    ("DeploymentRuntimeConfig", None, "ADDED", obj("default"),
+     ["package:provider:a:cluster-b"]),
+])
+def test_every_package_target_carries_the_task_queue(
+        kind: str, before: dict[str, Any] | None, event: str, after: dict[str, Any],
+        expected: list[str]) -> None:
+    """Two clusters sharing a namespace: a watcher off the default queue signals only its
+    own cluster's package workflows (ids ending in its queue), however the event routes."""
+    index = Index(task_queue="cluster-b")
+    index.on_sync(RES["Provider"], [provider("a")], signal_all=False)
+    if before is not None:
+        index.on_sync(RES[kind], [before], signal_all=False)
+    assert ids(index.on_event(RES[kind], event, after)) == expected
+    relisted = ids(index.on_sync(RES["Provider"], [provider("a")], signal_all=True))
+    assert "package:provider:a:cluster-b" in relisted
+    assert all(i.endswith(":cluster-b") for i in relisted), relisted
+
+
+def test_the_default_queue_keeps_the_ids_it_always_had() -> None:
+    targets = Index().on_event(RES["Provider"], "ADDED", provider("p"))
+    assert ids(targets) == ["package:provider:p"]
+    assert [t.package_input().name for t in targets] == ["p"]
 
 
 # --- the activation workflow (Crossplane v2's activation policies) ---------------------
@@ -622,7 +651,7 @@ def test_activating_an_mrd_wakes_activation_and_the_package_waiting_on_its_crd()
     index.on_event(RES["ConfigurationRevision"], "ADDED",
                    waiting_revision(UNRESOLVED + INACTIVE.format(api="things.x.io/v1")))
     targets = index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
-    assert [t.workflow_id for t in targets] == ["activate:definitions:q", CFG]
+    assert [t.workflow_id for t in targets] == ["activate:definitions:q", f"{CFG}:q"]
 
 
 def test_a_crd_written_signals_activation_only_when_its_generation_moved() -> None:
