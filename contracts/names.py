@@ -48,6 +48,7 @@ PERMANENT_ERRORS = (
     "PreflightError",
     "KubeInvalid",
     "KubeForbidden",
+    "ApiUnserved",
 )
 # lockwright.errors.ObjectGone: the object a step acts on is gone or being deleted. Not
 # retried and not a failure: the branch ends and the workflow looks again (invariant 8).
