@@ -91,16 +91,7 @@ def active_revision(stack: Stack, kind: str, name: str) -> Obj:
 
 def healthy_message(stack: Stack, kind: str, name: str, text: str, timeout: float = 90) -> str:
     """Wait until the package is Installed and not Healthy, ``text`` in the message."""
-    def met() -> str | None:
-        conds = stack.conditions(kind, name)
-        healthy = conds.get("Healthy", {})
-        ok = (conds.get("Installed", {}).get("status") == "True"
-              and healthy.get("status") == "False" and text in healthy.get("message", ""))
-        return str(healthy["message"]) if ok else None
-    try:
-        return wait_for(met, timeout=timeout, interval=0.2, what=f"{kind} {name}: {text}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; now {stack.conditions(kind, name)}") from exc
+    return stack.wait_unhealthy_saying(kind, name, text, timeout)
 
 
 def served(stack: Stack, group: str) -> None:

@@ -126,17 +126,8 @@ def dependency_counts(stack: Stack, kind: str, name: str) -> tuple[int, int, int
 def waiting_on_dependencies(stack: Stack, kind: str, name: str, text: str,
                             timeout: float = 60) -> str:
     """Wait until the package is Installed but unhealthy with ``text`` in the message."""
-    def met() -> str | None:
-        conds = stack.conditions(kind, name)
-        healthy = conds.get("Healthy", {})
-        ok = (conds.get("Installed", {}).get("status") == "True"
-              and healthy.get("status") == "False" and text in healthy.get("message", ""))
-        return str(healthy["message"]) if ok else None
-    try:
-        return wait_for(met, timeout=timeout, interval=0.2, what=f"{kind} {name}: {text}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; now {stack.conditions(kind, name)}; lock "
-                             f"{resolved(stack)}") from exc
+    return stack.wait_unhealthy_saying(kind, name, text, timeout,
+                                       context=lambda: f"lock {resolved(stack)}")
 
 
 class HealthWatch:
