@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml
 
-from benchmarks.common import quiet_logs, run_title, workdir
+from benchmarks.common import big_provider_arguments, quiet_logs, run_title, workdir
 from benchmarks.install import (
     Bench,
     big_sizes,
@@ -236,14 +236,8 @@ async def run(args: argparse.Namespace, work: Path) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--crds", type=int, default=2000)
-    parser.add_argument("--mb", type=float, default=100.0,
-                        help="package.yaml size, MB (about)")
+    big_provider_arguments(parser)
     parser.add_argument("--activate", type=int, default=10)
-    parser.add_argument("--health-poll", type=float, default=0.2,
-                        help="Tuning.health_poll_s given to the workflows")
-    parser.add_argument("--control-plane", choices=("devcluster", "kube"), default="kube")
-    parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
     args = parser.parse_args()
     quiet_logs(urllib3=True)
     with workdir(args.keep, "activation") as work:

@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import quiet_logs, run_title, workdir
+from benchmarks.common import big_provider_arguments, quiet_logs, run_title, workdir
 from benchmarks.install import Bench, big_sizes, build_and_push, fmt_s, on_stack, ratio, report
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
@@ -142,15 +142,9 @@ async def measure(args: argparse.Namespace, work: Path, tuning: dict[str, float]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--crds", type=int, default=2000)
-    parser.add_argument("--mb", type=float, default=100.0,
-                        help="package.yaml size, MB (about)")
+    big_provider_arguments(parser)
     parser.add_argument("--rounds", type=int, default=4,
                         help="rounds; with 4 each measurement follows each other once")
-    parser.add_argument("--health-poll", type=float, default=0.2,
-                        help="Tuning.health_poll_s given to the workflows")
-    parser.add_argument("--control-plane", choices=("devcluster", "kube"), default="kube")
-    parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
     args = parser.parse_args()
     quiet_logs(urllib3=True)
     with workdir(args.keep, "api-sum") as work:

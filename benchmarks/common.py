@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import shutil
@@ -55,3 +56,15 @@ def run_title(name: str, quick: bool, tuning: dict[str, float], sizes: str) -> s
     return (f"lockwright {name} benchmark ({'quick' if quick else 'full'} run; "
             f"LOCKWRIGHT_TUNING={json.dumps(tuning)}, other Tuning at production defaults; "
             f"{sizes})")
+
+
+def big_provider_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a benchmark of one big Provider on a control plane of its own:
+    ``--crds``, ``--mb``, ``--health-poll``, ``--control-plane`` (kube by default), ``--keep``."""
+    parser.add_argument("--crds", type=int, default=2000)
+    parser.add_argument("--mb", type=float, default=100.0,
+                        help="package.yaml size, MB (about)")
+    parser.add_argument("--health-poll", type=float, default=0.2,
+                        help="Tuning.health_poll_s given to the workflows")
+    parser.add_argument("--control-plane", choices=("devcluster", "kube"), default="kube")
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
