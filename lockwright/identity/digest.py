@@ -36,6 +36,9 @@ XRD_KIND = "CompositeResourceDefinition"
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 DEFINITION_KINDS = (CRD_KIND, MRD_KIND, XRD_KIND, *WEBHOOK_KINDS)
 _MRD_ONLY = ("state", "connectionDetails")
+# YAML keys may be ints or booleans (a property named ``on`` or ``200``); they are written
+# as JSON strings, as documents.jsonl writes them, so the YAML and the cached pass agree.
+_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 _INJECTED_SERVICE = ("name", "namespace", "port")
 
 
@@ -68,7 +71,7 @@ def type_digest(obj: Obj) -> str:
 
 def raw_type_digest(obj: Obj) -> bytes:
     """:func:`type_digest` as the 32 bytes of the hash (for summaries kept by thousands)."""
-    return hashlib.sha256(orjson.dumps(canonical(obj), option=orjson.OPT_SORT_KEYS)).digest()
+    return hashlib.sha256(orjson.dumps(canonical(obj), option=_CANONICAL)).digest()
 
 
 def type_key(obj: Obj) -> str:

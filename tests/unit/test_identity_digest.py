@@ -135,3 +135,18 @@ def test_the_api_digest_is_over_the_definitions_only_in_any_order() -> None:
     assert digest.api_digest([webhook(), other, gadget, widget()]) == api
     assert digest.api_digest([widget(), gadget]) != api
     assert digest.api_digest([established(widget()), to_mrd(gadget, True), webhook()]) == api
+
+
+
+@pytest.mark.parametrize("key", [True, 200], ids=["on", "int"])
+def test_yaml_keys_that_are_not_strings_digest_as_the_cached_pass_reads_them(key: Any) -> None:
+    """YAML 1.1 reads a property ``on:`` as True and ``200:`` as 200; documents.jsonl
+    writes them as JSON strings. Both passes give one digest, and neither raises."""
+    import orjson
+
+    shipped = widget()
+    schema = shipped["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"][key] = {"type": "string"}
+    cached = orjson.loads(orjson.dumps(shipped, option=orjson.OPT_NON_STR_KEYS))
+    assert digest.type_digest(shipped) == digest.type_digest(cached)
+    assert digest.type_digest(shipped) != digest.type_digest(widget())
