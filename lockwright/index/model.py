@@ -123,7 +123,26 @@ class PackageIndex:
                                  f"(apiVersion {API_VERSION}): kind is {doc.get('kind')!r}"
                                  if isinstance(doc, dict) else
                                  f"package index {source or '(file)'} is not a {KIND}")
-        return cls(tuple(Entry.from_json(e, source) for e in doc.get("packages") or ()), source)
+        return cls(_entries(doc.get("packages") or [], source), source)
+
+
+def _entries(packages: object, source: str) -> tuple[Entry, ...]:
+    """The entries of an index's ``packages``, each checked for shape.
+
+    Raises:
+        InvalidPackage: naming the index and the first malformed entry.
+    """
+    named = source or "(file)"
+    if not isinstance(packages, list):
+        raise InvalidPackage(f"package index {named}: packages is not a list")
+    entries = []
+    for n, data in enumerate(packages):
+        try:
+            entries.append(Entry.from_json(data, source))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise InvalidPackage(f"package index {named}: packages[{n}] is malformed "
+                                 f"({exc}); rebuild it with lockwright index build") from exc
+    return tuple(entries)
 
 
 def _order(entry: Entry) -> tuple[str, str]:
@@ -131,14 +150,15 @@ def _order(entry: Entry) -> tuple[str, str]:
 
 
 def merged(indexes: Iterable[PackageIndex]) -> list[Entry]:
-    """Every entry of ``indexes``; a version two indexes list (same repository and
-    digest) is kept once, from the first index."""
+    """Every entry of ``indexes``; a version two indexes list (same repository and tag)
+    is kept once, from the first index. Tags of one digest (``v1.2.0`` and ``latest``)
+    are versions of their own: choosing by semver needs the ``v1.2.0``."""
     seen: set[tuple[str, str]] = set()
     out: list[Entry] = []
     for index in indexes:
         for entry in index.entries:
-            if (entry.repository, entry.digest) not in seen:
-                seen.add((entry.repository, entry.digest))
+            if (entry.repository, entry.tag) not in seen:
+                seen.add((entry.repository, entry.tag))
                 out.append(entry if entry.index else replace(entry, index=index.source))
     return out
 

@@ -84,3 +84,23 @@ def test_merged_keeps_a_version_once_from_the_first_index() -> None:
 ])
 def test_matching(text: str, tags: list[str]) -> None:
     assert [e.tag for e in matching([AWS_1, AWS_2, OTHER], text)] == tags
+
+
+def test_tags_of_one_digest_are_each_kept() -> None:
+    """``latest`` sorts before ``v1.1.0``; keeping one per digest lost the semver tag."""
+    latest = Entry(AWS_2.repository, "latest", AWS_2.digest, "Provider", types=AWS_2.types)
+    entries = merged([PackageIndex((AWS_1, AWS_2, latest), source="one")])
+    assert sorted(e.tag for e in entries) == ["latest", "v1.0.0", "v1.1.0"]
+
+
+@pytest.mark.parametrize(("packages", "says"), [
+    ({"a": 1}, "packages is not a list"),
+    (["not an entry"], "packages[0] is malformed"),
+    ([{"repository": "r", "types": {"group": "g"}}], "packages[0] is malformed"),
+    ([AWS_1.to_json(), {"types": [{"versions": 5}]}], "packages[1] is malformed"),
+])
+def test_a_malformed_index_is_refused_naming_the_entry(packages: object, says: str) -> None:
+    data = orjson.dumps({"kind": "PackageIndex", "packages": packages})
+    with pytest.raises(InvalidPackage) as caught:
+        PackageIndex.from_bytes(data, "reg.example/index:v1")
+    assert says in caught.value.message and "reg.example/index:v1" in caught.value.message
