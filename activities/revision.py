@@ -17,7 +17,7 @@ from activities.contents import Contents
 from activities.errors import edge
 from activities.identity import Identity
 from activities.reads import PackageReader
-from lockwright import conditions
+from lockwright import conditions, names
 from lockwright.errors import (
     ConstraintError,
     InvalidPackage,
@@ -114,7 +114,8 @@ class RevisionActivities:
 
     def copy_meta(self, kind: str, rev: Obj, summary: PackageSummary) -> None:
         """Meta labels and annotations onto the revision; v1.x permissionRequests to status."""
-        labels, annotations = dict(summary.meta.labels), dict(summary.meta.annotations)
+        labels, annotations = names.from_metadata(dict(summary.meta.labels),
+                                                  dict(summary.meta.annotations))
         current = meta(rev)
         body: Obj = {}
         if any((current.get("labels") or {}).get(k) != v for k, v in labels.items()):

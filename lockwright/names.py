@@ -16,6 +16,9 @@ TLS_CLIENT_SUFFIX = "-tls-client"
 PKG_API_VERSION = "pkg.crossplane.io/v1"
 #: The label every revision carries: the name of its package.
 LABEL_PACKAGE = "pkg.crossplane.io/package"
+#: The prefix of every annotation lockwright writes on a revision (its digests, the count
+#: of Active MRDs): a package's metadata never sets them (see :func:`from_metadata`).
+OWNED_ANNOTATIONS = "lockwright.dev/"
 #: A revision's ``spec.desiredState``.
 ACTIVE, INACTIVE = "Active", "Inactive"
 
@@ -145,3 +148,12 @@ def package_name_from_reference(ref: str) -> str:
     ``crossplane-contrib-provider-nop``.
     """
     return to_dns_label(parse_reference(ref).repository)
+
+
+def from_metadata(labels: dict[str, str], annotations: dict[str, str]
+                  ) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations of a package's metadata as its revision takes them:
+    without the package label and lockwright's own annotations, which a package (or
+    metadata copied from a live revision) would otherwise forge or flip on every pass."""
+    return ({k: v for k, v in labels.items() if k != LABEL_PACKAGE},
+            {k: v for k, v in annotations.items() if not k.startswith(OWNED_ANNOTATIONS)})

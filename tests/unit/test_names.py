@@ -96,3 +96,19 @@ def test_is_fully_qualified(ref: str, ok: bool) -> None:
 def test_dns_checks(text: str, label: bool, subdomain: bool) -> None:
     assert names.is_dns_label(text) is label
     assert names.is_dns_subdomain(text) is subdomain
+
+
+@pytest.mark.parametrize(("labels", "annotations", "want"), [
+    ({"team": "a"}, {"docs": "x"}, ({"team": "a"}, {"docs": "x"})),
+    ({"pkg.crossplane.io/package": "forged", "team": "a"}, {}, ({"team": "a"}, {})),
+    ({}, {"lockwright.dev/api-digest": "sha256:forged",
+          "lockwright.dev/controller-digest": "sha256:forged",
+          "lockwright.dev/digest": "sha256:forged",
+          "lockwright.dev/requires-apis": "things.example.org/v1",
+          "meta.crossplane.io/maintainer": "me"},
+     ({}, {"meta.crossplane.io/maintainer": "me"})),
+])
+def test_from_metadata_leaves_what_lockwright_owns(
+        labels: dict[str, str], annotations: dict[str, str],
+        want: tuple[dict[str, str], dict[str, str]]) -> None:
+    assert names.from_metadata(labels, annotations) == want
