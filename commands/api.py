@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 # Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
 DIFFERENT, USAGE = 1, 2
-CRD_API, MRD_API = "apiextensions.k8s.io/v1", "apiextensions.crossplane.io/v1alpha1"
-MRD_KIND = "ManagedResourceDefinition"
-REVISION_KINDS = ("ProviderRevision", "ConfigurationRevision", "FunctionRevision")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 LISTS = ("every custom type the cluster defines, one row per served version: each CRD "
          "(an Active ManagedResourceDefinition's CRD among them, state Active) and each "
@@ -146,8 +143,11 @@ def _usage(handler: common.Handler) -> common.Handler:
 
 def read(kube: Kube) -> Snapshot:
     """The CRDs, MRDs and package revisions of the cluster (a kind not served: none)."""
+    from lockwright.managed.convert import CRD_API_VERSION, CRD_KIND
+    from lockwright.names import REVISION_KINDS
+
     revisions = [r for kind in REVISION_KINDS for r in _list_kind(kube, common.PKG_API, kind)]
-    crds = _list_kind(kube, CRD_API, "CustomResourceDefinition")
+    crds = _list_kind(kube, CRD_API_VERSION, CRD_KIND)
     return Snapshot(crds, _mrds(kube, {_name(c) for c in crds}), revisions)
 
 
@@ -156,6 +156,8 @@ def _mrds(kube: Kube, crds: set[str]) -> list[dict[str, Any]]:
     is the type; an MRD holds a whole schema again, doubling the read), else in full."""
     from lockwright.errors import KubeNotFound
     from lockwright.k8s.watch import list_columns
+    from lockwright.managed.convert import MRD_API_VERSION as MRD_API
+    from lockwright.managed.convert import MRD_KIND
 
     try:
         path = kube.resource(MRD_API, MRD_KIND).path()

@@ -20,9 +20,6 @@ from commands import common
 # Imports inside functions: start-up time. Every command's parser is built on each run, so
 # Temporal, the Kubernetes client, rich and the OCI code load only in the handler that runs.
 
-CRD_API = "apiextensions.k8s.io/v1"
-MRD_API = "apiextensions.crossplane.io/v1alpha1"
-
 
 #: ``commands.install.create``: make the package object and follow it (passed in, as
 #: ``install`` imports this module).
@@ -48,15 +45,21 @@ def run_api(args: argparse.Namespace, create: Create) -> int:
 def _already(kube: Any, api: Any) -> str | None:
     """What the cluster does about ``api`` already, said, or None when nothing serves it."""
     from lockwright.index.cluster import INACTIVE, in_cluster
+    from lockwright.managed.convert import (
+        ACTIVE,
+        CRD_API_VERSION,
+        CRD_KIND,
+        MRD_API_VERSION,
+        MRD_KIND,
+    )
 
-    found = in_cluster(api, _definitions(kube, CRD_API, "CustomResourceDefinition", api),
-                       _definitions(kube, MRD_API, "ManagedResourceDefinition", api))
+    found = in_cluster(api, _definitions(kube, CRD_API_VERSION, CRD_KIND, api),
+                       _definitions(kube, MRD_API_VERSION, MRD_KIND, api))
     if found is None:
         return None
     owner = _package_of(kube, found.revision)
     if found.state == INACTIVE:
-        kube.patch(MRD_API, "ManagedResourceDefinition", found.definition,
-                   {"spec": {"state": "Active"}})
+        kube.patch(MRD_API_VERSION, MRD_KIND, found.definition, {"spec": {"state": ACTIVE}})
         return (f"API {api} is served by the Inactive ManagedResourceDefinition "
                 f"{found.definition}{owner}: made it Active")
     return f"API {api} is already served by {found.definition}{owner}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey
 
+from lockwright.identity import names as identity_names
+
 # A revision's desired states as the core names them (re-exported: workflows speak them).
 from lockwright.names import ACTIVE as ACTIVE
 from lockwright.names import INACTIVE as INACTIVE
@@ -29,7 +31,7 @@ UPGRADE_GATE_ANNOTATION = gate.ANNOTATION
 # Package annotation that stops every step for the package while it is "true".
 PAUSED_ANNOTATION = "crossplane.io/paused"
 # Revision annotation: the digest a revision was made from (its name keeps only 12 hex).
-DIGEST_ANNOTATION = "lockwright.dev/digest"
+DIGEST_ANNOTATION = identity_names.PACKAGE_DIGEST
 # On a Provider revision: how many of its ManagedResourceDefinitions are Active, written by
 # establish_objects and by the activation workflow; a change makes the package install again
 # (the CRDs of newly Active MRDs, a safe-start runtime scaled up).

@@ -16,6 +16,8 @@ TLS_CLIENT_SUFFIX = "-tls-client"
 PKG_API_VERSION = "pkg.crossplane.io/v1"
 #: The label every revision carries: the name of its package.
 LABEL_PACKAGE = "pkg.crossplane.io/package"
+#: The kinds of package revisions.
+REVISION_KINDS = ("ProviderRevision", "ConfigurationRevision", "FunctionRevision")
 #: The prefix of every annotation lockwright writes on a revision (its digests, the count
 #: of Active MRDs): a package's metadata never sets them (see :func:`from_metadata`).
 OWNED_ANNOTATIONS = "lockwright.dev/"

@@ -20,6 +20,8 @@ identity rides on annotations (``lockwright.dev/``), which every schema keeps:
 
 from __future__ import annotations
 
+#: On a revision: the digest of the package image it was made from.
+PACKAGE_DIGEST = "lockwright.dev/digest"
 TYPE_DIGEST = "lockwright.dev/type-digest"
 API_DIGEST = "lockwright.dev/api-digest"
 BASE_LAYER = "lockwright.dev/base-layer"

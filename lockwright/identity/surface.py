@@ -24,6 +24,7 @@ from typing import Any
 from lockwright.identity import names
 from lockwright.identity.apis import served_types
 from lockwright.identity.digest import type_digest
+from lockwright.names import LABEL_PACKAGE, REVISION_KINDS
 
 Obj = dict[str, Any]
 
@@ -35,12 +36,6 @@ ESTABLISHED, ACTIVE, INACTIVE, NOT_ESTABLISHED = (
     "Established", "Active", "Inactive", "not established")
 #: The states in which the API server serves the type.
 SERVED = (ESTABLISHED, ACTIVE)
-#: A revision's annotation naming the package image digest it was made from (contracts'
-#: ``DIGEST_ANNOTATION``; the core cannot import contracts).
-PACKAGE_DIGEST = "lockwright.dev/digest"
-_PACKAGE_LABEL = "pkg.crossplane.io/package"
-_REVISION_KINDS = {"ProviderRevision": "provider", "ConfigurationRevision": "configuration",
-                   "FunctionRevision": "function"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +86,7 @@ def owners(revisions: Iterable[Obj]) -> dict[tuple[str, str], Owner]:
         meta = rev.get("metadata") or {}
         annotations = meta.get("annotations") or {}
         controller = annotations.get(names.CONTROLLER_DIGEST) or annotations.get(
-            PACKAGE_DIGEST, "")
+            names.PACKAGE_DIGEST, "")
         name = str(meta.get("name", ""))
         found[(str(rev.get("kind", "")), name)] = Owner(package_of(rev), name, str(controller))
     return found
@@ -100,8 +95,9 @@ def owners(revisions: Iterable[Obj]) -> dict[tuple[str, str], Owner]:
 def package_of(revision: Obj) -> str:
     """``provider/NAME``: the package label, else the owner reference to the package."""
     meta = revision.get("metadata") or {}
-    prefix = _REVISION_KINDS.get(str(revision.get("kind", "")), "")
-    label = str((meta.get("labels") or {}).get(_PACKAGE_LABEL, ""))
+    kind = str(revision.get("kind", ""))
+    prefix = kind.removesuffix("Revision").lower() if kind in REVISION_KINDS else ""
+    label = str((meta.get("labels") or {}).get(LABEL_PACKAGE, ""))
     owner = next((str(r.get("name", "")) for r in meta.get("ownerReferences") or []
                   if prefix and str(r.get("kind", "")).lower() == prefix), "")
     return f"{prefix}/{label or owner}" if prefix and (label or owner) else ""
@@ -110,7 +106,7 @@ def package_of(revision: Obj) -> str:
 def owner_of(definition: Obj, known: dict[tuple[str, str], Owner]) -> Owner:
     """The revision controlling ``definition`` (its controller ownerReference), if any."""
     for ref in (definition.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") in _REVISION_KINDS:
+        if ref.get("controller") and ref.get("kind") in REVISION_KINDS:
             key = (str(ref["kind"]), str(ref.get("name", "")))
             return known.get(key, Owner(revision=key[1]))
     return Owner()

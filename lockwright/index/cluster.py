@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockwright.identity.apis import ApiRef, served_types
+from lockwright.managed.convert import mrd_active
+from lockwright.names import REVISION_KINDS
 
 Obj = dict[str, Any]
-REVISION_KINDS = ("ProviderRevision", "ConfigurationRevision", "FunctionRevision")
 SERVED, INACTIVE = "served", "inactive"
 
 
@@ -40,7 +41,7 @@ def in_cluster(api: ApiRef, crds: Iterable[Obj], mrds: Iterable[Obj]) -> InClust
     mrd = serving_definition(api, mrds)
     if mrd is None:
         return None
-    state = SERVED if (mrd.get("spec") or {}).get("state") == "Active" else INACTIVE
+    state = SERVED if mrd_active(mrd) else INACTIVE
     return InCluster(state, _name(mrd), owner_revision(mrd))
 
 
