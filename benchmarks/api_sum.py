@@ -83,7 +83,7 @@ def wait_established(kube: Any, group: str, want: int) -> None:
 
 def in_process_sum(kubeconfig: str) -> int:
     """``api sum`` without the process: the reads, the rows, the text; its line count."""
-    from commands.api import read
+    from lockwright.commands.api import read
     from lockwright.identity.surface import sum_text
     from lockwright.k8s import Kube
 

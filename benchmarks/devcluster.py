@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.crdgen import crd_sizes, make_crd  # noqa: E402
-from devcluster.app import start  # noqa: E402
+from lockwright.devcluster.app import start  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:

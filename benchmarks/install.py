@@ -68,8 +68,8 @@ import yaml
 from benchmarks.common import provider_meta, quiet_logs, run_title, workdir
 from benchmarks.crdgen import crd_sizes, make_crd
 from tests.helpers import api_client, free_port
-from worker import devstack
-from worker.stack import Stack, StackError
+from lockwright.worker import devstack
+from lockwright.worker.stack import Stack, StackError
 
 G, V = "pkg.crossplane.io", "v1"
 # crdgen sizes are JSON bytes; block-style YAML of the same CRD is about this much larger.
@@ -264,7 +264,7 @@ class Floor:
 
     def establish(self, documents: Path, name: str, rev_name: str, uid: str,
                   ca: bytes) -> list[dict[str, str]]:
-        from activities.objects import batches
+        from lockwright.activities.objects import batches
         from lockwright.managed.convert import Conversion
         from lockwright.objects import establish as est
 
@@ -312,7 +312,7 @@ class Floor:
         return deployment
 
     def wait_available(self, deployment: Obj, timeout: float = 120) -> None:
-        from activities.runtime import HEALTH_OBSERVE_POLL_S
+        from lockwright.activities.runtime import HEALTH_OBSERVE_POLL_S
         from lockwright.runtime import manifests as runtime
 
         deadline = time.monotonic() + timeout
@@ -432,7 +432,7 @@ async def breakdown(client: Any, name: str, task_queue: str) -> dict[str, Any]:
     """
     from temporalio.api.enums.v1 import EventType as E
 
-    import contracts as c
+    from lockwright import contracts as c
 
     pkg = await _events(client, c.package_workflow_id(c.PROVIDER, name, task_queue))
     rev_id = next(e.start_child_workflow_execution_initiated_event_attributes.workflow_id

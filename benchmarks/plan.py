@@ -229,7 +229,7 @@ def run_plan(acts: Any, setup: Setup) -> Any:
     """``plan_revision`` of v2 against v1, in an activity context, as the worker runs it."""
     from temporalio.testing import ActivityEnvironment
 
-    import contracts as c
+    from lockwright import contracts as c
 
     inp = c.PlanRevisionInput(c.PROVIDER, PACKAGE, setup.revision(1), setup.digests[1],
                               setup.revision(0), setup.digests[0])
@@ -366,7 +366,7 @@ def create_all(kube: Any, objs: Iterator[Obj], workers: int = 16) -> int:
 
 def establish_v1(acts: Any, setup: Setup, v1_documents: Path) -> int:
     """lockwright's CRDs, both revisions (v1 Active) and every v1 CRD, as v1 left them."""
-    from activities.base import stream_objects
+    from lockwright.activities.base import stream_objects
     from lockwright.k8s.crds import load_crds
 
     create_all(acts.kube, iter(load_crds()))

@@ -210,8 +210,8 @@ def list_every_repository(world: World) -> int:
 async def registry_stack(work: Path) -> AsyncIterator[str]:
     """Debian's docker-registry on a free loopback port, always stopped."""
     from tests.helpers import free_port
-    from worker import devstack
-    from worker.stack import Stack
+    from lockwright.worker import devstack
+    from lockwright.worker.stack import Stack
 
     opts = devstack.UpOptions(state_dir=work / "state", example=False,
                               registry_port=free_port(), timeout=60)
@@ -292,7 +292,7 @@ def print_table(header: str, rows: list[Row], notes: list[str]) -> None:
 
 
 async def run(args: argparse.Namespace, work: Path) -> int:
-    from worker.stack import StackError
+    from lockwright.worker.stack import StackError
 
     try:
         async with registry_stack(work) as registry:

@@ -405,7 +405,7 @@ class UpgradeFloor(Floor):
     def adopt(self, documents: Path, name: str, rev: Revision,
               ca: bytes) -> list[dict[str, str]]:
         """Every object: GET it, PUT v2's with the controller reference moved to ``rev``."""
-        from activities.objects import batches
+        from lockwright.activities.objects import batches
         from lockwright.objects import establish as est
 
         refs: list[dict[str, str]] = []
@@ -571,7 +571,7 @@ async def switch_history(client: Any, name: str, since: float,
     run, activities tallied as install.py's breakdown does."""
     from temporalio.api.enums.v1 import EventType as E
 
-    import contracts as c
+    from lockwright import contracts as c
 
     wid = c.package_workflow_id(c.PROVIDER, name, task_queue)
     pkg = [e for e in await _history(client, wid) if _t(e) >= since]

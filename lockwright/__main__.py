@@ -7,4 +7,4 @@ CLI above it: this launcher hands the process to the ``commands`` package by nam
 
 import runpy
 
-runpy.run_module("commands.main", run_name="__main__", alter_sys=True)
+runpy.run_module("lockwright.commands.main", run_name="__main__", alter_sys=True)

@@ -2,14 +2,14 @@
 # Builds the real Kubernetes control plane lockwright's tests and `dev up --control-plane
 # kube` run: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
 # (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok), each
-# from the Go module proxy through a module of ours under controlplane/modules/ whose go.mod and
+# from the Go module proxy through a module of ours under lockwright/controlplane/modules/ whose go.mod and
 # go.sum pin every version. Binaries go to a directory keyed by those files and the Go
 # version, so a second run finds them and takes a second; the path is the last line printed.
 #   LOCKWRIGHT_CONTROL_PLANE_CACHE  where keyed directories live (~/.cache/lockwright/control-plane)
 # A cold build on 2 cores takes about 7 minutes, 1.1 GB of modules and 3.7 GB of build cache.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-modules="$root/controlplane/modules"
+modules="$root/lockwright/controlplane/modules"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 # Go's own install directory, for a shell whose PATH lacks it.
 export PATH="$PATH:/usr/local/go/bin"

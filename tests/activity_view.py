@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from activities import wire
-from activities.apideps import IndexReader
+from lockwright.activities import wire
+from lockwright.activities.apideps import IndexReader
 from lockwright.k8s import Kube
 from lockwright.oci.cache import PackageCache
 from lockwright.settings import Settings

@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from controlplane.ports import free_port as free_port
-from controlplane.ports import port_free as port_free
+from lockwright.controlplane.ports import free_port as free_port
+from lockwright.controlplane.ports import port_free as port_free
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 
-import contracts as c
+from lockwright import contracts as c
 
 CHILD_STARTED = "child workflow started"
 

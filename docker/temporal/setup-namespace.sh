@@ -1,7 +1,7 @@
 #!/bin/sh
 # Once the server answers: creates the namespace and registers lockwright's search
 # attributes (SEARCH_ATTRIBUTES="Name=Type ...", from docker-compose.yml, which a test
-# checks against workflows/contracts.py). Runs in temporalio/admin-tools. Done here, before
+# checks against lockwright/contracts/names.py). Runs in temporalio/admin-tools. Done here, before
 # any worker or watcher starts, so the first workflow start already finds them and scaled
 # workers do not race to add them (the worker's own registration then finds nothing missing).
 # Idempotent: it runs on every `docker compose up`.

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from contracts import Tuning
+from lockwright.contracts import Tuning
 from lockwright.identity.names import REQUIRES_APIS
 from tests.e2e.packages import crd
 from tests.e2e.test_mrd_activation import AWAITING, policy, provider

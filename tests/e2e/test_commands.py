@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.test_dependencies import Repos, dep
 from tests.e2e.test_failures import provider_dir, push_unlinted, unique_group
 from tests.fixtures.stack import ROOT, Stack

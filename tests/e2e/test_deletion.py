@@ -16,7 +16,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client, WorkflowExecutionStatus
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.test_install import (
     PACKAGES,
     allow_secrets,

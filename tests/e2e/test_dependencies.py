@@ -20,7 +20,7 @@ from kubernetes import client, watch
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.packages import crd
 from tests.e2e.test_failures import write_pull_secret
 from tests.fixtures.registry import RegistryServer

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import free_port, wait_for
-from controlplane.ports import port_free
+from lockwright.controlplane.ports import port_free
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.registry, pytest.mark.temporal]
 

@@ -24,7 +24,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.runtime import tls
 from tests.e2e.test_failures import crd_exists, provider_dir, unique_group
 from tests.e2e.test_install import webhook_provider

@@ -25,7 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.packages import composition, crd
 from tests.fixtures import registry as registry_fixture
 from tests.fixtures.registry import RegistryServer

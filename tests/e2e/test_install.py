@@ -27,7 +27,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-import contracts as c
+from lockwright import contracts as c
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
 

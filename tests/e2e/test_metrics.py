@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-import contracts as c
-from contracts import metrics as m
+from lockwright import contracts as c
+from lockwright.contracts import metrics as m
 from tests.e2e.packages import composition
 from tests.e2e.test_dependencies import Repos, dep, waiting_on_dependencies
 from tests.e2e.test_failures import provider_dir, push_unlinted, unique_group

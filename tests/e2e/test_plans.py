@@ -21,7 +21,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.identity.names import API_DIGEST, PIN_API
 from tests.e2e.packages import crd
 from tests.e2e.test_dependencies import dep

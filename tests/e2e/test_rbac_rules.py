@@ -22,7 +22,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from devcluster.rbac import atoms
+from lockwright.devcluster.rbac import atoms
 from tests.e2e.packages import crd
 from tests.e2e.test_dependencies import Repos, dep
 from tests.e2e.test_install import allow_secrets, ensure_crossplane_crds, write_package

@@ -35,7 +35,7 @@ from kubernetes import client
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.packages import crd
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for, wait_for_async

@@ -31,7 +31,7 @@ import yaml
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.packages import crd
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for

@@ -22,7 +22,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client, WorkflowExecutionStatus
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.test_deletion import list_if_served
 from tests.e2e.test_failures import provider_dir
 from tests.e2e.test_install import (

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
-import contracts as c
+from lockwright import contracts as c
 from tests.e2e.test_failures import crd_exists, provider_dir, push_unlinted, unique_group
 from tests.fixtures.stack import PKG_GROUP, Stack
 from tests.helpers import unique, wait_for

@@ -17,7 +17,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.upgrade.plan import Plan
 
 PULL_SECRET_VALUE = "s3cr3t-pull-token-never-in-history"

@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.conditions import MSG_AWAITING_ACTIVATION
 from tests.helpers import wait_for_async
 from tests.integration.fake_cluster import FakeCluster
 from tests.integration.test_workflows import cluster, provider, record, settled, start
-from workflows import ActivateDefinitions
+from lockwright.workflows import ActivateDefinitions
 
 pytestmark = pytest.mark.temporal
 __all__ = ["cluster"]  # the fixture, imported for this module's tests

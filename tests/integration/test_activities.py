@@ -32,7 +32,7 @@ import yaml
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.errors import KubeAlreadyExists
 from lockwright.k8s import Kube
 from lockwright.k8s.crds import load_crds
@@ -45,7 +45,7 @@ from lockwright.settings import Settings
 from lockwright.xpkg.build import build_package
 from tests.activity_view import Activities
 from tests.helpers import unique, wait_for
-from workflows import status as wst
+from lockwright.workflows import status as wst
 
 pytestmark = pytest.mark.registry
 
@@ -410,7 +410,7 @@ def test_a_claim_written_after_the_loser_looked_still_makes_it_lose(
     """The loser lists the other claims before its turn; the winner writes its claim and
     its entry just after. The loser must not trust what it listed for a revision the Lock
     did not name yet: it loses, naming the winner (invariant 4)."""
-    from activities import lock as lock_mod
+    from lockwright.activities import lock as lock_mod
 
     bystander = unique("bystander")  # a Provider entry in the Lock: its kind is listed
     apply_package(kube, "Provider", bystander, provider.ref)

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-import contracts as c
+from lockwright import contracts as c
 from tests.helpers import wait_for_async
 from tests.integration.fake_cluster import FakeCluster, FakePackage, transient
 from tests.integration.test_workflows import cluster, provider, record, settled, start
-from workflows import ResolveDependencies
+from lockwright.workflows import ResolveDependencies
 
 pytestmark = pytest.mark.temporal
 __all__ = ["cluster"]  # the fixture, imported for this module's tests

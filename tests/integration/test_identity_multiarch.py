@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from activities.base import stream_objects
+from lockwright.activities.base import stream_objects
 from lockwright.identity import names
 from lockwright.identity.digest import api_digest
 from lockwright.identity.record import stamped

@@ -47,7 +47,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from contracts import SEARCH_ATTRIBUTES
+from lockwright.contracts import SEARCH_ATTRIBUTES
 from lockwright.settings import Settings
 from tests.fixtures.compose import dockerfile
 from tests.fixtures.devcluster import DevCluster, start_devcluster

@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.upgrade.plan import Plan
 from tests.integration.fake_cluster import FakeCluster, FakePackage
 from tests.integration.test_workflows import (  # noqa: F401 - the fixture
@@ -29,8 +29,8 @@ from tests.integration.test_workflows import (  # noqa: F401 - the fixture
     settled,
     start,
 )
-from workflows.package import PackageWorkflow
-from workflows.plan import PlanCandidate
+from lockwright.workflows.package import PackageWorkflow
+from lockwright.workflows.plan import PlanCandidate
 
 BREAKING = Plan(breaking=[("CustomResourceDefinition widgets.example.org version v1 field "
                            ".spec.size: property removed; keep it")], breaking_count=1)

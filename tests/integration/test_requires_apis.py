@@ -17,7 +17,7 @@ import pytest
 import yaml
 from temporalio.exceptions import ApplicationError
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.identity.apis import ServedType
 from lockwright.identity.names import REQUIRES_APIS
 from lockwright.index.model import Entry, PackageIndex

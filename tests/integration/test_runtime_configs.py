@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from activities.reads import Registries, RuntimeConfigs
+from lockwright.activities.reads import Registries, RuntimeConfigs
 from lockwright.errors import InvalidPackage, KubeAlreadyExists
 from lockwright.k8s import Kube
 from lockwright.k8s.crds import load_crds

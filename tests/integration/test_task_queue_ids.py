@@ -16,11 +16,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.worker import Worker
 
-import contracts as c
+from lockwright import contracts as c
 from tests.integration.fake_cluster import FakeCluster
 from tests.integration.test_workflows import cluster, provider, record, settled, start
-from workflows import ALL_WORKFLOWS
-from workflows.ids import PATCH_TASK_QUEUE_IDS
+from lockwright.workflows import ALL_WORKFLOWS
+from lockwright.workflows.ids import PATCH_TASK_QUEUE_IDS
 
 pytestmark = pytest.mark.temporal
 __all__ = ["cluster"]  # the fixture, imported for this module's tests

@@ -24,13 +24,13 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.k8s.bootstrap import bootstrap_at
 from lockwright.settings import Settings
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 from tests.helpers import api_client, unique, wait_for_async
-from worker.targets import Obj
-from worker.watcher import Message, Synced, Watcher
+from lockwright.worker.targets import Obj
+from lockwright.worker.watcher import Message, Synced, Watcher
 
 pytestmark = pytest.mark.temporal
 

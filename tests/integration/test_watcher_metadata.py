@@ -19,8 +19,8 @@ import pytest
 from lockwright.k8s import Kube
 from lockwright.k8s.watch import METADATA_LIST, METADATA_WATCH
 from tests.helpers import wait_for
-from worker.targets import RESOURCES, in_namespace
-from worker.watcher import Changed, Message, Stream, Synced
+from lockwright.worker.targets import RESOURCES, in_namespace
+from lockwright.worker.watcher import Changed, Message, Stream, Synced
 
 SECRET = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
           "data": {"token": "aHVudGVyMg=="},

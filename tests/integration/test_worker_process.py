@@ -18,7 +18,7 @@ from temporalio.client import Client
 from lockwright.settings import Settings
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 from tests.helpers import api_client, wait_for_async
-from worker.worker import run_worker
+from lockwright.worker.worker import run_worker
 
 pytestmark = pytest.mark.temporal
 

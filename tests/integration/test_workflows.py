@@ -42,7 +42,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-import contracts as c
+from lockwright import contracts as c
 from tests.helpers import unique, wait_for_async
 from tests.integration.fake_cluster import (
     PULL_SECRET_VALUE,
@@ -52,7 +52,7 @@ from tests.integration.fake_cluster import (
     permanent,
     transient,
 )
-from workflows import ALL_WORKFLOWS, PackageWorkflow
+from lockwright.workflows import ALL_WORKFLOWS, PackageWorkflow
 
 pytestmark = pytest.mark.temporal
 

@@ -17,9 +17,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-import contracts as c
+from lockwright import contracts as c
 from tests.histories import steps_after_clean_up
-from workflows import ALL_WORKFLOWS, InstallRevision, PackageWorkflow
+from lockwright.workflows import ALL_WORKFLOWS, InstallRevision, PackageWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 SHAPES = {

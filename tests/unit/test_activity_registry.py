@@ -6,11 +6,11 @@ from pathlib import Path
 
 from temporalio import activity
 
-import contracts as c
+from lockwright import contracts as c
 from lockwright.settings import Settings
 from tests.activity_view import Activities
 from tests.integration.fake_cluster import FakeCluster
-from workflows.retry import TIMEOUTS
+from lockwright.workflows.retry import TIMEOUTS
 
 
 def names(fns: list[object]) -> list[str]:

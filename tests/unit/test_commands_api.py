@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from commands.api import USAGE, diff_lines, manifest_files
-from commands.main import build_parser, main
+from lockwright.commands.api import USAGE, diff_lines, manifest_files
+from lockwright.commands.main import build_parser, main
 from lockwright.identity.diff import TypeDiff
 
 

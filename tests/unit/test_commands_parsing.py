@@ -12,10 +12,10 @@ import argparse
 
 import pytest
 
-from commands import common
-from commands.install import package_object, problem
-from commands.main import build_parser
-from commands.progress import FOLLOW_RUNS
+from lockwright.commands import common
+from lockwright.commands.install import package_object, problem
+from lockwright.commands.main import build_parser
+from lockwright.commands.progress import FOLLOW_RUNS
 
 REF = "xpkg.example.org/acme/provider-x:v1.0.0"
 
@@ -228,7 +228,7 @@ def test_the_entry_point_exits_with_the_commands_code_and_skips_teardown_after_t
     import sys
     import types
 
-    from commands import main as entry
+    from lockwright.commands import main as entry
 
     def hard_exit(code: int) -> None:
         raise Exited(code)

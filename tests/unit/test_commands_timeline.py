@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from commands import rows, text
-from commands.timeline import (
+from lockwright.commands import rows, text
+from lockwright.commands.timeline import (
     ACTIVITY,
     CANCELLED,
     CHILD,

@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from commands import rows
-from commands.activate import approval, current_revision
-from commands.common import PackageRef
-from commands.follow import Install
-from commands.progress import (
+from lockwright.commands import rows
+from lockwright.commands.activate import approval, current_revision
+from lockwright.commands.common import PackageRef
+from lockwright.commands.follow import Install
+from lockwright.commands.progress import (
     PlainView,
     condition_message,
     conditions_line,
     plain_line,
     verdict,
 )
-from commands.timeline import LOCAL, OK, Step, Timeline
-from commands.tree import Snapshot, as_json, build, package_row, render, revision_row
+from lockwright.commands.timeline import LOCAL, OK, Step, Timeline
+from lockwright.commands.tree import Snapshot, as_json, build, package_row, render, revision_row
 
 Obj = dict[str, Any]
 REG = "registry.example.org/acme"

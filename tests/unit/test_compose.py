@@ -16,7 +16,7 @@ import yaml
 from packaging.requirements import Requirement
 from temporalio.api.enums.v1 import IndexedValueType
 
-from contracts import SEARCH_ATTRIBUTES
+from lockwright.contracts import SEARCH_ATTRIBUTES
 from lockwright.names import FULLY_QUALIFIED_PACKAGE
 from lockwright.settings import SPECS, from_args
 from tests.fixtures.compose import dockerfile

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from devcluster.apply import ApplyConflict, server_side_apply, track_update
-from devcluster.fieldset import from_fields_v1, path_string, to_fields_v1
-from devcluster.patch import PatchError
+from lockwright.devcluster.apply import ApplyConflict, server_side_apply, track_update
+from lockwright.devcluster.fieldset import from_fields_v1, path_string, to_fields_v1
+from lockwright.devcluster.patch import PatchError
 
 T0, T1, T2 = "2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z", "2024-01-03T00:00:00Z"
 LAST = "kubectl.kubernetes.io/last-applied-configuration"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from devcluster.crd import (
+from lockwright.devcluster.crd import (
     DEFAULT_COLUMNS,
     conflict,
     crd_status,
@@ -321,8 +321,8 @@ def test_crd_without_versions() -> None:
 
 
 def test_cluster_serves_exactly_the_versions_each_crd_lists(tmp_path: Any) -> None:
-    from devcluster.admission import WriteOptions
-    from devcluster.cluster import Cluster
+    from lockwright.devcluster.admission import WriteOptions
+    from lockwright.devcluster.cluster import Cluster
 
     cluster = Cluster(str(tmp_path))
     crds = cluster.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")

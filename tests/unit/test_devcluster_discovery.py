@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from devcluster import discovery
-from devcluster.builtins import BUILTINS
-from devcluster.types import ResourceType
+from lockwright.devcluster import discovery
+from lockwright.devcluster.builtins import BUILTINS
+from lockwright.devcluster.types import ResourceType
 
 KUBECTL_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                   "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"

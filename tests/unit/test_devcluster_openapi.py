@@ -6,9 +6,9 @@ import json
 import time
 from typing import Any
 
-from devcluster import openapi
-from devcluster.builtins import BUILTINS
-from devcluster.types import ResourceType
+from lockwright.devcluster import openapi
+from lockwright.devcluster.builtins import BUILTINS
+from lockwright.devcluster.types import ResourceType
 
 SCHEMA = {"type": "object", "description": "A Provider installs a package.", "properties": {
     "spec": {"type": "object", "description": "ProviderSpec specifies the package.",

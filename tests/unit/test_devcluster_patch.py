@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from devcluster.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from lockwright.devcluster.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 
 # -- RFC 7386 --------------------------------------------------------------------------
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from devcluster.auth import ADMIN, ANONYMOUS, TokenAuthority, token_request
-from devcluster.errors import ApiError
-from devcluster.policy import compile_policy
-from devcluster.rbac import Attributes, User, service_account_user
+from lockwright.devcluster.auth import ADMIN, ANONYMOUS, TokenAuthority, token_request
+from lockwright.devcluster.errors import ApiError
+from lockwright.devcluster.policy import compile_policy
+from lockwright.devcluster.rbac import Attributes, User, service_account_user
 
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"

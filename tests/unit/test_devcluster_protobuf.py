@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from devcluster import protobuf
+from lockwright.devcluster import protobuf
 
 # Captured from `kubectl create namespace n1`, `create configmap c1 --from-literal=a=b
 # --from-literal=c=d`, `create secret generic s1 --from-literal=k=v`, `create deployment d1

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from devcluster.rbac import (
+from lockwright.devcluster.rbac import (
     Attributes,
     Rule,
     compile_rule,
@@ -18,7 +18,7 @@ from devcluster.rbac import (
     service_account_user,
     uncovered,
 )
-from devcluster.requestinfo import request_attributes
+from lockwright.devcluster.requestinfo import request_attributes
 
 Obj = dict[str, Any]
 BOT = service_account_user("crossplane-system", "lockwright")

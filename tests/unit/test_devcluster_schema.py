@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from devcluster.schema import (
+from lockwright.devcluster.schema import (
     Cause,
     apply_defaults,
     go_json,

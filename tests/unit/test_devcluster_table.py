@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from devcluster import jsonpath, table
-from devcluster.builtins import BUILTINS
-from devcluster.types import ResourceType
+from lockwright.devcluster import jsonpath, table
+from lockwright.devcluster.builtins import BUILTINS
+from lockwright.devcluster.types import ResourceType
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 CREATED = (NOW - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from devcluster.types import dump_json
+from lockwright.devcluster.types import dump_json
 
 
 @pytest.mark.parametrize("value", [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from devcluster.errors import ApiError
-from devcluster.watchlist import query_bool, sends_initial_events
+from lockwright.devcluster.errors import ApiError
+from lockwright.devcluster.watchlist import query_bool, sends_initial_events
 
 NOT_OLDER = {"resourceVersionMatch": "NotOlderThan"}
 

@@ -12,7 +12,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.errors import edge, to_application_error
+from lockwright.activities.errors import edge, to_application_error
 from lockwright import errors as e
 from lockwright.k8s.discovery import Resource
 from lockwright.k8s.errors import status_error, unavailable

@@ -183,7 +183,7 @@ def _documents(tmp_path: Path, objects: list[Any]) -> Path:
 
 
 def test_a_failed_conversion_installs_crds_with_a_warning(tmp_path: Path) -> None:
-    from activities.definitions import Definitions
+    from lockwright.activities.definitions import Definitions
 
     broken = crd("s3.example.org", "Bucket")
     broken["spec"]["versions"][0]["served"] = "yes"
@@ -199,7 +199,7 @@ def test_a_failed_conversion_installs_crds_with_a_warning(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("kind", "enabled"), [("configuration", True), ("provider", False)])
 def test_no_conversion_off_or_for_other_kinds(tmp_path: Path, kind: str,
                                               enabled: bool) -> None:
-    from activities.definitions import Definitions
+    from lockwright.activities.definitions import Definitions
 
     definitions = Definitions(None, _Reader(), None, enabled=enabled)  # type: ignore[arg-type]
     documents = _documents(tmp_path, [crd("s3.example.org", "Queue")])

@@ -13,11 +13,11 @@ import pytest
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.testing import ActivityEnvironment
 
-import contracts as c
-from activities.errors import input_fields
-from activities.lock import LockKeeper
-from activities.reads import PackageReader
-from contracts import metrics as m
+from lockwright import contracts as c
+from lockwright.activities.errors import input_fields
+from lockwright.activities.lock import LockKeeper
+from lockwright.activities.reads import PackageReader
+from lockwright.contracts import metrics as m
 from lockwright.errors import KubeConflict
 from lockwright.log import log_format, stdlib_formatter
 from lockwright.settings import SettingsError, from_args

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from commands.common import PackageRef
-from commands.plan import render
+from lockwright.commands.common import PackageRef
+from lockwright.commands.plan import render
 from lockwright import crdcompat
 from lockwright.upgrade.plan import Plan, Rejected
 

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from commands.settings import add_arguments
+from lockwright.commands.settings import add_arguments
 from lockwright.settings import SPECS, Settings, SettingsError, from_args
 from lockwright.xpkg.constraints import parse_constraint
 
@@ -125,7 +125,7 @@ def test_tuning_must_be_a_json_object_of_numbers() -> None:
 
 
 def test_watcher_builds_workflow_tuning_from_setting() -> None:
-    from worker.watcher import workflow_tuning
+    from lockwright.worker.watcher import workflow_tuning
 
     assert workflow_tuning('{"backoff_max_s": 2}').backoff_max_s == 2
     with pytest.raises(SystemExit, match="known keys"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.connection import TemporalConnection, from_settings
+from lockwright.activities.connection import TemporalConnection, from_settings
 from lockwright.settings import SettingsError, from_args
 
 

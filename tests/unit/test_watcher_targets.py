@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from worker.targets import RESOURCES, Index, Resource, Target, dedupe, in_namespace, metadata_only
+from lockwright.worker.targets import RESOURCES, Index, Resource, Target, dedupe, in_namespace, metadata_only
 
 RES = {r.kind: r for r in RESOURCES}
 
@@ -305,7 +305,7 @@ def test_resource_paths_and_namespace_binding() -> None:
 
 def test_pausing_and_resuming_a_package_signals_it() -> None:
     """crossplane.io/paused changes no generation; the watcher follows it anyway."""
-    from worker.targets import RESOURCES, Index
+    from lockwright.worker.targets import RESOURCES, Index
 
     provider = next(r for r in RESOURCES if r.kind == "Provider")
     index = Index()
@@ -322,7 +322,7 @@ def test_pausing_and_resuming_a_package_signals_it() -> None:
 def test_accepting_a_plan_by_annotation_signals_the_package() -> None:
     """lockwright.io/accept-plan moves no generation; without a signal the acceptance
     waited for the periodic recheck of an unhealthy package (five minutes by default)."""
-    from worker.targets import RESOURCES, Index
+    from lockwright.worker.targets import RESOURCES, Index
 
     provider = next(r for r in RESOURCES if r.kind == "Provider")
     index = Index()
@@ -342,7 +342,7 @@ def test_accepting_a_plan_by_annotation_signals_the_package() -> None:
 def test_changing_the_upgrade_gate_by_annotation_signals_the_package() -> None:
     """lockwright.dev/upgrade-gate moves no generation either: a held upgrade set to
     Evidence (or one to be held, set to Strict) is looked at again at once."""
-    from worker.targets import RESOURCES, Index
+    from lockwright.worker.targets import RESOURCES, Index
 
     provider = next(r for r in RESOURCES if r.kind == "Provider")
     index = Index()
@@ -359,7 +359,7 @@ def test_changing_the_upgrade_gate_by_annotation_signals_the_package() -> None:
 def test_pinning_an_api_by_annotation_signals_the_package() -> None:
     """lockwright.dev/pin-api-digest moves no generation: setting the pin to the refused
     revision's API (the fix a refusal names) or removing it is looked at again at once."""
-    from worker.targets import RESOURCES, Index
+    from lockwright.worker.targets import RESOURCES, Index
 
     provider = next(r for r in RESOURCES if r.kind == "Provider")
     index = Index()

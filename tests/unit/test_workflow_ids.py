@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-import contracts as c
+from lockwright import contracts as c
 
 
 def package(queue: str) -> str:

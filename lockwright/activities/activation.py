@@ -1,0 +1,148 @@
+"""``activate_definitions``: Crossplane v2's activation policies, applied once.
+
+One pass of Crossplane's activation-policy controller over every policy at once (the
+decision is :func:`lockwright.managed.policy.decide`): every MRD a policy matches is made
+Active with a merge patch of ``spec.state`` (a Normal ``ActivateManagedResourceDefinition``
+Event on the policy, a Warning when it fails), and each policy's ``status.activated`` and
+``Healthy`` condition are written. Each MRD's ``Established`` condition follows its state
+and its CRD (Crossplane's MRD controller writes it; here the CRD comes from the package's
+install). Finally each Provider revision whose count of Active MRDs moved gets the count in
+its annotation, and its package is returned, to be told to install again: that creates
+the CRDs of the newly Active MRDs and wakes a safe-start runtime.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from temporalio import activity
+
+from lockwright import contracts as c
+from lockwright.activities.base import log, meta, spec
+from lockwright.activities.definitions import Definitions
+from lockwright.activities.errors import edge
+from lockwright.activities.reads import PackageReader
+from lockwright import names
+from lockwright.conditions import condition, set_condition
+from lockwright.errors import LockwrightError
+from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.managed import convert, policy
+from lockwright.managed.policy import Activation, Definition
+
+MRD_API = convert.MRD_API_VERSION
+WRITERS = 8  # status writes at once (2,000 MRDs are written once, when first seen)
+
+
+class ActivationActivities:
+    """activate_definitions."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, definitions: Definitions) -> None:
+        self.kube = kube
+        self.reader = reader
+        self.definitions = definitions
+
+    @activity.defn(name=c.ACTIVATE_DEFINITIONS)
+    @edge
+    def activate_definitions(self, inp: c.ActivateDefinitionsInput
+                             ) -> c.ActivateDefinitionsResult:
+        """Apply every activation policy to every MRD; see the module."""
+        policies = [o for o in self.kube.list(MRD_API, convert.MRAP_KIND)
+                    if not meta(o).get("deletionTimestamp")]
+        rows = self.definitions.rows()
+        decision = policy.decide([_policy(o) for o in policies], rows)
+        failed = self._activate(decision, {meta(o)["name"]: o for o in policies})
+        done = {name for name in decision.activate if name not in failed}
+        written = self._write_policies(policies, decision, failed)
+        written += self._write_definitions(rows, done)
+        packages = self._record_counts(policy.active_by_revision(rows, done))
+        log().info("definitions.activated", policies=len(policies), definitions=len(rows),
+                   activated=len(done), failed=len(failed), packages=len(packages))
+        return c.ActivateDefinitionsResult(
+            policies=len(policies), definitions=len(rows),
+            activated=[c.Activated(n, decision.activate[n]) for n in sorted(done)][:c.MAX_NAMES],
+            activated_count=len(done), failed=len(failed), statuses_written=written,
+            packages=packages, message="; ".join(sorted(failed.values()))[:500])
+
+    def _activate(self, decision: Activation, policies: dict[str, Obj]) -> dict[str, str]:
+        """Make each MRD Active (an Event on the policy that asked); the failures, by MRD."""
+        failed: dict[str, str] = {}
+        for name, by in sorted(decision.activate.items()):
+            try:
+                self.kube.patch(MRD_API, convert.MRD_KIND, name,
+                                {"spec": {"state": convert.ACTIVE}})
+            except LockwrightError as exc:
+                failed[name] = f"cannot activate {name}: {exc.message}"
+                self.reader.event(policies[by], WARNING, policy.REASON_ACTIVATED, failed[name])
+                continue
+            self.reader.event(policies[by], NORMAL, policy.REASON_ACTIVATED,
+                              f"{policy.MSG_ACTIVATED} {name}")
+        return failed
+
+    def _write_policies(self, policies: list[Obj], decision: Activation,
+                        failed: dict[str, str]) -> int:
+        """Each policy's ``status.activated`` and ``Healthy``, where they changed."""
+        written = 0
+        for obj in policies:
+            name = meta(obj)["name"]
+            matched = decision.activated.get(name, [])
+            status, reason, message = policy.policy_health(
+                sum(1 for n in matched if n in failed), len(matched))
+            wanted = condition(policy.HEALTHY, status, reason, message,
+                               int(meta(obj).get("generation") or 0))
+            written += self._patch_status(obj, wanted, {"activated": matched or None})
+        return written
+
+    def _write_definitions(self, rows: list[Definition], done: set[str]) -> int:
+        """Each MRD's ``Established`` condition, where it is not what state and CRD say."""
+        crds = self.definitions.crd_names()
+        stale = []
+        for row in rows:
+            status, reason = policy.established(row.active or row.name in done,
+                                                row.name in crds)
+            if row.established != status:
+                stale.append((row.name, condition(policy.ESTABLISHED, status, reason)))
+        with ThreadPoolExecutor(WRITERS) as pool:
+            list(pool.map(lambda s: self._patch_definition(*s), stale))
+        return len(stale)
+
+    def _patch_definition(self, name: str, wanted: dict[str, str]) -> None:
+        obj = {"apiVersion": MRD_API, "kind": convert.MRD_KIND, "metadata": {"name": name}}
+        self._patch_status(obj, wanted, {})
+
+    def _patch_status(self, obj: Obj, wanted: dict[str, str], fields: Obj) -> int:
+        """Merge ``wanted`` into the object's conditions and write them with ``fields``;
+        1 when written, 0 when nothing changed."""
+        current = (obj.get("status") or {}).get("conditions")
+        conditions = set_condition(current, wanted, datetime.now(UTC))
+        old = {k: (obj.get("status") or {}).get(k) for k in fields}
+        if conditions == current and old == fields:
+            return 0
+        self.kube.patch(str(obj["apiVersion"]), str(obj["kind"]), meta(obj)["name"],
+                        {"status": {"conditions": conditions, **fields}},
+                        subresource="status")
+        return 1
+
+    def _record_counts(self, counts: dict[str, int]) -> list[c.PackageRef]:
+        """Write each Provider revision's count of Active MRDs where the one its install
+        recorded is behind; return the packages of the active ones among them. A revision
+        whose install has not recorded one yet is left to it (its MRDs are still being
+        established: telling its package then would install it again for nothing)."""
+        out = []
+        for rev in self.kube.list("pkg.crossplane.io/v1", "ProviderRevision"):
+            name, annotations = meta(rev)["name"], meta(rev).get("annotations") or {}
+            count = str(counts.get(name, 0))
+            recorded = annotations.get(c.ACTIVE_DEFINITIONS_ANNOTATION)
+            if name not in counts or not policy.behind(recorded, counts[name]):
+                continue
+            self.kube.patch("pkg.crossplane.io/v1", "ProviderRevision", name, {"metadata": {
+                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: count}}})
+            package = (meta(rev).get("labels") or {}).get(names.LABEL_PACKAGE)
+            if package and spec(rev).get("desiredState") == c.ACTIVE:
+                out.append(c.PackageRef(kind=c.PROVIDER, name=str(package)))
+        return out
+
+
+def _policy(obj: Obj) -> policy.Policy:
+    return policy.Policy(name=str(meta(obj)["name"]),
+                         patterns=tuple(str(p) for p in spec(obj).get("activate") or []))

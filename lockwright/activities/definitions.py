@@ -1,0 +1,79 @@
+"""``Definitions``: what the cluster says about ManagedResourceDefinitions, read cheaply.
+
+MRDs carry whole CRD schemas (a 2,000-resource provider's are 100 MB), so they are listed
+as the server prints them (the ``STATE`` and ``ESTABLISHED`` columns and the metadata),
+and CRDs as metadata only. Used by establish_objects (which CRDs of a revision become MRDs,
+in which state) and by the activation activity.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lockwright import contracts as c
+from lockwright.activities.base import meta, stream_objects
+from lockwright.activities.contents import Contents
+from lockwright.activities.reads import PackageReader
+from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.k8s.watch import list_all, list_columns
+from lockwright.managed import convert
+from lockwright.managed.policy import Definition
+
+MRD_PATH = "/apis/apiextensions.crossplane.io/v1alpha1/managedresourcedefinitions"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+class Definitions:
+    """Live MRDs and CRDs, and the conversion of a revision's CRDs."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
+                 enabled: bool) -> None:
+        self.kube = kube
+        self.reader = reader
+        self.contents = contents
+        self.enabled = enabled  # Settings.managed_resource_definitions
+
+    def conversion(self, kind: str, rev: Obj, digest: str,
+                   documents: Path) -> convert.Conversion | None:
+        """How this revision's CRDs are established; None: as plain CRDs (not a Provider,
+        conversion off, or a CRD that cannot be an MRD: then a Warning Event says so)."""
+        if not self.enabled or kind != c.PROVIDER:
+            return None
+        try:
+            for obj in stream_objects(documents):
+                if convert.is_crd(obj) and convert.converts(obj):
+                    convert.check(obj)
+        except convert.ConversionError as exc:
+            self.reader.event(rev, WARNING, convert.REASON_CONVERT,
+                              f"cannot convert CRDs to ManagedResourceDefinitions, installing "
+                              f"them as CRDs: {exc}")
+            return None
+        capabilities = getattr(self.contents.summary(kind, rev, digest).meta,
+                               "capabilities", ())
+        if not convert.safe_start(capabilities):
+            return convert.Conversion(default_active=True)
+        return convert.Conversion(default_active=False, active=self.active_names())
+
+    def rows(self) -> list[Definition]:
+        """Every MRD: name, state, controlling revision, Established status."""
+        return [Definition(name=str(md.get("name", "")),
+                           active=cells.get("STATE") == convert.ACTIVE,
+                           controller=_controller(md),
+                           established=str(cells.get("ESTABLISHED") or ""))
+                for cells, md in list_columns(self.kube, MRD_PATH)]
+
+    def crd_names(self) -> set[str]:
+        """The names of every CRD (metadata only)."""
+        return {str(meta(o).get("name", "")) for o in list_all(self.kube, CRD_PATH,
+                                                               metadata_only=True).items}
+
+    def active_names(self) -> frozenset[str]:
+        """MRDs that are Active, and types already served as CRDs (a revision made before
+        MRDs upgrading to one made after keeps serving them)."""
+        return frozenset({d.name for d in self.rows() if d.active} | self.crd_names())
+
+
+def _controller(metadata: Obj) -> str:
+    """The name of the revision controlling an object, or ""."""
+    return next((str(r.get("name", "")) for r in metadata.get("ownerReferences") or []
+                 if r.get("controller")), "")

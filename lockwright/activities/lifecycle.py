@@ -1,0 +1,138 @@
+"""Revision lifecycle: activate one, retire the rest, collect old ones, clean up after a package.
+
+Deactivating a revision releases control of its objects, flips its ``desiredState`` to
+Inactive, takes it out of the Lock and stops its runtime. A worker killed halfway leaves it
+Active, or Inactive but still in the Lock or running, and the retried activity retires such
+a revision again (invariant 3). It is marked before it leaves the Lock, because
+``take_lock`` decides on the revision as read after the Lock: a take still under way then
+cannot put the entry back.
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from lockwright import contracts as c
+from lockwright.activities.base import PKG_V1, deleting, kind_of, log, meta, revision_kind, spec
+from lockwright.activities.dropped import DroppedObjects
+from lockwright.activities.errors import edge
+from lockwright.activities.lock import LockKeeper
+from lockwright.activities.objects import Establisher
+from lockwright.activities.reads import PackageReader
+from lockwright.errors import ObjectGone
+from lockwright.k8s import NORMAL, Kube, Obj
+from lockwright.upgrade import revisions as rv
+
+
+class LifecycleActivities:
+    """set_active_revision, collect_revisions, cleanup_package."""
+
+    def __init__(self, kube: Kube, namespace: str, reader: PackageReader, keeper: LockKeeper,
+                 establisher: Establisher, dropped: DroppedObjects) -> None:
+        """Retire revisions in ``namespace``'s runtimes, the Lock and their objects."""
+        self.kube = kube
+        self.namespace = namespace
+        self.reader = reader
+        self.keeper = keeper
+        self.establisher = establisher
+        self.dropped = dropped
+
+    @activity.defn(name=c.SET_ACTIVE_REVISION)
+    @edge
+    def set_active_revision(self, inp: c.SetActiveRevisionInput
+                          ) -> c.SetActiveRevisionResult:
+        """Make ``inp.revision`` Active; retire the others, or (a switch) only flip them.
+
+        Without ``keep_runtime`` every other revision that is Active, runs a runtime or
+        holds a Lock entry is retired: it releases its objects, leaves the Lock, loses its
+        runtime and is marked Inactive. With it, they are only marked Inactive, so their
+        runtime keeps serving until the switch is finished or reverted.
+        """
+        revs = self.reader.revisions_of(inp.kind, inp.package)
+        target = next((r for r in revs if meta(r)["name"] == inp.revision), None)
+        if target is None:
+            raise ObjectGone(f"{revision_kind(inp.kind)} {inp.revision} is gone")
+        running = self.runtimes()
+        locked = {str(e.get("name")) for e in self.keeper.read_lock().get("packages") or []}
+        deactivated = []
+        for rev in revs:
+            if rev is target:
+                continue
+            if inp.keep_runtime and spec(rev).get("desiredState") == c.ACTIVE:
+                self.set_state(inp.kind, rev, c.INACTIVE)
+            elif not inp.keep_runtime and rv.retirable(rev, running, locked):
+                self.deactivate(inp.kind, rev, running)
+                if inp.drop_unshipped:
+                    self.dropped.drop_unshipped(self.kube.get(PKG_V1, kind_of(inp.kind), inp.package),
+                                        rev, revs)
+            else:
+                continue
+            deactivated.append(str(meta(rev)["name"]))
+        if spec(target).get("desiredState") != c.ACTIVE:
+            self.set_state(inp.kind, target, c.ACTIVE)
+        log(package=inp.package, revision=inp.revision).info(
+            "revision.activated", deactivated=deactivated, keep_runtime=inp.keep_runtime)
+        return c.SetActiveRevisionResult(revision=inp.revision, deactivated=deactivated)
+
+    def runtimes(self) -> list[Obj]:
+        """The runtime Deployments of the system namespace."""
+        return self.kube.list("apps/v1", "Deployment", self.namespace)
+
+    def deactivate(self, kind: str, rev: Obj, running: list[Obj]) -> None:
+        """Release objects, mark Inactive, leave the Lock, then stop the runtime.
+
+        Marked before it leaves the Lock: ``take_lock`` re-reads the revision after the
+        Lock, so a take still under way for it cannot put the entry back.
+        """
+        name = str(meta(rev)["name"])
+        released = self.establisher.release_objects(kind, rev)
+        if spec(rev).get("desiredState") != c.INACTIVE:
+            self.set_state(kind, rev, c.INACTIVE)
+        self.keeper.leave_lock(name)
+        for deployment in running:
+            if rv.controls(deployment, str(meta(rev)["uid"])):
+                self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
+                                 self.namespace, uid=meta(deployment)["uid"])
+        self.reader.event(rev, NORMAL, "DeactivateRevision",
+                   f"Deactivated revision; released control of {released} object(s)")
+
+    def set_state(self, kind: str, rev: Obj, state: str) -> None:
+        """Set ``spec.desiredState``."""
+        self.kube.patch(PKG_V1, revision_kind(kind), str(meta(rev)["name"]),
+                        {"spec": {"desiredState": state}})
+
+    @activity.defn(name=c.COLLECT_REVISIONS)
+    @edge
+    def collect_revisions(self, inp: c.CollectRevisionsInput) -> c.CollectRevisionsResult:
+        """Delete the oldest inactive revisions beyond ``keep`` besides the current one."""
+        others = [r for r in self.reader.revisions_of(inp.kind, inp.package)
+                  if meta(r)["name"] != inp.current_revision]
+        deleted = []
+        for rev in rv.collectable(others, inp.keep):
+            name = str(meta(rev)["name"])
+            self.keeper.leave_lock(name)
+            self.kube.delete(PKG_V1, revision_kind(inp.kind), name, uid=meta(rev)["uid"])
+            deleted.append(name)
+        if deleted:
+            log(package=inp.package).info("revisions.collected", deleted=deleted)
+        return c.CollectRevisionsResult(deleted=deleted)
+
+    @activity.defn(name=c.CLEANUP_PACKAGE)
+    @edge
+    def cleanup_package(self, inp: c.CleanupPackageInput) -> c.CleanupPackageResult:
+        """The package is gone or going: drop the Lock entries of its revisions that are too.
+
+        Revisions still there keep their entries: the garbage collector is about to remove
+        those it owns, and an orphaned revision stays installed until someone deletes or
+        adopts it. Nothing is created or rewritten.
+        """
+        kind = kind_of(inp.kind)
+        revs = self.reader.revisions_of(inp.kind, inp.name)
+        staying = {meta(r)["name"] for r in revs if not deleting(r)}
+        removed = self.keeper.remove_from_lock(
+            lambda lock: rv.gone_entries(lock, kind, inp.name, staying))
+        waiting = sum(1 for r in revs if rv.owned_by_package(r, kind, inp.name))
+        log(package=inp.name).info("package.cleaned_up", lock_entries=removed,
+                                        waiting=waiting, orphaned=len(revs) - waiting)
+        return c.CleanupPackageResult(removed=removed, waiting=waiting,
+                                      orphaned=len(revs) - waiting)

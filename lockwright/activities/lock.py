@@ -1,0 +1,321 @@
+"""``take_lock``: the Lock decides which package gets which objects (invariants 4 and 5).
+
+Every write to the singleton Lock is a compare-and-swap on ``metadata.resourceVersion``;
+a 409 means someone else wrote first, so we re-read and decide again (bounded).
+
+**Claims.** The Lock's ``packages[]`` schema (Crossplane's) has no room for objects, so a
+revision's claim is its ``status.objectRefs``, written *before* its Lock entry. A claim
+counts only while its revision has an entry (``lockwright.objects.claims`` decides on
+them; :class:`LockKeeper` reads and writes). Two packages wanting the same objects race
+on the Lock: the first CAS wins; the loser's retry re-reads the Lock, finds the winner's
+entry and claim, raises ``ConflictError`` naming who holds which object, and withdraws its
+own claim. It has written no package object, so exactly one wins, every time.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from temporalio import activity
+
+from lockwright import contracts as c
+from lockwright.activities.apideps import ApiNeeds
+from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
+from lockwright.activities.contents import Contents
+from lockwright.activities.errors import edge
+from lockwright.activities.reads import PackageReader
+from lockwright.contracts import metrics
+from lockwright import conditions
+from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
+from lockwright.identity import record
+from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.objects import claims as cl
+from lockwright.objects import lock as lk
+from lockwright.resolution.dependencies import Report, report
+from lockwright.xpkg.parse import PackageSummary
+
+LOCK_API = "pkg.crossplane.io/v1beta1"
+#: Compare-and-swap rounds a Lock write gets before it gives up (and the activity retries).
+CAS_ATTEMPTS = 25
+#: The Lock's writers in this worker process: one at a time, so threads of one worker
+#: never lose compare-and-swap rounds to each other (other workers still may).
+_WRITERS = threading.Lock()
+
+
+class LockKeeper:
+    """The Lock: read, compare-and-swap, take a revision's claim, remove entries."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, attempts: int = CAS_ATTEMPTS) -> None:
+        self.kube = kube
+        self.reader = reader
+        self.attempts = attempts
+
+    def take(self, claim: _Claim, package: str, entry: Obj) -> tuple[str, int]:
+        """Claim and add ``entry`` by compare-and-swap; the claims of entries added since
+        the claim last looked are read outside the writers' turn, then it tries again."""
+        for _ in range(self.attempts):
+            try:
+                return self.lock_cas(claim.decide(package, entry))
+            except _Unknown as unknown:
+                claim.learn(unknown.entries)
+        raise KubeConflict("the Lock kept gaining entries: gave up after "
+                           f"{self.attempts} attempts")
+
+    def claim(self, kind: str, rev: Obj, refs: list[dict[str, str]]) -> _Claim:
+        """``rev``'s claim on ``refs``, to take or check against the Lock."""
+        return _Claim(self, kind, rev, refs)
+
+    def refuse_claimed(self, lock: Obj, kind: str, package: str, rev: Obj,
+                       refs: list[dict[str, str]]) -> None:
+        """Fail when another package's entry in ``lock`` claims any of ``refs`` (created
+        yet or not): the check ``take_lock`` makes before it writes.
+
+        Raises:
+            ConflictError: naming who holds which object.
+        """
+        claim = self.claim(kind, rev, refs)
+        claim.prefetch(lock)
+        claim.learn(claim.claims.unknown(lock))
+        conflicts = claim.claims.conflicts(lock, package)
+        if conflicts:
+            raise ConflictError(lk.conflicts_message(conflicts))
+
+    def read_lock(self) -> Obj:
+        """The Lock ``lock``, created empty if missing."""
+        found = self.kube.get(LOCK_API, "Lock", lk.LOCK_NAME)
+        if found is not None:
+            return found
+        try:
+            return self.kube.create(lk.new_lock())
+        except KubeAlreadyExists:
+            return self.kube.get(LOCK_API, "Lock", lk.LOCK_NAME) or lk.new_lock()
+
+    def lock_cas(self, change: Callable[[Obj], Obj | None]) -> tuple[str, int]:
+        """Apply ``change`` to the Lock by compare-and-swap, re-reading after each 409.
+
+        Returns:
+            The Lock's resourceVersion afterwards, and how many attempts it took.
+        """
+        for attempt in range(1, self.attempts + 1):
+            try:
+                with _WRITERS:  # this process's writers take turns; others may still race
+                    current = self.read_lock()
+                    wanted = change(current)
+                    if wanted is None:
+                        return str(meta(current).get("resourceVersion", "")), attempt
+                    written = self.kube.update(wanted)
+            except KubeConflict:
+                metrics.lock_cas_conflict(metrics.activity_meter())
+                # Jitter spreads out a herd of writers that all lost the same round.
+                time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
+                continue
+            return str(meta(written).get("resourceVersion", "")), attempt
+        raise KubeConflict(f"the Lock kept changing: gave up after {self.attempts} "
+                           "compare-and-swap attempts")
+
+    def leave_lock(self, revision: str) -> int:
+        """Remove ``revision``'s Lock entry, if any."""
+        return self.remove_from_lock(lambda _: [revision])
+
+    def remove_from_lock(self, revisions: Callable[[Obj], list[str]]) -> int:
+        """Remove the Lock entries ``revisions(lock)`` names; how many went."""
+        removed = 0
+
+        def change(current: Obj) -> Obj | None:
+            nonlocal removed
+            names = [n for n in revisions(current) if lk.find_entry(current, n)]
+            out = current
+            for name in names:
+                out = lk.remove_entry(out, name) or out
+            removed = len(names)
+            return out if names else None
+
+        self.lock_cas(change)
+        return removed
+
+
+class LockActivities:
+    """take_lock."""
+
+    def __init__(self, reader: PackageReader, contents: Contents, keeper: LockKeeper,
+                 apis: ApiNeeds) -> None:
+        self.reader = reader
+        self.contents = contents
+        self.keeper = keeper
+        self.apis = apis
+
+    @activity.defn(name=c.TAKE_LOCK)
+    @edge
+    def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
+        """Claim the package's objects and add its entry to the Lock, or name the winner."""
+        kind = kind_of(inp.kind)
+        rev = self.reader.revision(inp.kind, inp.revision)
+        if spec(rev).get("desiredState") != c.ACTIVE and not inp.check_only:
+            return c.TakeLockResult()  # inactive revisions stay out of the Lock (§11)
+        summary = self.contents.summary(inp.kind, rev, inp.digest)
+        # From the cached summary, not a second parse (a 2,000-CRD package.yaml takes ~15 s).
+        refs = cl.summary_refs(kind, inp.package, summary)
+        if inp.check_only:
+            declared = 0 if inp.skip_dependencies else len(summary.meta.depends_on)
+            return self.check_lock(inp, rev, refs, declared)
+        lock = self.keeper.read_lock()
+        claim = self.keeper.claim(inp.kind, rev, refs)
+        claim.prefetch(lock)  # outside the writers' turns
+        deps, unmet_apis = self.dependencies(inp, summary, lock, claim.claims.others)
+        entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
+        # The API identity parse_package recorded on the revision (lockwright's fields).
+        entry.update(record.lock_fields(meta(rev).get("annotations")))
+        try:
+            version, attempts = self.keeper.take(claim, inp.package, entry)
+        except ConflictError as err:
+            claim.withdraw()
+            self.reader.event(rev, WARNING, "ResolveDependencies", err.message)
+            raise
+        except _Retired:
+            return c.TakeLockResult()  # deactivated while we looked: it stays out
+        log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
+            "lock.taken", resource_version=version, cas_attempts=attempts)
+        return self.taken(rev, version, attempts, inp.revision, len(deps), unmet_apis)
+
+    def dependencies(self, inp: c.TakeLockInput, summary: PackageSummary, lock: Obj,
+                     claims: Mapping[str, cl.Claim]) -> tuple[list[Obj], str]:
+        """The entry's dependencies (``dependsOn``, then those its required APIs add) in
+        ``dependsOn`` form, and why some required API has none ("" when all do)."""
+        if inp.skip_dependencies:
+            # skipDependencyResolution: in the Lock (its claim counts), no dependencies.
+            return [], ""
+        declared = summary.meta.depends_on
+        needs = self.apis.needs(summary.meta.annotations, [d.package for d in declared],
+                                lock, inp.revision, claims)
+        return [*(cl.dependency_meta(d) for d in declared), *needs.dependencies], needs.message
+
+    def taken(self, rev: Obj, version: str, attempts: int, revision: str,
+              dependencies: int, unmet_apis: str = "") -> c.TakeLockResult:
+        """The result of a take, with what the Lock says of the revision's dependencies
+        and why a required API has none."""
+        found = report(self.keeper.read_lock(), revision) if dependencies else Report()
+        message = "; ".join(m for m in (found.message, unmet_apis) if m)
+        if message:
+            self.reader.event(rev, WARNING, "ResolveDependencies",
+                              conditions.MSG_RESOLVE_DEPENDENCIES + message)
+        return c.TakeLockResult(resource_version=version, dependencies=dependencies,
+                                cas_attempts=attempts, found_dependencies=found.found,
+                                installed_dependencies=found.installed,
+                                invalid_dependencies=found.invalid,
+                                dependency_message=message)
+
+    def check_lock(self, inp: c.TakeLockInput, rev: Obj, refs: list[dict[str, str]],
+                   dependencies: int) -> c.TakeLockResult:
+        """Preparing an upgrade: would the Lock take the revision? Writes nothing.
+
+        Raises:
+            ConflictError: another package holds some of its objects.
+        """
+        lock = self.keeper.read_lock()
+        try:
+            self.keeper.refuse_claimed(lock, inp.kind, inp.package, rev, refs)
+        except ConflictError as err:
+            self.reader.event(rev, WARNING, "ResolveDependencies", err.message)
+            raise
+        return c.TakeLockResult(resource_version=str(meta(lock).get("resourceVersion", "")),
+                                dependencies=dependencies)
+
+
+class _Unknown(Exception):
+    """Lock entries whose claims are not known yet."""
+
+    def __init__(self, entries: list[Obj]) -> None:
+        super().__init__(f"{len(entries)} Lock entries to read")
+        self.entries = entries
+
+
+class _Retired(Exception):
+    """The revision was deactivated after take_lock first read it."""
+
+
+class _Claim:
+    """One revision's claim on its objects: the reads and writes around its decision
+    (:class:`lockwright.objects.claims.Claims`)."""
+
+    def __init__(self, keeper: LockKeeper, kind: str, rev: Obj,
+                 refs: list[dict[str, str]]) -> None:
+        self.keeper, self.kind, self.rev, self.refs = keeper, kind, rev, refs
+        self.claims = cl.Claims(kind_of(kind), str(meta(rev).get("name")), cl.keys_of(refs))
+        self.before = (rev.get("status") or {}).get("objectRefs")
+        self.written = False
+
+    def decide(self, package: str, entry: Obj) -> Callable[[Obj], Obj | None]:
+        """The Lock change: fail on another package's claim, else claim and add ``entry``."""
+        def change(current: Obj) -> Obj | None:
+            self.still_active()
+            decision = self.claims.decide(current, package, entry)
+            if decision.unknown:
+                raise _Unknown(decision.unknown)  # read them outside the writers' turn
+            if decision.conflicts:
+                raise ConflictError(lk.conflicts_message(decision.conflicts))
+            self.write()
+            return decision.lock
+        return change
+
+    def still_active(self) -> None:
+        """Read the revision again after the Lock, before writing its entry.
+
+        Whoever retires a revision marks it (Inactive, or deleting) before removing its
+        entry; so a revision still Active here was not retired before the Lock read, and a
+        removal since then makes this write's compare-and-swap fail. A take that read the
+        revision long ago (a cancelled install's step, still running) cannot put back the
+        entry of a revision retired meanwhile.
+
+        Raises:
+            ObjectGone: the revision is gone or being deleted.
+            _Retired: it is no longer Active.
+        """
+        rev = self.keeper.reader.revision(self.kind, str(meta(self.rev)["name"]))
+        if spec(rev).get("desiredState") != c.ACTIVE:
+            raise _Retired
+
+    def learn(self, entries: list[Obj]) -> None:
+        """Read the claims of ``entries`` (an entry added since :meth:`prefetch`; a
+        revision gone since holds nothing)."""
+        for entry in entries:
+            name, kind = str(entry.get("name", "")), str(entry.get("kind") or entry.get("type"))
+            other = self.keeper.kube.get(PKG_V1, revision_kind(kind), name)
+            self.claims.others[name] = cl.claim_of(kind, other) if other else cl.UNCLAIMED
+
+    def prefetch(self, lock: Obj) -> None:
+        """Learn the claims of ``lock``'s entries with one list per kind, before the Lock
+        is written (with a hundred packages installed, a read per entry made every Lock
+        write wait a hundred round trips).
+
+        Only the revisions ``lock`` already names: a revision writes its claim before
+        its entry, so a claim read after its entry was seen is whole; one read earlier
+        may be missing objects the revision is about to claim.
+        """
+        entries = cl.entry_kinds(lock)
+        for kind in set(entries.values()):
+            for other in self.keeper.kube.list(PKG_V1, revision_kind(kind)):
+                name = str(meta(other).get("name"))
+                if name in entries:
+                    self.claims.others.setdefault(name, cl.claim_of(kind, other))
+
+    def write(self) -> None:
+        """The revision's claim (``status.objectRefs``), before its entry, once; not when
+        what the revision holds covers it already (established MRDs come with their CRDs'
+        names as well, see :func:`lockwright.managed.convert.reserved`)."""
+        if self.written or cl.keys_of(self.refs) <= cl.keys_of(self.before or []):
+            return
+        self._patch(self.refs)
+        self.written = True
+
+    def withdraw(self) -> None:
+        """The claim as it was, after losing the Lock."""
+        if self.written:
+            self._patch(self.before or [])
+
+    def _patch(self, refs: list[Any]) -> None:
+        self.keeper.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),
+                               {"status": {"objectRefs": refs}}, subresource="status")

@@ -1,0 +1,437 @@
+"""``establish_objects``: all or nothing, controller only when active (reference §10.14).
+
+Two streaming passes over the cached package's documents (``documents.jsonl``), in
+batches, so a 2,000-CRD package never sits in memory whole. The first checks: it reads
+every live object once, collects every conflict, and, when the revision takes control,
+every CRD change Kubernetes or the CRD's clients cannot take (``lockwright.objects.crdcheck``);
+while none is found it sends each planned write as a server-side dry run, so the API
+validates and admits all of them. Any conflict raises ``ConflictError`` naming who holds
+which object, any CRD finding ``PreflightError`` with the fix, any API rejection
+``KubeInvalid``: all before a single write. It keeps per object only its decision and live
+metadata (``establish.Seen``). The second rebuilds those writes and makes them, batch by
+batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first pass travels
+with each update, and a create fails if the name was taken since), so a concurrent change
+makes the attempt fail with ``KubeConflict`` and the retry re-plans.
+
+A first install (the revision takes control and the package's first object does not
+exist) skips the checking pass, whose reads and dry runs would double the API work of a
+2,000-CRD provider: it creates every object straight away and, should the API refuse one
+or a name turn out taken, deletes what it created (then fails as the check would, or
+falls back to it). A worker killed in between leaves created objects its retry adopts;
+they are owned by the revision, so they go with it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from pathlib import Path
+
+from temporalio import activity
+
+from lockwright import contracts as c
+from lockwright.activities.base import (
+    kind_of,
+    log,
+    meta,
+    revision_kind,
+    service_name,
+    spec,
+    stream_objects,
+)
+from lockwright.activities.contents import Contents
+from lockwright.activities.definitions import Definitions
+from lockwright.activities.errors import edge
+from lockwright.activities.reads import PackageReader, RuntimeConfigs
+from lockwright import names
+from lockwright.errors import (
+    ConflictError,
+    KubeAlreadyExists,
+    KubeConflict,
+    KubeInvalid,
+    PreflightError,
+)
+from lockwright.identity.record import stamped
+from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.managed.convert import reserved
+from lockwright.objects import crdcheck, holders
+from lockwright.objects import establish as est
+from lockwright.objects.lock import Conflict, ObjectKey
+from lockwright.runtime import tls
+
+BATCH = 100
+#: Objects read, dry-run or written at once by one establish.
+ESTABLISH_WORKERS = 8
+UNDO_DEADLINE_S, UNDO_POLL_S = 60.0, 0.05
+#: apiVersion, kind, name, namespace of an object this attempt created.
+Address = tuple[str, str, str, str | None]
+SYNC_FAILED = "cannot establish control of object: "
+#: The owner UID a candidate's dry-run writes carry: no revision exists for it.
+CANDIDATE_UID = "00000000-0000-0000-0000-000000000000"
+
+
+def batches(revision: est.Revision, documents: Path, size: int = BATCH) -> Iterator[list[Obj]]:
+    """The package's establishable objects in lists of ``size``, from ``documents.jsonl``
+    (CRDs converted to MRDs, each Active one followed by its CRD, when the revision says),
+    each definition annotated with its type digest (``lockwright.identity.record``)."""
+    # Type digests are taken of the objects as shipped: before conversion and injection.
+    objects: Iterator[Obj] = (stamped(o) for o in stream_objects(documents)
+                              if est.establishable(revision.package_kind, [o]))
+    if revision.conversion is not None:
+        objects = (x for o in objects for x in revision.conversion.objects(o))
+    while chunk := list(islice(objects, size)):
+        yield chunk
+
+
+@dataclass
+class Checked:
+    """What the checking pass gathered, over every batch."""
+
+    refs: list[dict[str, str]] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    findings: list[crdcheck.Finding] = field(default_factory=list)
+    seen: dict[ObjectKey, est.Seen] = field(default_factory=dict)
+    stale: list[holders.Stale] = field(default_factory=list)
+    #: The current UID of each revision a live object's controller reference named
+    #: (None: gone), read once per establish.
+    current: dict[str, str | None] = field(default_factory=dict)
+
+    def add(self, plan: est.Plan, live: dict[ObjectKey, Obj],
+            findings: list[crdcheck.Finding]) -> None:
+        """Take in one batch's plan, the live objects it read and its CRD findings."""
+        self.refs.extend(plan.object_refs)
+        self.conflicts.extend(plan.conflicts)
+        self.findings.extend(findings)
+        self.seen.update(est.seen(plan, live))
+        self.stale.extend(plan.stale)
+
+    @property
+    def clean(self) -> bool:
+        """Nothing found so far that forbids writing."""
+        return not self.conflicts and not self.findings
+
+
+class ObjectActivities:
+    """establish_objects."""
+
+    def __init__(self, establisher: Establisher) -> None:
+        self.establisher = establisher
+
+    @activity.defn(name=c.ESTABLISH_OBJECTS)
+    @edge
+    def establish_objects(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
+        """Create/adopt (active) or co-own (inactive) every object; nothing on conflict."""
+        return self.establisher.establish(inp)
+
+
+class Establisher:
+    """Establish, check and release a revision's objects."""
+
+    def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
+                 runtime_configs: RuntimeConfigs, definitions: Definitions, namespace: str,
+                 workers: int = ESTABLISH_WORKERS) -> None:
+        self.kube = kube
+        self.definitions = definitions
+        self.reader = reader
+        self.contents = contents
+        self.runtime_configs = runtime_configs
+        self.namespace = namespace
+        self.workers = workers
+
+    def establish(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
+        """All or nothing: see the module."""
+        rev = self.reader.revision(inp.kind, inp.revision)
+        documents = self.contents.cached(inp.kind, rev, inp.digest).documents
+        revision = replace(self.est_revision(inp, rev), conversion=self.definitions.conversion(
+            inp.kind, rev, inp.digest, documents))
+        ca, service = self.webhook_target(inp, rev)
+        with ThreadPoolExecutor(self.workers) as pool, self.saying_why(rev):
+            fresh = self._fresh(pool, inp, revision, documents, (ca, service))
+            stale: list[holders.Stale] = []
+            if fresh is not None:
+                refs, counts = fresh
+            else:
+                refs, checked = self._check(pool, revision, documents, ca, service)
+                if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
+                    return _checked(refs, checked.seen)
+                counts = self._write_all(pool, revision, documents, checked.seen, ca, service)
+                stale = checked.stale
+        self.say_adopted(rev, stale)
+        refs, (definitions, active) = self._record(inp, rev, revision, refs)
+        created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
+        log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
+            "objects.established", objects=len(refs), created=created, updated=updated,
+            owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(stale))
+        return c.EstablishObjectsResult(objects=len(refs), created=created,
+                                        updated=updated + counts[est.Op.OWN],
+                                        definitions=definitions, active_definitions=active)
+
+    def _record(self, inp: c.EstablishObjectsInput, rev: Obj, revision: est.Revision,
+                refs: list[dict[str, str]]
+                ) -> tuple[list[dict[str, str]], tuple[int, int]]:
+        """Write what the revision established (``status.objectRefs``) and, when it
+        controls MRDs, how many are Active (the annotation activation compares against).
+
+        Returns:
+            The refs as written, and (MRDs, Active MRDs).
+        """
+        counts = est.definition_counts(refs)
+        if revision.conversion is not None:  # the names of Inactive MRDs' CRDs too
+            refs = est.sort_object_refs(reserved(refs))
+        self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
+                        {"status": {"objectRefs": refs}}, subresource="status")
+        recorded = (meta(rev).get("annotations") or {}).get(c.ACTIVE_DEFINITIONS_ANNOTATION)
+        if counts[0] and inp.control and recorded != str(counts[1]):
+            self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name, {"metadata": {
+                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: str(counts[1])}}})
+        return refs, counts
+
+    @contextmanager
+    def saying_why(self, rev: Obj) -> Iterator[None]:
+        """A refusal (conflict, CRD finding, API rejection) also goes on the revision as
+        a ``SyncPackage`` Warning Event."""
+        try:
+            yield
+        except (ConflictError, PreflightError, KubeInvalid) as exc:
+            self.reader.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
+            raise
+
+    def say_adopted(self, rev: Obj, stale: list[holders.Stale]) -> None:
+        """An ``AdoptStaleOwner`` Event on the revision per stale holder it took objects
+        from, naming the holder's old UID (``lockwright.objects.holders``)."""
+        for message in holders.adoption_messages(stale):
+            self.reader.event(rev, NORMAL, "AdoptStaleOwner", message)
+
+    def check_candidate(self, kind: str, package: str, rev: Obj, digest: str) -> int:
+        """A candidate's writes (``lockwright plan --package``), checked and dry-run as an
+        upgrade's preparation makes them, for the revision an apply would create.
+
+        Its UID is a placeholder (a dry run keeps nothing) and no Event is written: the
+        cluster stays as it was. Returns how many objects were checked.
+
+        Raises:
+            ConflictError, PreflightError, KubeInvalid: as the preparation would.
+        """
+        inp = c.EstablishObjectsInput(kind=kind, package=package, digest=digest, control=True,
+                                      revision=names.revision_name(package, digest))
+        documents = self.contents.cached(kind, rev, digest).documents
+        revision = replace(self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}}),
+                           conversion=self.definitions.conversion(kind, rev, digest, documents))
+        ca, service = self.webhook_target(inp, rev)
+        with ThreadPoolExecutor(self.workers) as pool:
+            refs, _ = self._check(pool, revision, documents, ca, service)
+        return len(refs)
+
+    def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj) -> est.Revision:
+        """The revision as ``lockwright.objects.establish`` sees it."""
+        pkg = self.reader.package(inp.kind, inp.package)
+        return est.Revision(
+            name=inp.revision, uid=str(meta(rev)["uid"]), kind=revision_kind(inp.kind),
+            package_kind=kind_of(inp.kind), package_name=inp.package,
+            package_uid=str(meta(pkg)["uid"]), active=inp.control,
+            common_labels=dict(spec(rev).get("commonLabels") or {}),
+            common_annotations=dict(spec(rev).get("commonAnnotations") or {}))
+
+    def webhook_target(self, inp: c.EstablishObjectsInput, rev: Obj) -> tuple[bytes | None, str]:
+        """The CA bundle and Service name webhooks point at (active runtimes only).
+
+        Under the External runtime the Secret is the one its controller reports in the
+        revision's ``status.tlsServerSecretName`` (none yet: no bundle).
+        """
+        if not inp.control or inp.kind not in c.KINDS_WITH_RUNTIME:
+            return None, inp.package
+        drc, _ = self.runtime_configs.runtime_config(rev, required=False)
+        secret_name = (spec(rev).get("tlsServerSecretName")
+                       or names.tls_server_secret_name(inp.package))
+        if self.runtime_configs.external:
+            secret_name = (rev.get("status") or {}).get("tlsServerSecretName")
+            if not secret_name:
+                return None, inp.package
+        secret = self.kube.get("v1", "Secret", str(secret_name), self.namespace)
+        data = (secret or {}).get("data") or {}
+        ca = tls.ca_bundle(data) if data.get(tls.TLS_CERT) else None
+        return ca, service_name(inp.package, drc)
+
+    def _fresh(self, pool: ThreadPoolExecutor, inp: c.EstablishObjectsInput,
+               revision: est.Revision, documents: Path, target: tuple[bytes | None, str]
+               ) -> tuple[list[dict[str, str]], dict[est.Op, int]] | None:
+        """A first install's objects created straight away, or None to check first.
+
+        Taken when the revision takes control and the package's first object does not
+        exist (a first install, most likely): then every write is a create, and the
+        checking pass (a read and a dry run per object) would double the work. All or
+        nothing still holds: a create the API refuses, or a name found taken, deletes
+        what this attempt created; a refusal then fails as the checking pass would, a
+        taken name falls back to it (it names who holds what).
+        """
+        if (not inp.control or inp.dry_run
+                or self._first_exists(revision, documents)):
+            return None
+        created: list[Address] = []  # addresses only: 2,000 CRDs are 100 MB of objects
+        try:
+            refs = self._create_all(pool, revision, documents, target, created)
+        except KubeAlreadyExists:
+            self._undo(created)
+            return None
+        except KubeInvalid:
+            self._undo(created)
+            raise
+        return est.sort_object_refs(refs), {**dict.fromkeys(est.Op, 0),
+                                            est.Op.CREATE: len(created)}
+
+    def _first_exists(self, revision: est.Revision, documents: Path) -> bool:
+        first = next(batches(revision, documents, 1), [])
+        return any(self.kube.get(str(o["apiVersion"]), str(o["kind"]),
+                                 str(o["metadata"]["name"])) is not None for o in first)
+
+    def _create_all(self, pool: ThreadPoolExecutor, revision: est.Revision,
+                    documents: Path, target: tuple[bytes | None, str],
+                    created: list[Address]) -> list[dict[str, str]]:
+        """Create every object, batch by batch; ``created`` lists those made so far."""
+        refs: list[dict[str, str]] = []
+        for done, batch in enumerate(batches(revision, documents)):
+            plan = est.plan_establish(revision, batch, {}, ca_bundle=target[0],
+                                      namespace=self.namespace, service=target[1])
+            refs.extend(plan.object_refs)
+            futures = [pool.submit(self.kube.create, a.object) for a in plan.actions]
+            wait(futures)
+            created.extend(_address(a.object) for a, f in zip(plan.actions, futures,
+                                                              strict=True)
+                           if f.exception() is None)
+            for future in futures:
+                future.result()  # the batch's first failure, once every create is known
+            activity.heartbeat(done)
+        return refs
+
+    def _undo(self, created: list[Address]) -> None:
+        """Delete what a refused first install created, and wait until it is gone (a CRD
+        goes after its clean-up finalizer): the checking pass that may follow must not
+        find it terminating and take it for installed.
+
+        Raises:
+            KubeConflict: still there after ``UNDO_DEADLINE_S`` (retried).
+        """
+        for api_version, kind, name, namespace in created:
+            self.kube.delete(api_version, kind, name, namespace)
+        deadline = time.monotonic() + UNDO_DEADLINE_S
+        for api_version, kind, name, namespace in created:
+            while self.kube.get(api_version, kind, name, namespace) is not None:
+                if time.monotonic() > deadline:
+                    raise KubeConflict(f"{kind} {name}, created by a refused attempt, is "
+                                       "still being deleted")
+                activity.heartbeat()
+                time.sleep(UNDO_POLL_S)  # polling the API for the deletion, not a test
+
+    def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
+               ca: bytes | None, service: str
+               ) -> tuple[list[dict[str, str]], Checked]:
+        """Read, plan, preflight and dry-run every object; raise before any write."""
+        checked, dry = Checked(), self.kube.dry_runs()
+        for batch in batches(revision, documents):
+            plan, live = self._plan(pool, revision, batch, ca, service, checked.current)
+            findings = crdcheck.preflight(batch, live) if revision.active else []
+            checked.add(plan, live, findings)
+            if checked.clean:  # once the attempt will fail, dry runs would be wasted
+                list(pool.map(lambda a: self._write(a, dry), plan.actions))
+            activity.heartbeat()
+        _refuse(checked)
+        return est.sort_object_refs(checked.refs), checked
+
+    def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
+              ca: bytes | None, service: str, current: dict[str, str | None]
+              ) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
+        prepared = est.prepare(batch, revision, ca, self.namespace, service)
+        found = pool.map(lambda o: self.kube.get(str(o["apiVersion"]), str(o["kind"]),
+                                                 str(o["metadata"]["name"])), prepared)
+        live = {ObjectKey.of(o): f for o, f in zip(prepared, found, strict=True) if f}
+        self._look_up(revision, live, current)
+        return est.plan_establish(revision, batch, live, ca_bundle=ca, namespace=self.namespace,
+                                  service=service, current=current), live
+
+    def _look_up(self, revision: est.Revision, live: dict[ObjectKey, Obj],
+                 current: dict[str, str | None]) -> None:
+        """Add to ``current`` the UID now of each revision a controller reference in
+        ``live`` names that decides who holds it (once each: a restored 2,000-CRD
+        provider's references all name the same revision)."""
+        for name in {n for o in live.values() if (n := holders.to_look_up(o, revision))}:
+            if name not in current:
+                found = self.kube.get(est.PKG_API_VERSION, revision.kind, name)
+                current[name] = str(meta(found)["uid"]) if found else None
+
+    def _write_all(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
+                   seen: dict[ObjectKey, est.Seen], ca: bytes | None,
+                   service: str) -> dict[est.Op, int]:
+        counts = {op: 0 for op in est.Op}
+        for done, batch in enumerate(batches(revision, documents)):
+            actions = est.replan(revision, batch, seen, ca_bundle=ca,
+                                 namespace=self.namespace, service=service)
+            for op in pool.map(self._write, actions):
+                counts[op] += 1
+            activity.heartbeat(done)
+        return counts
+
+    def _write(self, action: est.Action, kube: Kube | None = None) -> est.Op:
+        """Make one planned write through ``kube`` (this activity's, or a dry-run view).
+
+        The dry run and the real write share this code, so the API checks exactly what
+        will be sent.
+        """
+        kube, obj = kube or self.kube, action.object
+        if action.op is est.Op.CREATE:
+            try:
+                kube.create(obj)
+            except KubeAlreadyExists as exc:
+                raise KubeConflict(f"{action.key} appeared while establishing") from exc
+        elif action.op in (est.Op.UPDATE, est.Op.ADOPT):
+            kube.update(obj)
+        elif action.op is est.Op.OWN:
+            kube.patch(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
+                       {"metadata": {"ownerReferences": obj["metadata"]["ownerReferences"],
+                                     "resourceVersion": obj["metadata"]["resourceVersion"]}})
+        return action.op
+
+    def release_objects(self, kind: str, rev: Obj) -> int:
+        """Deactivation: drop the revision's controller flag on each of its objects."""
+        revision = est.Revision(name=str(meta(rev)["name"]), uid=str(meta(rev)["uid"]),
+                                kind=revision_kind(kind), package_kind=kind_of(kind),
+                                package_name="", package_uid="", active=False)
+        released = 0
+        for ref in (rev.get("status") or {}).get("objectRefs") or []:
+            live = self.kube.get(str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"]))
+            current = meta(live).get("ownerReferences") or []
+            wanted = est.release_references(current, revision)
+            if live is None or wanted == current:
+                continue
+            self.kube.patch(str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"]),
+                            {"metadata": {"ownerReferences": wanted,
+                                          "resourceVersion": meta(live)["resourceVersion"]}})
+            released += 1
+        return released
+
+
+def _checked(refs: list[dict[str, str]], seen: dict[ObjectKey, est.Seen]
+             ) -> c.EstablishObjectsResult:
+    """What a dry run found it would write."""
+    ops = [s.op for s in seen.values()]
+    return c.EstablishObjectsResult(
+        objects=len(refs), created=ops.count(est.Op.CREATE),
+        updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.OWN)))
+
+
+def _refuse(checked: Checked) -> None:
+    """Raise for conflicts (they may heal) first, then for CRD findings (they cannot)."""
+    if checked.conflicts:
+        raise ConflictError("; ".join(x.message for x in sorted(checked.conflicts,
+                                                                key=lambda x: x.object)))
+    if checked.findings:
+        raise PreflightError("; ".join(f.message for f in crdcheck.ordered(checked.findings)))
+
+
+def _address(obj: Obj) -> Address:
+    meta_ = obj["metadata"]
+    return (str(obj["apiVersion"]), str(obj["kind"]), str(meta_["name"]),
+            meta_.get("namespace"))

@@ -1,0 +1,122 @@
+"""Signature verification where a package's digest is first known (reference §7.5 step 8).
+
+The ImageConfig that verifies the rewritten reference names authorities; the first whose
+key verifies a cosign signature (or the attestations it requires) over the digest wins.
+It runs for every digest before anything of it is fetched, cached or written, on every
+pass: a verification stands (and the network is skipped) only while the cache records one
+under the same policy and keys. It fails closed: an authority lockwright cannot check, an
+unreadable key Secret or a missing signature is a reason, and with no authority passing
+the package is refused with every reason in order. With verification turned off (a
+worker setting) such a package installs, and says so in a Warning Event and its status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from lockwright.activities.base import PKG_V1, kind_of, meta
+from lockwright.activities.reads import PackageReader, Registries
+from lockwright import conditions
+from lockwright.images import secrets, verification
+from lockwright.images.imageconfig import Reason, Resolution
+from lockwright.k8s import WARNING, Obj
+from lockwright.oci.cache import PackageCache
+from lockwright.oci.client import RegistryClient
+from lockwright.oci.reference import parse
+
+VERIFIED = "Verified"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a verification an ImageConfig asked for."""
+
+    image_config: str
+    authority: str = ""
+    evidence: str = ""
+    skipped: bool = False  # verification is turned off on this worker
+
+    @property
+    def applied(self) -> dict[str, str]:
+        """The ``appliedImageConfigRefs`` entry (only when it ran)."""
+        return {"name": self.image_config, "reason": Reason.VERIFY_IMAGE.value}
+
+
+class Verifier:
+    """verify(): the gate every digest passes before it is fetched."""
+
+    def __init__(self, reader: PackageReader, registries: Registries, cache: PackageCache,
+                 enabled: bool = True) -> None:
+        """Verify as ``registries``' ImageConfigs ask, remembering verdicts in ``cache``.
+
+        Args:
+            enabled: verify at all (off: such packages install unverified, and say so).
+        """
+        self.reader = reader
+        self.kube = reader.kube
+        self.registries = registries
+        self.namespace = registries.namespace
+        self.cache = cache
+        self.enabled = enabled
+
+    def verify(self, resolution: Resolution, digest: str,
+               client: RegistryClient) -> Outcome | None:
+        """Verify ``digest`` as the ImageConfigs ask; None when none asks.
+
+        Raises:
+            VerificationFailed: no authority passed; the message gives each one's reason.
+        """
+        plan = verification.policy(self.registries.image_configs(), resolution.resolved)
+        if plan is None:
+            return None
+        if not self.enabled:
+            return Outcome(plan.image_config, skipped=True)
+        keys, reasons = self.keys(plan)
+        fingerprint = plan.fingerprint(keys)
+        if known := self.cache.verified(digest, fingerprint):
+            return Outcome(plan.image_config, known["authority"], known["evidence"])
+        done = secrets.first_passing(plan, keys, reasons, client, parse(resolution.resolved),
+                                     digest)
+        if done is None:
+            raise verification.failed([(a.name, reasons.get(a.name) or a.problem)
+                                       for a in plan.authorities])
+        self.cache.record_verified(digest, fingerprint, done.authority, done.evidence)
+        return Outcome(plan.image_config, done.authority, done.evidence)
+
+    def keys(self, plan: verification.Policy) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Each key authority's public key from its Secret, or why it cannot be read."""
+        return secrets.read_keys(plan, self._secret, self.namespace)
+
+    def _secret(self, name: str) -> Obj | None:
+        return self.kube.get("v1", "Secret", name, self.namespace)
+
+    def say_verified(self, kind: str, pkg: Obj, outcome: Outcome | None, ref: str) -> None:
+        """The package's ``Verified`` condition, and a Warning Event when it was skipped."""
+        current = (pkg.get("status") or {}).get("conditions") or []
+        wanted = _condition(outcome, ref)
+        old = conditions.get_condition(current, VERIFIED)
+        if wanted is None and old is None:
+            return
+        if outcome is not None and outcome.skipped:
+            self.reader.event(pkg, WARNING, "VerifyImage", str(wanted and wanted.get("message")))
+        after = ([c for c in current if c.get("type") != VERIFIED] if wanted is None
+                 else conditions.set_condition(current, wanted, datetime.now(UTC)))
+        if after != current:
+            self.kube.patch(PKG_V1, kind_of(kind), meta(pkg)["name"],
+                            {"status": {"conditions": after}}, subresource="status")
+
+
+def _condition(outcome: Outcome | None, ref: str) -> conditions.Condition | None:
+    if outcome is None:
+        return None
+    if outcome.skipped:
+        return conditions.condition(
+            VERIFIED, conditions.FALSE, "VerificationSkipped",
+            f"{ref} was not verified: ImageConfig \"{outcome.image_config}\" asks for "
+            "signature verification, but it is turned off on the worker "
+            "(LOCKWRIGHT_SIGNATURE_VERIFICATION=false)")
+    return conditions.condition(
+        VERIFIED, conditions.TRUE, "SignatureVerified",
+        f'verified by authority "{outcome.authority}" of ImageConfig '
+        f'"{outcome.image_config}": {outcome.evidence}')

@@ -1,0 +1,115 @@
+"""Watch streams: replay from a resourceVersion, then follow the change log.
+
+Selector semantics follow kube-apiserver's watch cache: an object that starts matching
+arrives as ADDED, one that stops matching as DELETED. A start version older than the
+retained log yields one ``ERROR`` event carrying a 410 ``Expired`` Status. A watch-list
+(:mod:`devcluster.watchlist`) starts with the current state instead, then its bookmark.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from lockwright.devcluster.cluster import Cluster
+from lockwright.devcluster.errors import gone
+from lockwright.devcluster.selectors import Matcher
+from lockwright.devcluster.store import Event
+from lockwright.devcluster.types import ResourceType
+from lockwright.devcluster.watchlist import end_bookmark
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class WatchRequest:
+    """What one watch asks for."""
+
+    rt: ResourceType
+    namespace: str | None
+    since: str | None
+    match: Matcher
+    bookmarks: bool = False
+    timeout: float | None = None
+    bookmark_interval: float = 1.0
+    tick: float = 1.0
+    initial_events: bool = False
+
+
+def _in_scope(req: WatchRequest, event: Event) -> bool:
+    g, plural, ns, _ = event.key
+    return (g, plural) == (req.rt.group, req.rt.plural) and (
+        req.namespace is None or ns == req.namespace)
+
+
+def translate(req: WatchRequest, event: Event) -> tuple[str, Obj] | None:
+    """The (type, object) a watcher with this selector sees for ``event``, if any."""
+    if not _in_scope(req, event):
+        return None
+    now_matches = req.match(event.obj)
+    was = event.old is not None and req.match(event.old)
+    if event.type == "DELETED":
+        return ("DELETED", event.obj) if now_matches or was else None
+    if event.type == "ADDED" or not was:
+        return ("ADDED", event.obj) if now_matches else None
+    return ("MODIFIED", event.obj) if now_matches else ("DELETED", event.obj)
+
+
+def stream(cluster: Cluster, req: WatchRequest) -> Iterator[tuple[str, Obj] | None]:
+    """Yield watch events; ``None`` is an idle tick that lets the caller check the client."""
+    store = cluster.store
+    deadline = time.monotonic() + req.timeout if req.timeout else None
+    with store.lock:
+        if req.initial_events or req.since in (None, "", "0"):
+            start = store.rv
+            initial = [o for _, o in store.items(req.rt.group, req.rt.plural, req.namespace)
+                       if req.match(o)] if req.initial_events else []
+        else:
+            start = _parse_rv(req.since)
+            if store.too_old(start):
+                yield "ERROR", gone(f"too old resource version: {start} ({store._floor})").status()
+                return
+            initial = []
+    for obj in initial:
+        yield "ADDED", obj
+    if req.initial_events and req.bookmarks:
+        yield "BOOKMARK", end_bookmark(req.rt.kind, req.rt.group_version, max(start, 1))
+    last_bookmark = time.monotonic()
+    while deadline is None or time.monotonic() < deadline:
+        with store.changed:
+            pending = list(store.events_after(start))
+            if not pending:
+                store.changed.wait(_wait_time(req, deadline, last_bookmark))
+                pending = list(store.events_after(start))
+        for event in pending:
+            start = event.rv
+            out = translate(req, event)
+            if out is not None:
+                yield out
+        if req.bookmarks and time.monotonic() - last_bookmark >= req.bookmark_interval:
+            last_bookmark = time.monotonic()
+            yield "BOOKMARK", {"kind": req.rt.kind, "apiVersion": req.rt.group_version,
+                               "metadata": {"resourceVersion": str(max(start, 1))}}
+        elif not pending:
+            yield None
+
+
+def _wait_time(req: WatchRequest, deadline: float | None, last_bookmark: float) -> float:
+    wait = req.tick
+    if req.bookmarks:
+        wait = min(wait, max(0.0, req.bookmark_interval - (time.monotonic() - last_bookmark)))
+    if deadline is not None:
+        wait = min(wait, max(0.0, deadline - time.monotonic()))
+    return wait
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:
+        from lockwright.devcluster.errors import bad_request
+
+        raise bad_request(f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing'
+                          f' "{text}": invalid syntax') from exc

@@ -1,0 +1,308 @@
+"""``lockwright watcher``: turn Kubernetes changes into ``look_again`` signals.
+
+Thin by design: one thread per watched resource lists, then watches from the list's
+``resourceVersion`` (bookmarks on; :mod:`lockwright.k8s.watch`), resumes from the last
+version seen after a dropped stream, relists on ``410 Gone`` (``KubeGone``) and relists
+with ``signal_all`` every resync interval.
+Secrets are watched in the system namespace only and as metadata only (``as=PartialObject
+Metadata``), and whatever a server sends is cut down to a few metadata fields before it
+leaves the stream, so no Secret data reaches the index, the signals or the logs. The
+threads hand events to the asyncio loop, where :class:`worker.targets.Index` decides which
+package workflows to signal and a few tasks do signal-with-start. Pending signals are
+coalesced per workflow id. Several watchers at once are harmless: the workflow id is the
+dedup key and a signal only says "look again".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from functools import partial
+from typing import Any
+
+import structlog
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+from lockwright import contracts as c
+from lockwright.contracts import Tuning
+from lockwright.errors import KubeGone
+from lockwright.k8s import Kube
+from lockwright.k8s.watch import BOOKMARK, Watch, list_all, watch
+from lockwright.log import configure
+from lockwright.settings import Settings
+from lockwright.worker.common import Backoff, connect, settings_or_exit, stop_on_signals
+from lockwright.worker.targets import (
+    ACTIVATION,
+    RESOURCES,
+    Index,
+    Obj,
+    Resource,
+    Target,
+    in_namespace,
+)
+from lockwright.workflows import ActivateDefinitions, PackageWorkflow, ResolveDependencies
+
+log = structlog.get_logger("lockwright.watcher")
+
+WATCH_TIMEOUT_S = 300
+SIGNALLERS = 8
+SYNCED_EVENT = "watcher synced"  # logged once every resource was listed; dev up waits on it
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A full list of one resource; ``signal_all`` on start-up and resync."""
+
+    res: Resource
+    items: list[Obj]
+    signal_all: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Changed:
+    """One watch event."""
+
+    res: Resource
+    type: str
+    obj: Obj
+
+
+Message = Synced | Changed
+
+
+@dataclass
+class Stream:
+    """List-then-watch loop of one resource, run in its own thread."""
+
+    res: Resource
+    kube: Kube
+    emit: Callable[[Message], None]
+    stop: threading.Event
+    resync_s: float
+    rv: str = ""
+    _watch: Watch | None = field(default=None, init=False, repr=False)
+    _why: str = field(default="start", init=False, repr=False)  # of the next list
+    _signal_all: bool = field(default=True, init=False, repr=False)  # next list's
+    _resync_at: float = field(default=float("inf"), init=False, repr=False)
+
+    def run(self) -> None:
+        """Loop until ``stop``: (re)list when needed, otherwise watch from ``rv``."""
+        backoff = Backoff()
+        while not self.stop.is_set():
+            try:
+                if self._round():
+                    backoff.reset()
+            except Exception as exc:  # noqa: BLE001 - any failure: back off, resume from rv
+                if self.stop.is_set():
+                    return
+                delay = backoff.next()
+                log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
+                            error=f"{type(exc).__name__}: {str(exc)[:200]}")
+                self.stop.wait(delay)
+
+    def _round(self) -> bool:
+        """List if needed, then watch; False when the watch's version was gone (relist)."""
+        if not self.rv:
+            self._list()
+        try:
+            self._follow(self._resync_at)
+        except KubeGone as exc:
+            log.info("relist", kind=self.res.kind, reason="410 Gone", detail=str(exc)[:200])
+            self.rv, self._why, self._signal_all = "", "relist after 410", False
+            return False
+        self._signal_all = False
+        if time.monotonic() >= self._resync_at:
+            self.rv, self._why, self._signal_all = "", "resync", True
+        return True
+
+    def _list(self) -> None:
+        listing = list_all(self.kube, self.res.path, metadata_only=self.res.metadata_only,
+                           keep=self.res.keep)
+        self.rv = listing.resource_version
+        self.emit(Synced(self.res, listing.items, self._signal_all, self._why))
+        if self._signal_all and self.resync_s:
+            self._resync_at = time.monotonic() + self.resync_s
+
+    def _follow(self, until: float) -> None:
+        timeout = int(max(1, min(WATCH_TIMEOUT_S, until - time.monotonic())))
+        self._watch = watch(self.kube, self.res.path, self.rv, timeout,
+                            metadata_only=self.res.metadata_only)
+        try:
+            with self._watch as events:
+                for event in events:
+                    if self.stop.is_set():
+                        return
+                    self.rv = event.resource_version or self.rv
+                    if event.type != BOOKMARK:
+                        self.emit(Changed(self.res, event.type, self.res.keep(event.obj)))
+        finally:
+            self._watch = None
+
+    def interrupt(self) -> None:
+        """Unblock a thread waiting on its watch stream (used at shutdown)."""
+        stream = self._watch
+        if stream is not None:
+            try:
+                stream.interrupt()
+            except Exception as exc:  # noqa: BLE001 - best effort: the thread is a daemon
+                log.debug("interrupt failed", kind=self.res.kind, error=str(exc)[:200])
+
+
+def workflow_tuning(raw: str) -> Any:
+    """The workflows' ``Tuning`` from the ``LOCKWRIGHT_TUNING`` setting (JSON overrides)."""
+    if not raw:
+        return Tuning()
+    try:
+        return Tuning(**json.loads(raw))
+    except TypeError as exc:
+        known = ", ".join(f.name for f in fields(Tuning))
+        raise SystemExit(f"LOCKWRIGHT_TUNING / --tuning: {exc}; known keys: {known}") from None
+
+
+class Watcher:
+    """Streams plus the signal-with-start side; run with :meth:`run`."""
+
+    def __init__(self, settings: Settings, client: Any,
+                 kube_factory: Callable[[], Kube] | None = None,
+                 resources: tuple[Resource, ...] = RESOURCES) -> None:
+        self.settings, self.client = settings, client
+        # One connection per stream: each holds a watch open for minutes at a time.
+        self._factory = kube_factory or partial(Kube.connect, settings.kubeconfig)
+        self.resources = in_namespace(resources, settings.system_namespace)
+        self.index = Index(task_queue=settings.task_queue)
+        self.stats: Counter[str] = Counter()
+        self.synced = asyncio.Event()
+        self._listed: set[str] = set()
+        self._pending: dict[str, Target] = {}
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._stop = threading.Event()
+        self._streams: list[Stream] = []
+        self._tuning = workflow_tuning(settings.tuning)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Watch and signal until ``stop`` is set."""
+        loop = asyncio.get_running_loop()
+
+        def emit(msg: Message) -> None:
+            if not self._stop.is_set() and not loop.is_closed():
+                loop.call_soon_threadsafe(self._handle, msg)
+
+        tasks = [asyncio.create_task(self._signaller()) for _ in range(SIGNALLERS)]
+        for res in self.resources:
+            stream = Stream(res, self._factory(), emit, self._stop, self.settings.resync_seconds)
+            self._streams.append(stream)
+            threading.Thread(target=stream.run, name=f"watch-{res.plural}", daemon=True).start()
+        log.info("watching", resources=len(self.resources),
+                 task_queue=self.settings.task_queue, resync_s=self.settings.resync_seconds)
+        try:
+            await stop.wait()
+        finally:
+            self._stop.set()
+            for stream in self._streams:
+                stream.interrupt()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _handle(self, msg: Message) -> None:
+        if isinstance(msg, Synced):
+            targets = self.index.on_sync(msg.res, msg.items, msg.signal_all, msg.why)
+            self.stats[f"list:{msg.why}"] += 1
+            self._listed.add(msg.res.kind)
+            if len(self._listed) == len(self.resources) and not self.synced.is_set():
+                self.synced.set()
+                log.info(SYNCED_EVENT, resources=len(self.resources))
+        else:
+            targets = self.index.on_event(msg.res, msg.type, msg.obj)
+            self.stats["events"] += 1
+        for target in targets:
+            if target.workflow_id not in self._pending:
+                self._queue.put_nowait(target.workflow_id)
+            self._pending[target.workflow_id] = target
+
+    async def _signaller(self) -> None:
+        backoff = Backoff(0.5, 10.0)
+        while True:
+            wid = await self._queue.get()
+            target = self._pending.pop(wid, None)
+            if target is None:
+                continue
+            try:
+                await self.signal(target)
+                backoff.reset()
+            except Exception as exc:  # noqa: BLE001 - Temporal unreachable: retry later
+                self.stats["signal_errors"] += 1
+                delay = backoff.next()
+                log.warning("signal failed", workflow_id=wid, retry_in=delay,
+                            error=f"{type(exc).__name__}: {str(exc)[:200]}")
+                await asyncio.sleep(delay)  # retry backoff, not synchronisation
+                if wid not in self._pending:
+                    self._queue.put_nowait(wid)
+                    self._pending[wid] = target
+
+    async def signal(self, target: Target) -> None:
+        """Signal-with-start the target's workflow."""
+        if target.resolver:
+            await self.signal_resolver(target)
+            return
+        if target.kind == ACTIVATION:
+            await self.signal_activation(target)
+            return
+
+        pairs = [SearchAttributePair(c.SA_PACKAGE_KIND, target.kind),
+                 SearchAttributePair(c.SA_PACKAGE_NAME, target.name)]
+        if target.source:
+            pairs.append(SearchAttributePair(c.SA_PACKAGE_SOURCE, target.source))
+        handle = await self.client.start_workflow(
+            PackageWorkflow.run, replace(target.package_input(), tuning=self._tuning),
+            id=target.workflow_id,
+            task_queue=self.settings.task_queue, start_signal=c.SIGNAL_LOOK_AGAIN,
+            start_signal_args=[target.signal_input()],
+            search_attributes=TypedSearchAttributes(pairs),
+            static_summary=f"{target.kind} {target.name}")
+        self.stats["signals"] += 1
+        log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
+                 reason=target.reason)
+
+    async def signal_resolver(self, target: Target) -> None:
+        """Signal-with-start the dependency resolver."""
+        await self._signal_singleton(target, ResolveDependencies.run,
+                                     c.ResolveInput(tuning=self._tuning), "dependency resolution")
+
+    async def signal_activation(self, target: Target) -> None:
+        """Signal-with-start the activation workflow."""
+        await self._signal_singleton(target, ActivateDefinitions.run,
+                                     c.ActivationInput(tuning=self._tuning), "activation policies")
+
+    async def _signal_singleton(self, target: Target, run: Any, arg: Any, summary: str) -> None:
+        """Signal-with-start one of the cluster's singleton workflows."""
+        handle = await self.client.start_workflow(
+            run, arg, id=target.workflow_id, task_queue=self.settings.task_queue,
+            start_signal=c.SIGNAL_LOOK_AGAIN, start_signal_args=[target.signal_input()],
+            static_summary=summary)
+        self.stats["signals"] += 1
+        log.info("signalled", workflow_id=target.workflow_id, run_id=handle.result_run_id,
+                 reason=target.reason)
+
+
+def watcher_command(args: argparse.Namespace) -> int:
+    """Handler of ``lockwright watcher``: run until SIGTERM or SIGINT."""
+    configure()
+    settings = settings_or_exit(args)
+    asyncio.run(_main(settings))
+    return 0
+
+
+async def _main(settings: Settings) -> None:
+    stop = asyncio.Event()
+    stop_on_signals(stop)
+    client = await connect(settings)
+    await Watcher(settings, client).run(stop)
+    log.info("watcher stopped")

@@ -1,0 +1,304 @@
+"""``InstallRevision``: install one package revision, step by step (reference §10).
+
+Child of ``PackageWorkflow``, id ``revision:<kind>:<revision>``, so one revision is never
+installed twice at once. Steps, each an idempotent activity: fetch into the cache → parse,
+validate, lint → Crossplane version check → take the Lock (dependencies recorded) → TLS
+(active Providers/Functions) → establish objects → RBAC (Providers) → runtime → wait
+healthy → write the revision's status.
+
+**Health wait.** A short ``check_health`` activity, then a durable timer, repeated up to
+``Tuning.health_polls`` times. Chosen over one long heartbeating activity because each
+look is visible in the UI, a changed runtime message goes onto the revision's and the
+package's status while we wait, no worker slot is held for minutes, and cancellation needs
+no heartbeat. A runtime that never becomes healthy is not an error: the revision is
+installed, its ``RuntimeHealthy`` is False with the runtime's own message, and the parent
+re-checks later.
+
+**Gone.** A step that finds the revision or its package gone or being deleted raises
+``ObjectGone``; the install stops there, writes nothing, and returns ``gone=True``.
+
+**Failure.** The failing step's error goes onto the revision's status, then the child fails
+with an ``ApplicationError`` of the same type and retryability; the parent decides whether
+to retry the whole child (every step is idempotent, and the fetch hits the cache).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from lockwright import contracts as c
+    from lockwright.contracts import metrics
+    from lockwright.conditions import MSG_AWAITING_ACTIVATION
+    from lockwright.managed.convert import awaiting_activation
+    from lockwright.upgrade.plan import Plan
+    from lockwright.workflows import status
+    from lockwright.workflows.calls import (
+        PATCH_LOCAL_STEPS,
+        Failure,
+        R,
+        call,
+        classify,
+        is_cancellation,
+    )
+
+
+# workflow.patched() ids. A revision whose dependencies are missing or invalid stops after
+# the Lock and says so (runs before: installed regardless). skipDependencyResolution still
+# takes the Lock, without dependencies, so its claim on objects counts (before: no Lock).
+PATCH_DEPENDENCY_GATE = "dependency-gate"
+PATCH_SKIP_KEEPS_CLAIM = "skip-dependencies-keeps-claim"
+# A prepared upgrade is planned (plan_revision) before its status is written.
+PATCH_UPGRADE_PLAN = "upgrade-plan"
+
+
+@workflow.defn
+class InstallRevision:
+    """Installs one revision; returns counts and health, or fails with a typed error."""
+
+    def __init__(self) -> None:
+        self._step = ""
+        self._began = 0.0  # workflow time the install began, for its duration metric
+        self._small = False  # package.yaml fetched and within Tuning.local_max_bytes
+        self._locked = c.TakeLockResult()  # dependencies as the Lock saw them
+
+    @workflow.run
+    async def run(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        """Run the install steps; see the module docstring."""
+        self._began = workflow.time()
+        metrics.install_started(workflow.metric_meter(), inp.kind, _mode(inp))
+        try:
+            result = await self._install(inp)
+        except ActivityError as err:
+            if is_cancellation(err):
+                raise
+            failure = classify(err)
+            if failure.type == c.OBJECT_GONE:
+                # The revision or its package went away: nothing to write it on, nothing
+                # to retry; the parent looks again.
+                workflow.set_current_details(f"**stopped**: {failure.message[:160]}")
+                return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                               gone=True, message=failure.message)
+            await self._write_failure(inp, failure)
+            self._finished(inp, failure.type)
+            raise ApplicationError(status.prefixed(self._step, failure.message), self._step,
+                                   type=failure.type, non_retryable=failure.permanent) from err
+        if not result.dependencies_unmet:  # waiting for its dependencies: not over yet
+            self._finished(inp, "" if result.healthy else metrics.UNHEALTHY)
+        return result
+
+    def _finished(self, inp: c.InstallRevisionInput, error_type: str) -> None:
+        metrics.install_finished(workflow.metric_meter(), inp.kind, _mode(inp),
+                                 workflow.time() - self._began, error_type)
+
+    async def _install(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        fetched = await self._run(inp, c.FETCH_PACKAGE, c.FetchPackageInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+            digest=inp.digest), c.FetchPackageResult, f"fetch {inp.digest[:19]}")
+        self._small = fetched.size <= inp.tuning.local_max_bytes
+        parsed = await self._run(inp, c.PARSE_PACKAGE, c.ParsePackageInput(
+            kind=inp.kind, revision=inp.revision, digest=fetched.digest),
+            c.ParsePackageResult, f"parse and lint {inp.revision}")
+        if parsed.warnings:
+            workflow.logger.info("lint warnings revision=%s count=%d first=%s",
+                                 inp.revision, parsed.warnings, parsed.first_warnings[:1],
+                                 extra=_log_fields(inp))
+        if parsed.crossplane_constraint and not inp.ignore_crossplane_constraints:
+            await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
+                revision=inp.revision, constraint=parsed.crossplane_constraint),
+                c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
+        await self._take_lock(inp)
+        dependencies = self._locked.dependencies
+        if inp.prepare:
+            return await self._prepared(inp, parsed, dependencies)
+        if not await self._dependencies_met(inp):
+            return await self._unmet(inp)
+        # TLS only after the Lock: a package that loses the Lock must have touched nothing.
+        runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
+        if runtime:
+            await self._run(inp, c.ENSURE_TLS, c.EnsureTlsInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision),
+                c.EnsureTlsResult, f"tls secrets for {inp.package}")
+        established = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+            control=inp.active), c.EstablishObjectsResult,
+            f"establish {parsed.objects} objects ({'control' if inp.active else 'owner'})")
+        if inp.kind == c.PROVIDER:
+            await self._run(inp, c.ENSURE_RBAC, c.EnsureRbacInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+                active=inp.active), c.EnsureRbacResult, f"rbac for {inp.revision}")
+        health = c.CheckHealthResult(healthy=True)
+        if runtime:
+            awaiting = awaiting_activation(parsed.capabilities, established.definitions,
+                                           established.active_definitions)
+            ensured = await self._run(inp, c.ENSURE_RUNTIME, c.EnsureRuntimeInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+                digest=inp.digest, awaiting_activation=awaiting), c.EnsureRuntimeResult,
+                f"runtime for {inp.package}" + (" (awaiting activation)" if awaiting else ""))
+            # Safe-start at zero replicas counts as healthy (Crossplane's AwaitingActivation).
+            health = (c.CheckHealthResult(healthy=True, message=MSG_AWAITING_ACTIVATION)
+                      if ensured.scaled_to_zero else await self._wait_healthy(inp))
+        await self._write(inp, status.revision_ok(runtime, health.healthy, health.message),
+                          objects=established.objects, capabilities=parsed.capabilities)
+        workflow.set_current_details(f"**installed** `{inp.revision}` healthy={health.healthy}")
+        return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                       objects=established.objects, dependencies=dependencies,
+                                       healthy=health.healthy, message=health.message,
+                                       active_definitions=established.active_definitions)
+
+    async def _prepared(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
+                        dependencies: int) -> c.InstallRevisionResult:
+        """An upgrade's preparation: every object write dry-run as if active, no runtime."""
+        checked = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+            control=True, dry_run=True), c.EstablishObjectsResult,
+            f"dry-run {parsed.objects} objects (control)")
+        plan = await self._plan(inp)
+        await self._write(inp, status.revision_ok(False, True, "") + status.planned(plan),
+                          objects=checked.objects, capabilities=parsed.capabilities)
+        workflow.set_current_details(f"**prepared** `{inp.revision}`"
+                                     + (f": {plan.summary()}" if plan else ""))
+        return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                       objects=checked.objects, dependencies=dependencies,
+                                       healthy=True, plan=plan)
+
+    async def _plan(self, inp: c.InstallRevisionInput) -> Plan | None:
+        """What the switch would change against the active revision (none when nothing
+        is active, or for runs started before plans)."""
+        if not inp.against or not workflow.patched(PATCH_UPGRADE_PLAN):
+            return None
+        return await self._run(inp, c.PLAN_REVISION, c.PlanRevisionInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+            against=inp.against, against_digest=inp.against_digest), Plan,
+            f"plan {inp.against} → {inp.revision}")
+
+    async def _take_lock(self, inp: c.InstallRevisionInput) -> None:
+        # skipDependencyResolution used to skip the Lock, and with it the claim on objects.
+        if inp.skip_dependency_resolution and not workflow.patched(PATCH_SKIP_KEEPS_CLAIM):
+            return
+        self._locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+            digest=inp.digest, check_only=inp.prepare,
+            skip_dependencies=inp.skip_dependency_resolution), c.TakeLockResult,
+            f"{'check the Lock for' if inp.prepare else 'lock'} {inp.kind} {inp.package}")
+
+    async def _dependencies_met(self, inp: c.InstallRevisionInput) -> bool:
+        """Whether the Lock says every dependency is met (a switch waits for them)."""
+        if not self._locked.dependency_message or not workflow.patched(PATCH_DEPENDENCY_GATE):
+            return True
+        if inp.health_deadline_s:  # a switch: the old revision runs on while we wait
+            await self._await_dependencies(inp)
+        return not self._locked.dependency_message
+
+    async def _await_dependencies(self, inp: c.InstallRevisionInput) -> None:
+        """A switch to a revision with new dependencies: wait for the resolver, in the gate.
+
+        The revision is in the Lock now, so the resolver installs what it needs; the Lock
+        is looked at again every health poll until the switch's deadline.
+        """
+        await self._write(inp, status.revision_failed(c.TAKE_LOCK,
+                                                      self._locked.dependency_message))
+        polls = max(1, math.ceil(inp.health_deadline_s / inp.tuning.health_poll_s))
+        for poll in range(polls):
+            await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
+                                 summary="wait for the dependencies to be installed")
+            self._locked = await self._run(inp, c.TAKE_LOCK, c.TakeLockInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+                digest=inp.digest), c.TakeLockResult,
+                f"dependencies of {inp.revision} ({poll + 1}/{polls})")
+            if not self._locked.dependency_message:
+                return
+
+    async def _unmet(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        """Dependencies missing or invalid: say so and stop before anything is established.
+
+        The resolver installs what is missing; when the Lock then satisfies this revision
+        it signals the package, whose next pass installs the rest (reference §10 step 12).
+        """
+        message = self._locked.dependency_message
+        await self._write(inp, status.revision_failed(c.TAKE_LOCK, message))
+        workflow.set_current_details(f"**waiting for dependencies** `{inp.revision}`: "
+                                     f"{message[:160]}")
+        return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
+                                       dependencies=self._locked.dependencies,
+                                       message=status.prefixed(c.TAKE_LOCK, message),
+                                       dependencies_unmet=True)
+
+    async def _wait_healthy(self, inp: c.InstallRevisionInput) -> c.CheckHealthResult:
+        polls = max(1, inp.tuning.health_polls)
+        if inp.health_deadline_s:  # a switch's health gate
+            polls = max(1, math.ceil(inp.health_deadline_s / inp.tuning.health_poll_s))
+        shown = ""
+        health = c.CheckHealthResult()
+        for poll in range(polls):
+            health = await self._run(inp, c.CHECK_HEALTH, c.CheckHealthInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision),
+                c.CheckHealthResult, f"health of {inp.revision} ({poll + 1}/{polls})")
+            if health.healthy or poll + 1 == polls:
+                return health
+            if health.message != shown:
+                # Only on change: the runtime's own words on the revision while we wait, and
+                # (since PATCH_LOCAL_STEPS) on the package, as Crossplane's health follows
+                # the revision's; the parent writes the outcome when the wait ends.
+                shown = health.message
+                await self._write(inp, status.revision_ok(True, False, health.message))
+                if workflow.patched(PATCH_LOCAL_STEPS):
+                    await self._write_package(inp, health.message)
+            await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
+                                 summary="wait for the runtime to become available")
+        return health
+
+    async def _run(self, inp: c.InstallRevisionInput, name: str, arg: object,
+                   result_type: type[R], summary: str) -> R:
+        self._step = name
+        workflow.set_current_details(f"**{name}** `{inp.revision}`")
+        return await call(name, arg, result_type, summary, inp.tuning, self._small)
+
+    async def _write(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
+                     objects: int = 0,
+                     capabilities: list[str] | None = None) -> None:
+        locked = self._locked
+        await call(c.WRITE_REVISION_STATUS, c.WriteRevisionStatusInput(
+            kind=inp.kind, revision=inp.revision, conditions=conditions, objects=objects,
+            found_dependencies=locked.found_dependencies or locked.dependencies,
+            resolved_image=inp.source,
+            capabilities=capabilities or [],
+            installed_dependencies=locked.installed_dependencies,
+            invalid_dependencies=locked.invalid_dependencies), c.WriteRevisionStatusResult,
+            f"status of {inp.revision}", inp.tuning)
+
+    async def _write_package(self, inp: c.InstallRevisionInput, runtime_message: str) -> None:
+        await call(c.WRITE_PACKAGE_STATUS, c.WritePackageStatusInput(
+            kind=inp.kind, name=inp.package, observed_generation=inp.generation,
+            current_revision=inp.revision, current_identifier=inp.identifier,
+            resolved_package=inp.source,
+            conditions=status.package_ok(inp.active, False, runtime_message)),
+            c.WritePackageStatusResult, f"status of {inp.kind} {inp.package}", inp.tuning)
+
+    async def _write_failure(self, inp: c.InstallRevisionInput, failure: Failure) -> None:
+        workflow.set_current_details(f"**failed** at {self._step}: {failure.message[:120]}")
+        workflow.logger.warning("install failed revision=%s step=%s type=%s permanent=%s",
+                                inp.revision, self._step, failure.type, failure.permanent,
+                                extra=_log_fields(inp))
+        try:
+            await self._write(inp, status.revision_failed(self._step, failure.message))
+        except ActivityError:
+            # The API is likely down too; the parent's status and retry still report it.
+            workflow.logger.warning("could not write failure status revision=%s", inp.revision,
+                                    extra=_log_fields(inp))
+
+
+def _mode(inp: c.InstallRevisionInput) -> str:
+    """The install's ``mode`` label: an upgrade's preparation, its switch, or neither."""
+    if inp.prepare:
+        return metrics.PREPARE
+    return metrics.SWITCH if inp.health_deadline_s else metrics.INSTALL
+
+
+def _log_fields(inp: c.InstallRevisionInput) -> dict[str, str]:
+    """``extra`` of this workflow's log lines: which package, which revision."""
+    return {"kind": inp.kind, "package": inp.package, "revision": inp.revision}
