@@ -153,6 +153,35 @@ def test_image_venv_runs_lockwright_from_the_installed_wheel(image_venv: ImageVe
     assert "worker" in result.stdout and "watcher" in result.stdout
 
 
+WHEEL_CONTENTS = """
+import importlib, importlib.metadata as m, pkgutil, sys
+files = m.distribution("lockwright").files or []
+top = sorted({f.parts[0] for f in files if f.suffix == ".py" and len(f.parts) > 1
+              and not f.parts[0].endswith((".dist-info", ".data"))})
+print("top-level:", *top)
+import lockwright
+names = [i.name for i in pkgutil.walk_packages(lockwright.__path__, "lockwright.")
+         if not i.name.endswith(".__main__")]
+for name in names:
+    importlib.import_module(name)
+print("imported:", len(names))
+"""
+
+
+def test_the_wheel_installs_one_top_level_package_and_every_module_imports(
+        image_venv: ImageVenv) -> None:
+    """``pip install .`` leaves one top-level name, lockwright, in site-packages, and each of
+    its modules imports from the installed wheel alone (no source tree beside it)."""
+    result = subprocess.run(
+        [*image_venv.as_user, str(image_venv.venv / "bin" / "python"), "-c", WHEEL_CONTENTS],
+        cwd=image_venv.home, env=image_venv.env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
+    assert lines["top-level"].split() == ["lockwright"]
+    source = [f for f in (ROOT / "lockwright").rglob("*.py") if f.name != "__main__.py"]
+    assert int(lines["imported"]) == len(source) - 1  # every module but lockwright itself
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[DevCluster]:
     with tempfile.TemporaryDirectory(prefix="image-dc-") as data_dir:
