@@ -68,6 +68,9 @@ class ControlPlane:
     url: str = ""
     etcd_url: str = ""
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # How each component was started and how its readiness is seen, for restart().
+    argvs: dict[str, list[str]] = field(default_factory=dict)
+    checks: dict[str, tuple[Callable[[], bool], str]] = field(default_factory=dict)
 
     @property
     def kubeconfig(self) -> str:
@@ -124,10 +127,29 @@ class ControlPlane:
                                     stdin=subprocess.DEVNULL, cwd=self.state,
                                     preexec_fn=_die_with_parent)
         self.processes[name] = proc
+        self.argvs[name] = argv
         return proc
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one component (a fault test's crash) and reap it; its data stays."""
+        proc = self.processes[name]
+        proc.kill()
+        proc.wait()
+
+    def restart(self, name: str) -> None:
+        """Start a killed component again, with the same arguments, ports and data, and
+        wait until it is ready as at start (the components without a check of their own
+        are ready once started)."""
+        if self.processes[name].poll() is None:
+            raise StartError(f"{name} is still running; kill it before restarting it")
+        self.spawn(name, self.argvs[name])
+        if name in self.checks:
+            check, what = self.checks[name]
+            self.ready(name, check, what)
 
     def ready(self, name: str, check: Callable[[], bool], what: str) -> None:
         """Poll ``check`` until true; fail if ``name`` exits or the deadline passes."""
+        self.checks.setdefault(name, (check, what))
         deadline = time.monotonic() + self.options.timeout
         last = ""
         while True:
