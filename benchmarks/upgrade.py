@@ -685,6 +685,10 @@ def main() -> int:
     parser.add_argument("--big-runs", type=int, default=3)
     parser.add_argument("--health-poll", type=float, default=0.2,
                         help="Tuning.health_poll_s given to the workflows")
+    parser.add_argument("--control-plane", choices=("devcluster", "kube"), default="devcluster",
+                        help="the Kubernetes API: devcluster, or the real kube-apiserver, "
+                             "controller manager, scheduler and kwok (floors measured on the "
+                             "same server)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
     args = parser.parse_args()
     if args.quick:
