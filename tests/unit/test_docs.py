@@ -38,6 +38,9 @@ HEADING_REF = re.compile(r'`?,?\s*"([^"\n]+)"')
 SECTION = re.compile(r"§\s*(\d+(?:\.\d+)*)(?:\s+steps?\s+(\d+(?:\.\d+)?)"
                      r"(?:\s*(?:-|–|to|and)\s*(\d+))?)?")
 INVARIANT = re.compile(r"\binvariants?\s+(\d+)((?:\s*(?:-|–|,|and)\s*\d+)*)", re.IGNORECASE)
+# "invariant" or "§" ending a line, its number opening the next: out of a line's sight.
+SPLIT_END = re.compile(r"(?:\binvariants?|§)\s*$", re.IGNORECASE)
+SPLIT_START = re.compile(r"^[\s#*>-]*\d")
 MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 NUMBERED = re.compile(r"^(?:§\s*)?(\d+(?:\.\d+)*)\.?\s")
 LIST_ITEM = re.compile(r"^( *)(\d+)\.\s")
@@ -200,12 +203,33 @@ def prose() -> Iterator[tuple[Path, int, str]]:
                 yield path, lineno, line
 
 
+def split(line: str, following: str) -> bool:
+    """Whether a citation's number went to the next line (where the check cannot see it)."""
+    return bool(SPLIT_END.search(line) and SPLIT_START.match(following))
+
+
 def test_every_citation_names_a_document_and_section_that_exist() -> None:
     """A newcomer following a citation finds its file, heading, section, step or
     invariant in this repository."""
+    lines = list(prose())
     errors = [f"{path.relative_to(ROOT)}:{lineno}: {e}"
-              for path, lineno, line in prose() for e in citation_errors(path, line)]
+              for path, lineno, line in lines for e in citation_errors(path, line)]
+    errors += [f"{a[0].relative_to(ROOT)}:{a[1]}: a citation split across lines"
+               for a, b in zip(lines, lines[1:])
+               if a[0] == b[0] and a[1] + 1 == b[1] and split(a[2], b[2])]
     assert errors == [], "\n".join(errors)
+
+
+@pytest.mark.parametrize("line, following, wanted", [
+    ("waits for a change (invariant", "   6): a fix", True),
+    ("# retried (docs/design.md invariant", "# 6). Everything", True),
+    ("fails on a citation of a section or invariant", "that does not exist", False),
+    ("## Invariants", "", False),
+])
+def test_a_citation_split_across_lines_is_seen(line: str, following: str,
+                                                wanted: bool) -> None:
+    """The check reads line by line, so a citation broken over two is refused."""
+    assert split(line, following) is wanted
 
 
 def test_the_scan_sees_the_citations() -> None:
