@@ -64,8 +64,10 @@ def load(path: Path) -> Doc:
     sections: dict[str, list[str]] = {}
     invariants: set[int] = set()
     body: list[str] = []
+    fenced = False  # a "# comment" inside a code block is no heading
     for line in path.read_text().splitlines():
-        m = MD_HEADING.match(line)
+        fenced ^= line.startswith("```")
+        m = None if fenced else MD_HEADING.match(line)
         if not m:
             body.append(line)
             continue
