@@ -189,7 +189,13 @@ def python_prose(path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno + i, line
 
 
-def prose() -> Iterator[tuple[Path, int, str]]:
+@functools.cache
+def prose() -> tuple[tuple[Path, int, str], ...]:
+    """Every line a citation may sit on, read once for every test here."""
+    return tuple(_prose())
+
+
+def _prose() -> Iterator[tuple[Path, int, str]]:
     """Every line a citation may sit on: comments and docstrings of the code, the README,
     docs/, and the comments of the build and stack files."""
     for folder in CODE_DIRS:
@@ -213,7 +219,7 @@ def split(line: str, following: str) -> bool:
 def test_every_citation_names_a_document_and_section_that_exist() -> None:
     """A newcomer following a citation finds its file, heading, section, step or
     invariant in this repository."""
-    lines = list(prose())
+    lines = prose()
     errors = [f"{path.relative_to(ROOT)}:{lineno}: {e}"
               for path, lineno, line in lines for e in citation_errors(path, line)]
     errors += [f"{a[0].relative_to(ROOT)}:{a[1]}: a citation split across lines"
