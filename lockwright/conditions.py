@@ -1,4 +1,4 @@
-"""Condition types, reasons and messages of Crossplane's package manager (reference §4).
+"""Condition types, reasons and messages of Crossplane's package manager (docs/crossplane.md §4).
 
 Conditions are plain dicts shaped as Kubernetes writes them::
 

@@ -112,7 +112,7 @@ class ObjectGone(LockwrightError):
     """The package or revision a step acts on is gone or being deleted.
 
     Not a failure: the step's branch ends, nothing is retried by Temporal, and the
-    workflow looks again (invariant 8).
+    workflow looks again (docs/design.md invariant 8).
     """
 
 

@@ -1,7 +1,7 @@
 """Names Crossplane derives from packages: revisions, TLS secrets, DNS labels, references.
 
 Everything here is a pure function of strings and follows Crossplane v1.x (see the
-reference, §3.3): revision names are ``<package>-<first 12 hex of the digest>``.
+docs/crossplane.md §3.3): revision names are ``<package>-<first 12 hex of the digest>``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Temporal activities: thin I/O around the pure core (reference: DESIGN.md, invariants 2–6).
+"""Temporal activities: thin I/O around the pure core (docs/design.md invariants 2–6).
 
 Composed, not inherited. Small collaborators, each a plain class over what it needs of the
 Kubernetes seam, the package cache and the settings, are built once per worker

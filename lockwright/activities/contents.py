@@ -1,7 +1,7 @@
 """A package's contents: the per-worker cache, refetched on a miss, and parsed summaries.
 
 Only counts, names and the first few lint warnings go back to workflows; the contents stay
-here, keyed by digest (invariant 2).
+here, keyed by digest (docs/design.md invariant 2).
 """
 
 from __future__ import annotations

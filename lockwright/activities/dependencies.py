@@ -1,4 +1,4 @@
-"""``resolve_dependencies`` and ``apply_resolution``: the resolver's I/O (reference §12).
+"""``resolve_dependencies`` and ``apply_resolution``: the resolver's I/O (docs/crossplane.md §12).
 
 ``resolve_dependencies`` reads the Lock, the package objects and the revisions, asks the
 pure resolver (``lockwright.resolution.resolver``) for a decision, and returns it with the inputs in

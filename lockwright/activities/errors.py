@@ -1,4 +1,4 @@
-"""The one edge where lockwright errors become Temporal ``ApplicationError`` s (invariant 6).
+"""Where lockwright errors become Temporal ``ApplicationError`` s (docs/design.md invariant 6).
 
 Every activity is wrapped by :func:`edge`. It binds the activity's Temporal ids (workflow
 id, run id, activity, attempt) and the package kind, package and revision its input names

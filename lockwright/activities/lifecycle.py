@@ -3,7 +3,7 @@
 Deactivating a revision releases control of its objects, flips its ``desiredState`` to
 Inactive, takes it out of the Lock and stops its runtime. A worker killed halfway leaves it
 Active, or Inactive but still in the Lock or running, and the retried activity retires such
-a revision again (invariant 3). It is marked before it leaves the Lock, because
+a revision again (docs/design.md invariant 3). It is marked before it leaves the Lock, because
 ``take_lock`` decides on the revision as read after the Lock: a take still under way then
 cannot put the entry back.
 """

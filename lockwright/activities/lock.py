@@ -1,4 +1,4 @@
-"""``take_lock``: the Lock decides which package gets which objects (invariants 4 and 5).
+"""``take_lock``: the Lock decides which package gets what objects (docs/design.md invariants 4, 5).
 
 Every write to the singleton Lock is a compare-and-swap on ``metadata.resourceVersion``;
 a 409 means someone else wrote first, so we re-read and decide again (bounded).
@@ -155,7 +155,7 @@ class LockActivities:
         kind = kind_of(inp.kind)
         rev = self.reader.revision(inp.kind, inp.revision)
         if spec(rev).get("desiredState") != c.ACTIVE and not inp.check_only:
-            return c.TakeLockResult()  # inactive revisions stay out of the Lock (§11)
+            return c.TakeLockResult()  # inactive: not in the Lock (docs/crossplane.md §11)
         summary = self.contents.summary(inp.kind, rev, inp.digest)
         # From the cached summary, not a second parse (a 2,000-CRD package.yaml takes ~15 s).
         refs = cl.summary_refs(kind, inp.package, summary)

@@ -1,4 +1,4 @@
-"""``establish_objects``: all or nothing, controller only when active (reference §10.14).
+"""``establish_objects``: all or nothing, controller if active (docs/crossplane.md §10 step 14).
 
 Two streaming passes over the cached package's documents (``documents.jsonl``), in
 batches, so a 2,000-CRD package never sits in memory whole. The first checks: it reads

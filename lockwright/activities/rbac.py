@@ -1,4 +1,4 @@
-"""``ensure_rbac``: a provider revision's ClusterRoles and binding (reference §15).
+"""``ensure_rbac``: a provider revision's ClusterRoles and binding (docs/crossplane.md §15).
 
 Requested permissions (v1.x ``spec.controller.permissionRequests``) are granted only when
 ClusterRoles labelled as allowed provider permissions cover them; otherwise nothing is

@@ -2,7 +2,7 @@
 
 Each is built once by :func:`activities.build` over the Kubernetes seam. Pull secrets are
 read by :class:`Registries`, inside the activity that needs them, and go straight into a
-registry client; they never reach a log line, an argument or a result (invariant 2).
+registry client; they never reach a log line, an argument or a result (docs/design.md invariant 2).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from lockwright.runtime import external
 
 
 class PackageReader:
-    """The package objects and their revisions, read fresh (invariant 1), and their Events."""
+    """Package objects and their revisions, read fresh (docs/design.md invariant 1), and Events."""
 
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
@@ -107,7 +107,7 @@ class Registries:
 
 
 class RuntimeConfigs:
-    """Which DeploymentRuntimeConfig a revision's runtime uses (reference §13.1 step 3)."""
+    """Which DeploymentRuntimeConfig a revision's runtime uses (docs/crossplane.md §13.1 step 3)."""
 
     def __init__(self, kube: Kube, registries: Registries,
                  package_runtime: str = external.DEPLOYMENT) -> None:

@@ -1,7 +1,7 @@
 """Revision-level activities: fetch into the cache, parse and lint, version check, status.
 
 Only counts, names and the first few lint warnings go back to the workflow; the package
-contents stay in the per-worker cache, keyed by digest, refetched on a miss (invariant 2).
+contents stay in the per-worker cache by digest, refetched on a miss (docs/design.md invariant 2).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ WRITE_ATTEMPTS = 3
 
 
 def capabilities(summary: PackageSummary) -> list[str]:
-    """The meta capabilities; a Function without any reports ``composition`` (§3.2)."""
+    """Meta capabilities; a Function with none reports ``composition`` (docs/crossplane.md §3.2)."""
     caps = list(summary.meta.capabilities)
     return caps or (["composition"] if summary.meta.kind == "Function" else [])
 
@@ -134,7 +134,7 @@ class RevisionActivities:
     @edge
     def check_crossplane_version(self, inp: c.CheckCrossplaneVersionInput
                                  ) -> c.CheckCrossplaneVersionResult:
-        """The worker's Crossplane version must satisfy ``spec.crossplane.version`` (§7.4)."""
+        """Crossplane's version must meet ``spec.crossplane.version`` (docs/crossplane.md §7.4)."""
         version = self.crossplane_version
         message = conditions.MSG_INCOMPATIBLE_CROSSPLANE.format(version)
         try:
@@ -183,7 +183,7 @@ class RevisionActivities:
         return c.WriteRevisionStatusResult(changed=True)
 
     def status_events(self, rev: Obj, before: list[Obj] | None, after: list[Obj]) -> None:
-        """SyncPackage Events for health transitions (reference §4.3)."""
+        """SyncPackage Events for health transitions (docs/crossplane.md §4.3)."""
         if st.turned(before, after, conditions.REVISION_HEALTHY, conditions.TRUE):
             self.reader.event(rev, NORMAL, "SyncPackage", "Successfully reconciled package revision")
         if st.turned(before, after, conditions.RUNTIME_HEALTHY, conditions.TRUE):

@@ -5,7 +5,7 @@ what they need and writes what they return. Runtime objects are server-side appl
 one field manager and ``force``, so a re-run changes nothing and a stale field is taken
 back. With ``package_runtime=External`` nothing is deployed or issued (no TLS Secrets, no
 ServiceAccount, Service or Deployment) and health is whatever the external controller
-wrote as ``RuntimeHealthy`` (reference §13, :mod:`lockwright.runtime.external`).
+wrote as ``RuntimeHealthy`` (docs/crossplane.md §13, :mod:`lockwright.runtime.external`).
 """
 
 from __future__ import annotations

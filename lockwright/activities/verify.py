@@ -1,4 +1,4 @@
-"""Signature verification where a package's digest is first known (reference §7.5 step 8).
+"""Signature verification where a package's digest is first known (docs/crossplane.md §7.5 step 8).
 
 The ImageConfig that verifies the rewritten reference names authorities; the first whose
 key verifies a cosign signature (or the attestations it requires) over the digest wins.

@@ -6,7 +6,7 @@ Each activity, child workflow, signal, update and query has an ``<Op>Input`` and
 while workflows run (an old history decodes into the new class; a new payload decodes
 into the old one by ignoring the extra key).
 
-Only names, digests, counts and short messages cross (invariant 2). Package contents live
+Only names, digests, counts and short messages cross (docs/design.md invariant 2). Contents live
 in the per-worker content-addressed cache keyed by digest; pull secrets are named by the
 package object and read inside the activity that uses them. Messages are short: activities
 truncate them (``lockwright.errors.truncate``) and lint results carry the first few

@@ -39,7 +39,7 @@ ACTIVE_DEFINITIONS_ANNOTATION = "lockwright.dev/active-definitions"
 
 # Permanent error types: the PermanentError classes of lockwright/errors.py, by name (a
 # test keeps the two in step). Only a new spec can fix them; the attempt ends, the error is
-# written to status and the workflow waits for a change (invariant 6). Everything else
+# written to status and the workflow waits for a change (docs/design.md invariant 6). All else
 # heals on its own and is retried with capped backoff.
 PERMANENT_ERRORS = (
     "InvalidPackage",
@@ -53,7 +53,7 @@ PERMANENT_ERRORS = (
     "ApiUnserved",
 )
 # lockwright.errors.ObjectGone: the object a step acts on is gone or being deleted. Not
-# retried and not a failure: the branch ends and the workflow looks again (invariant 8).
+# retried, not a failure: the branch ends and the workflow looks again (docs/design.md invariant 8).
 OBJECT_GONE = "ObjectGone"
 
 # --- activity names -------------------------------------------------------------------

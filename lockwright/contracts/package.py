@@ -88,7 +88,7 @@ class LookAgainInput:
     """Signal ``look_again``: something about the package may have changed.
 
     The fields are for logs only; the workflow re-reads the object, so a lost, repeated or
-    reordered signal changes nothing (invariant 1).
+    reordered signal changes nothing (docs/design.md invariant 1).
     """
 
     generation: int = 0
@@ -151,7 +151,7 @@ class PackageStatusResult:
 # --- package-level activities --------------------------------------------------------
 @dataclass(frozen=True)
 class ReadPackageInput:
-    """Activity ``read_package``: re-read the package object (invariant 1)."""
+    """Activity ``read_package``: re-read the package object (docs/design.md invariant 1)."""
 
     kind: str = ""
     name: str = ""

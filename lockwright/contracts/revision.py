@@ -143,7 +143,7 @@ class TakeLockResult:
     resource_version: str = ""
     dependencies: int = 0
     cas_attempts: int = 1
-    # The revision side of resolution (reference §11), read from the Lock just written:
+    # The revision side of resolution (docs/crossplane.md §11), read from the Lock just written:
     # dependencies in the Lock, those at a version their constraint refuses, and
     # Crossplane's message when any is missing or invalid ("" when all are met).
     found_dependencies: int = 0  # transitive ones included, once all direct ones are in
@@ -174,7 +174,7 @@ class EstablishObjectsInput:
     """Activity ``establish_objects``: all-or-nothing apply of the package's objects.
 
     ``control`` = the revision is Active: it creates missing objects and becomes their
-    controller; otherwise it only adds plain owner references (invariant 5).
+    controller; otherwise it only adds plain owner references (docs/design.md invariant 5).
     """
 
     kind: str = ""

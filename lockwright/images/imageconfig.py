@@ -1,4 +1,4 @@
-"""ImageConfig matching (reference §14): best match by longest prefix, per purpose.
+"""ImageConfig matching (docs/crossplane.md §14): best match by longest prefix, per purpose.
 
 For each purpose only the ImageConfigs carrying it are considered; among those, the one
 with the longest ``spec.matchImages[].prefix`` that is a plain string prefix of the

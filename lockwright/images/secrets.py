@@ -4,7 +4,7 @@ Shared by the package installer (``activities``) and the package index reader
 (:mod:`lockwright.index.read`), so both authenticate and verify the same way. A Secret is
 read through a :data:`SecretReader` (the system namespace's Secrets by name), inside the
 call that needs it; its content goes straight into a registry client or a key and never
-into a message (invariant 2).
+into a message (docs/design.md invariant 2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What an ImageConfig's ``spec.verification`` asks of a package (reference §6.2, §14).
+"""What an ImageConfig's ``spec.verification`` asks of a package (docs/crossplane.md §6.2, §14).
 
 Pure: :func:`policy` finds the ImageConfig that verifies a (rewritten) reference and reads
 its authorities into plain data. Verification fails closed: a setting lockwright does not

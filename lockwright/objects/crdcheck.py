@@ -1,6 +1,6 @@
 """Preflight of a CRD upgrade: what a new package may not change in a live CRD.
 
-Checked before establishing writes anything (reference §10 step 14, §18 "CRD storage
+Checked before establishing writes anything (docs/crossplane.md §10 step 14, §18 "CRD storage
 versions"). Three changes are refused, each with the fix in its message:
 
 - dropping a version still in the live CRD's ``status.storedVersions``: Kubernetes rejects

@@ -1,9 +1,9 @@
-"""Pure planning of "establish objects" (reference §10 step 14).
+"""Pure planning of "establish objects" (docs/crossplane.md §10 step 14).
 
 Given a revision, the objects its package ships and the live objects, decide per object
 what to write. All or nothing: when any object is held by another package the plan has
 conflicts and no actions, so the caller writes nothing. Only an active revision is a
-controller; an inactive one is a plain owner (invariant 5). Once an upgrade is finished,
+controller; an inactive one a plain owner (docs/design.md invariant 5). Once an upgrade is finished,
 the objects only the retired revision established are dropped (:func:`unshipped`) and
 lose its and the package's references (:func:`without_owners`).
 """
@@ -125,7 +125,7 @@ def package_ref(rev: Revision) -> dict[str, Any]:
 
 
 def establishable(package_kind: str, objects: list[Obj]) -> list[Obj]:
-    """Keep the objects a package of ``package_kind`` installs (§7.3 table)."""
+    """Keep the objects a package of ``package_kind`` installs (docs/crossplane.md §7.3 table)."""
     allowed = ESTABLISHABLE.get(package_kind, frozenset())
     return [o for o in objects if (ObjectKey.of(o).group, o.get("kind")) in allowed]
 

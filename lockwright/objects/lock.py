@@ -1,4 +1,4 @@
-"""The Lock's ``packages[]`` entries (reference §5, §11) and object-ownership conflicts.
+"""The Lock's ``packages[]`` entries (docs/crossplane.md §5, §11) and object-ownership conflicts.
 
 Every function is pure: it takes the Lock as read (with its ``metadata.resourceVersion``)
 and returns the Lock to write back by compare-and-swap, or None when nothing changes.
@@ -76,7 +76,7 @@ def new_lock() -> Lock:
 
 
 def dependency_from_meta(dep: dict[str, Any]) -> Entry:
-    """Turn one ``meta spec.dependsOn`` item into a Lock dependency (§8 forms, in order).
+    """Turn one ``meta spec.dependsOn`` item into a Lock dependency (docs/crossplane.md §8).
 
     Raises:
         InvalidPackage: none of the four forms matches.

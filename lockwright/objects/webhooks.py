@@ -1,4 +1,4 @@
-"""Point a package's webhooks at its Service (reference §10 step 14.3).
+"""Point a package's webhooks at its Service (docs/crossplane.md §10 step 14.3).
 
 Webhook configurations are renamed ``crossplane-<kind>-<package>`` so two packages never
 collide. For an active revision every webhook, and every CRD whose conversion strategy

@@ -1,6 +1,6 @@
 """Fetch a package as the installer does: resolve, read, verify, extract, validate, cache.
 
-The algorithm is Crossplane's ``Get`` (reference §7.5): resolve the tag to a digest (HEAD,
+The algorithm is Crossplane's ``Get`` (docs/crossplane.md §7.5): resolve the tag to a digest (HEAD,
 then GET), use the cache unless the policy is ``Always``, otherwise follow an image index
 to linux/amd64 (or its only manifest), read only the layer annotated
 ``io.crossplane.xpkg: base`` (the annotation on the manifest, else the builder's config

@@ -1,4 +1,4 @@
-"""The package graph as the Lock and the package objects describe it (reference §5, §11).
+"""The package graph as the Lock and the package objects describe it (docs/crossplane.md §5, §11).
 
 Pure functions over plain data:
 
@@ -184,7 +184,7 @@ class Report:
 
 
 def report(lock: Obj, revision: str) -> Report:
-    """The revision-side check of ``revision``'s Lock entry (reference §11 steps 8-11).
+    """The revision-side check of ``revision``'s Lock entry (docs/crossplane.md §11 steps 8-11).
 
     Direct dependencies missing from the Lock come first (``missing dependencies: …``),
     then transitive ones, then direct ones at a version their constraint refuses

@@ -1,4 +1,4 @@
-"""Why a search found no solution, in words a user can act on (reference §12).
+"""Why a search found no solution, in words a user can act on (docs/crossplane.md §12).
 
 For each repository in conflict: who asks for which range, what is installed and why it
 may not move, and which tags exist, e.g. ``no version of xpkg.example/org/provider-p

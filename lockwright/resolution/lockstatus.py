@@ -1,4 +1,4 @@
-"""What the Lock and the revisions should say after a resolution (reference §5, §11, §12).
+"""What the Lock and the revisions should say after a resolution (docs/crossplane.md §5, §11, §12).
 
 Pure functions: the resolution activity compares what they return with what it read, and
 writes (or asks a package to look again) only where the two differ.

@@ -1,4 +1,4 @@
-"""Dependency resolution over the whole package graph (reference §12), with resolvelib.
+"""Dependency resolution over the whole package graph (docs/crossplane.md §12), with resolvelib.
 
 :func:`resolve` takes the installed :class:`~lockwright.resolution.dependencies.Graph`, a
 :class:`Catalog` (available tags and each version's dependencies) and a :class:`Policy`

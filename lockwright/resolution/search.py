@@ -2,7 +2,7 @@
 
 Identifiers are repositories, requirements are :class:`~lockwright.resolution.dependencies.Requirement`
 and candidates are ``(source, version)`` pairs. Which versions a repository may take
-(reference §12) is decided here: a repository not installed may take any complete semver
+(docs/crossplane.md §12) is decided here: a repository not installed may take any complete semver
 tag, highest first (or exactly the digest a requirement pins); an installed one keeps its
 version unless it may move, and then tries the lowest valid upgrade first, then the highest
 valid downgrade, or the digest its dependents pin. resolvelib does the search and the

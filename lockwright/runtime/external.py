@@ -1,4 +1,4 @@
-"""Who runs a package's runtime, and what lockwright may say about it (reference §13).
+"""Who runs a package's runtime, and what lockwright may say about it (docs/crossplane.md §13).
 
 With the ``Deployment`` runtime lockwright deploys the runtime and writes the revision's
 ``RuntimeHealthy`` and ``RuntimeActive``. With ``External`` another controller runs it:

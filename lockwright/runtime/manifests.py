@@ -1,7 +1,7 @@
-"""Render a Provider's or Function's runtime from a DeploymentRuntimeConfig (reference §13).
+"""A Provider's or Function's runtime from a DeploymentRuntimeConfig (docs/crossplane.md §13).
 
 The DeploymentRuntimeConfig (DRC) gives the base; the package manager wins on the
-points §13.2 lists. Functions here only build manifests; applying them is I/O elsewhere.
+points docs/crossplane.md §13.2 lists. Functions here only build manifests; applying is I/O.
 """
 
 from __future__ import annotations

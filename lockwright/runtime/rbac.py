@@ -1,4 +1,4 @@
-"""RBAC for provider revisions (reference §15): edit/view/system ClusterRoles, the binding,
+"""RBAC for provider revisions (docs/crossplane.md §15): edit/view/system ClusterRoles, the binding,
 and the v1.x ``permissionRequests`` allow-check.
 """
 

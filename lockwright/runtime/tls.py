@@ -1,4 +1,4 @@
-"""Webhook TLS (reference §10, §13.1): a root CA and per-package server/client certificates.
+"""Webhook TLS (docs/crossplane.md §10, §13.1): a root CA, per-package server/client certificates.
 
 All functions map ``(existing Secret data | None, now)`` to the Secret data to write, in
 the Kubernetes ``data`` form (base64 strings). They are idempotent: an existing

@@ -1,6 +1,6 @@
 """What a package's revision says: its spec, as created and as brought up to date.
 
-Pure decisions over plain objects (reference §9 step 11): a revision is created Inactive
+Pure decisions over plain objects (docs/crossplane.md §9 step 11): a revision is created Inactive
 with a controller reference to its package and numbered one above the highest; an
 existing one is renumbered when it is not the newest and gets the package's changed
 fields. When one revision becomes active, which others retire, which old ones are

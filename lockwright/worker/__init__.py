@@ -1,1 +1,1 @@
-"""worker: see DESIGN.md."""
+"""worker: see docs/design.md."""

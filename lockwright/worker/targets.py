@@ -387,7 +387,7 @@ class Index:
         if res.role == "secret":
             return self._users_of_secret(name, reason)
         prefixes = new.prefixes + (old.prefixes if old else ())
-        # A pull secret also changes which tags the resolver may list (reference §14).
+        # A pull secret also changes which tags the resolver may list (docs/crossplane.md §14).
         secret = new.pull_secrets or (old.pull_secrets if old else ())
         return self._matching_images(prefixes, reason) + (self.resolver(reason) if secret else [])
 

@@ -5,7 +5,7 @@ Shape: one consumer loop. Handlers only record intent (``look_again`` marks the 
 dirty, ``activate_revision`` records an approval); the loop waits for that, then runs one
 *pass*: re-read the object → resolve the digest → ensure the revision → activate per
 policy → ``InstallRevision`` child → collect old revisions → write the status. A pass reads
-everything it decides on from Kubernetes (invariant 1), so a lost, repeated or reordered
+all it decides on from Kubernetes (docs/design.md invariant 1), so a lost, repeated or reordered
 signal changes nothing; a pass whose revision, generation and activation were already
 installed healthy starts no child, so duplicates install nothing twice.
 
@@ -37,7 +37,7 @@ the approval, and the next pass activates it and installs it with control. Setti
 previously active revision stays active until the approval, instead of being deactivated at
 once.
 
-**Deletion** (invariant 8). A package with a ``deletionTimestamp``, whatever the
+**Deletion** (docs/design.md invariant 8). A package with a ``deletionTimestamp``, whatever the
 propagation policy, is only cleaned up: a pass that reads it so runs ``cleanup_package``
 (Lock entries of revisions that are gone or going) and nothing else; Kubernetes' garbage
 collector removes the revisions and everything they own. The workflow ends once the
@@ -337,7 +337,7 @@ class PackageWorkflow:
                                               if r not in collected.deleted])
 
     async def _pause(self, pkg: c.ReadPackageResult) -> None:
-        """``crossplane.io/paused: "true"``: say so and do nothing else (reference §1)."""
+        """``crossplane.io/paused: "true"``: say so and do nothing else (docs/crossplane.md §1)."""
         self._s = replace(self._s, phase="Paused", generation=pkg.generation, wake_after_s=0.0)
         await self.write_status([conditions.reconcile_paused()], "")
         workflow.set_current_details("**paused** by the crossplane.io/paused annotation")

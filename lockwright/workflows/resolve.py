@@ -1,6 +1,6 @@
 """``ResolveDependencies``: the cluster's one dependency resolution, id ``resolve:lock``.
 
-Crossplane's Lock reconciler, as a workflow (reference §12). One per cluster, so
+Crossplane's Lock reconciler, as a workflow (docs/crossplane.md §12). One per cluster, so
 resolutions never race: the watcher signals it (``look_again``, with signal-with-start)
 when the Lock or any package changes, and signals arriving during a pass only mark it
 dirty, so a burst of changes costs one more pass, not one each.

@@ -8,7 +8,7 @@ Two layers of retrying, on purpose:
 * **In the workflow loop**: once the inner attempts are spent, the workflow writes the error
   to the package's status ("retrying, attempt n"), waits on a timer with its own backoff,
   and runs the whole pass again, re-reading the object first. That is how the status shows
-  a transient error *while* it is being retried (invariant 6); a pending activity's
+  a transient error *while* it is being retried (docs/design.md invariant 6); a pending activity's
   ``last_failure`` is not visible to workflow code, so the inner layer alone could not.
 
 Permanent error types are listed as non-retryable too, so an activity that forgets

@@ -1,4 +1,4 @@
-"""``InstallRevision``: install one package revision, step by step (reference §10).
+"""``InstallRevision``: install one package revision, step by step (docs/crossplane.md §10).
 
 Child of ``PackageWorkflow``, id ``revision:<kind>:<revision>``, so one revision is never
 installed twice at once. Steps, each an idempotent activity: fetch into the cache → parse,
@@ -217,7 +217,7 @@ class InstallRevision:
         """Dependencies missing or invalid: say so and stop before anything is established.
 
         The resolver installs what is missing; when the Lock then satisfies this revision
-        it signals the package, whose next pass installs the rest (reference §10 step 12).
+        it signals the package, whose next pass installs the rest (docs/crossplane.md §10 step 12).
         """
         message = self._locked.dependency_message
         await self._write(inp, status.revision_failed(c.TAKE_LOCK, message))

@@ -1,4 +1,4 @@
-"""Conditions the workflows write, in Crossplane's types and reasons (reference §4).
+"""Conditions the workflows write, in Crossplane's types and reasons (docs/crossplane.md §4).
 
 Pure functions of what happened; the workflows decide which one applies and the
 ``write_*_status`` activities only store the result. Tests assert on reasons, which are
@@ -59,7 +59,7 @@ def cond(type_: str, status: str, reason: str, message: str = "") -> c.Condition
 
 def package_ok(active: bool, healthy: bool, health_message: str,
                revision_unhealthy: bool = False) -> list[c.Condition]:
-    """Conditions of a package whose current revision installed (reference §4.2, §9.14).
+    """Conditions of a package whose current revision installed (docs/crossplane.md §4.2, §9).
 
     ``revision_unhealthy``: the revision itself is not healthy (its dependencies are not
     met) and ``health_message`` is its message; otherwise the runtime's.
@@ -77,7 +77,7 @@ def package_ok(active: bool, healthy: bool, health_message: str,
 
 
 def reconcile_paused() -> c.Condition:
-    """``Synced=False/ReconcilePaused``, as Crossplane says it (reference §1)."""
+    """``Synced=False/ReconcilePaused``, as Crossplane says it (docs/crossplane.md §1)."""
     return cond(SYNCED, FALSE, RECONCILE_PAUSED, MSG_PAUSED)
 
 
@@ -149,7 +149,7 @@ def revision_failed(step: str, message: str) -> list[c.Condition]:
 
 
 def runtime_failed(message: str) -> str:
-    """RuntimeHealthy's message for an unavailable runtime, as Crossplane words it (§13.1)."""
+    """RuntimeHealthy's message for an unavailable runtime (docs/crossplane.md §13.1 step 9)."""
     return prefixed(c.ENSURE_RUNTIME, message)
 
 

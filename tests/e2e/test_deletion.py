@@ -1,4 +1,4 @@
-"""Deleting packages as Kubernetes does it (issue 14, invariant 8), end to end.
+"""Deleting packages as Kubernetes does it (issue 14, docs/design.md invariant 8), end to end.
 
 Each package kind is installed at v1, upgraded to v2 (so it has an Active and an Inactive
 revision), then deleted with ``kubectl delete --cascade=foreground|background|orphan``.
@@ -172,7 +172,7 @@ async def closed_after_clean_up(stack: Stack, kind: str, name: str) -> list[str]
 
 
 def check_only_clean_up(steps: list[str]) -> None:
-    """Invariant 8: after the clean-up began, nothing but reads and clean-ups ran."""
+    """docs/design.md invariant 8: once the clean-up began, only reads and clean-ups ran."""
     assert c.CLEANUP_PACKAGE in steps, steps
     assert CHILD_STARTED not in steps and set(steps) <= {c.READ_PACKAGE, c.CLEANUP_PACKAGE}, \
         steps

@@ -1,8 +1,8 @@
-"""Failure paths of an install, end to end (issues 4 and 14, invariant 6).
+"""Failure paths of an install, end to end (issues 4 and 14, docs/design.md invariant 6).
 
 Each test drives the product as a user does (push, apply, read conditions) and checks
 three things: the package's conditions name the cause with the reference's reasons
-(§4, §9–10, §15); nothing is half-installed; and the workflow classified the error —
+(docs/crossplane.md §4, §9, §10, §15); nothing is half-installed; the workflow classified the error:
 a permanent one (lint, a Crossplane constraint, a refused permission request) fails once
 and waits for a change (no Temporal retries, no timer); one that can heal (registry down,
 tag not pushed yet, no pull Secret yet, an ImageConfig not there yet, a conflict with
@@ -310,7 +310,7 @@ async def test_provider_applied_before_its_tag_is_pushed_heals(stack: Stack,
     assert message.startswith("cannot unpack package: ")
     assert "not found" in message and "v9.9.9" in message, message
     assert conds["Healthy"]["message"] == message
-    assert stack.revisions("Provider", name) == []  # reference §9 step 4: no revision
+    assert stack.revisions("Provider", name) == []  # docs/crossplane.md §9 step 4: no revision
     assert_nothing_installed(stack, name, f"gadgets.{group}")
     tc = await temporal(stack)
     await assert_retrying(tc, stack.task_queue, name, "PackageNotFound")
@@ -486,7 +486,7 @@ async def test_disallowed_permission_request_is_refused(stack: Stack, tmp_path: 
     assert (conds["Installed"]["status"], conds["Installed"]["reason"]) == (
         "True", "ActivePackageRevision")
     rev = stack.revisions("Provider", name)[0]
-    assert cluster_roles_of(stack, rev["metadata"]["name"]) == []  # no roles at all (§15)
+    assert cluster_roles_of(stack, rev["metadata"]["name"]) == []  # docs/crossplane.md §15
     assert deployments_of(stack, rev) == []
     tc = await temporal(stack)
     await assert_failed_permanently(

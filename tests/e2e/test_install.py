@@ -211,7 +211,7 @@ def check_package_and_revision(stack: Stack, kind: str, name: str, ref: str) -> 
 
 def check_lock(stack: Stack, rev: Obj, kind: str, ref: str,
                dependencies: list[Obj] | None = None) -> None:
-    """The Lock entry of the revision, as reference §5 lays it out."""
+    """The Lock entry of the revision, as docs/crossplane.md §5 lays it out."""
     entry = lock_entry(stack, rev["metadata"]["name"])
     source, _, version = ref.rpartition(":")
     assert entry["kind"] == kind
@@ -296,7 +296,7 @@ def test_provider_installs_crds_rbac_and_runtime(stack: Stack, tmp_path: Path) -
     assert rev["spec"]["tlsClientSecretName"] == f"{name}-tls-client"
     assert rev["status"]["tlsServerSecretName"] == f"{name}-tls-server"
     assert rev["status"]["tlsClientSecretName"] == f"{name}-tls-client"
-    # Meta annotations are copied onto the revision (reference §3.3).
+    # Meta annotations are copied onto the revision (docs/crossplane.md §3.3).
     assert rev["metadata"]["annotations"]["meta.crossplane.io/source"] == (
         "github.com/example/provider-widgets")
     conds = conditions_of(rev)
@@ -344,7 +344,7 @@ def test_provider_installs_crds_rbac_and_runtime(stack: Stack, tmp_path: Path) -
              {"apiGroups": [group], "resources": ["*/finalizers"], "verbs": ["update"]},
              {"apiGroups": ["", "coordination.k8s.io"],
               "resources": ["secrets", "configmaps", "events", "leases"], "verbs": ["*"]},
-             # The accepted permission request is appended to the system role (§15).
+             # The accepted permission request joins the system role (docs/crossplane.md §15).
              {"apiGroups": [""], "resources": ["secrets"],
               "verbs": ["get", "list", "watch"]}]),
     }
@@ -433,14 +433,14 @@ def test_function_installs_runtime_but_no_objects(stack: Stack, tmp_path: Path) 
     rev_name = rev["metadata"]["name"]
     assert rev["spec"]["runtimeConfigRef"]["name"] == "default"
     assert rev["spec"]["tlsServerSecretName"] == f"{name}-tls-server"
-    assert "tlsClientSecretName" not in rev["spec"]  # functions have no client cert (§3.1)
+    assert "tlsClientSecretName" not in rev["spec"]  # no client cert (docs/crossplane.md §3.1)
     assert rev["status"]["endpoint"] == f"dns:///{name}.{NS}:9443"
     assert rev["status"]["capabilities"] == ["composition"]
     conds = conditions_of(rev)
     assert conds["RevisionHealthy"][:2] == ("True", "HealthyPackageRevision")
     assert conds["RuntimeHealthy"][:2] == ("True", "HealthyPackageRevision")
     assert conds["RuntimeActive"][:2] == ("True", "ActiveRuntime")
-    # Function CRDs only describe inputs and are never created (reference §7.3).
+    # Function CRDs only describe inputs and are never created (docs/crossplane.md §7.3).
     assert not (rev["status"].get("objectRefs") or [])
     with pytest.raises(ApiException) as missing:
         client.ApiextensionsV1Api(stack.api).read_custom_resource_definition(f"inputs.{group}")
@@ -653,7 +653,7 @@ def test_webhooks_point_at_the_package_service_with_a_verifying_ca(
     assert [(p["name"], p["port"]) for p in svc["spec"]["ports"]] == [("webhook", 9443)]
     secret = plain(stack, core.read_namespaced_secret(f"{name}-tls-server", NS))
     assert secret["type"] == "kubernetes.io/tls"
-    # The TLS Secrets carry the revision's owner references: the Provider (§13.1 step 7).
+    # The TLS Secrets carry the revision's owners: the Provider (docs/crossplane.md §13.1 step 7).
     assert secret["metadata"]["ownerReferences"] == rev["metadata"]["ownerReferences"]
     server_cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
 

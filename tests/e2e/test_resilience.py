@@ -1,10 +1,10 @@
 """Resilience of the whole product (issue 4, "What it must show"), through the watcher.
 
-* Exactly one winner (invariants 4, 5): two Providers sharing two CRDs, applied at the same
+* One winner (docs/design.md invariants 4, 5): two Providers sharing two CRDs, applied at the same
   moment, 20 rounds.
-* Crash test (invariant 3): the worker SIGKILLed at a seeded random point of an install,
+* Crash test (docs/design.md invariant 3): the worker SIGKILLed at a seeded random point,
   restarted, 10 rounds; every install Healthy with one revision and no duplicates.
-* History hygiene (invariant 2): every workflow history of the session, payloads decoded,
+* History hygiene (docs/design.md invariant 2): every workflow history of the session, decoded,
   holds no pull-secret value and no payload over 32 KiB. Last in the module on purpose, so
   it also covers the workflows the tests above started.
 

@@ -409,7 +409,7 @@ def test_a_claim_written_after_the_loser_looked_still_makes_it_lose(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The loser lists the other claims before its turn; the winner writes its claim and
     its entry just after. The loser must not trust what it listed for a revision the Lock
-    did not name yet: it loses, naming the winner (invariant 4)."""
+    did not name yet: it loses, naming the winner (docs/design.md invariant 4)."""
     from lockwright.activities import lock as lock_mod
 
     bystander = unique("bystander")  # a Provider entry in the Lock: its kind is listed
@@ -754,7 +754,7 @@ def test_a_dependency_moves_only_from_the_version_the_resolver_decided_from(
     assert (kube.get(PKG, "Provider", names[2]) or {})["spec"]["package"] == f"{repo}:v4.0.0"
 
 
-# --- deletion (issue 14, invariant 8) ----------------------------------------------------
+# --- deletion (issue 14, docs/design.md invariant 8) --------------------------------------
 def test_steps_on_a_package_being_deleted_end_with_object_gone(
         acts: Activities, kube: Kube, provider: Pushed) -> None:
     """A deletionTimestamp on the package or the revision stops every write for it."""

@@ -1,5 +1,5 @@
 """Which DeploymentRuntimeConfig a revision's runtime uses, against devcluster: a
-``runtimeConfigRef`` of another kind under each package runtime (reference §13.1)."""
+``runtimeConfigRef`` of another kind under each package runtime (docs/crossplane.md §13.1)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ SHAPES = {
 # Recorded before PATCH_LOCAL_STEPS, every step on the task queue: they must still replay.
 QUEUED = {f"{shape}_queued" for shape in SHAPES if not shape.endswith("_unpatched")}
 SHAPES |= QUEUED
-# Deletion (invariant 8): a package being deleted is only cleaned up; an install running
+# Deletion (docs/design.md invariant 8): a package being deleted is only cleaned up; an install
 # when the deletion begins is cancelled (PATCH_DELETION_STOPS_INSTALL).
 SHAPES |= {"package_deleting", "package_deleted_during_install"}
 # Upgrades prepare first and switch after (PATCH_PREPARE_THEN_SWITCH): finished, reverted
@@ -123,7 +123,7 @@ async def test_reordered_commands_fail_replay() -> None:
 
 @pytest.mark.parametrize("shape", ["package_deleting", "package_deleted_during_install"])
 def test_nothing_but_clean_up_once_the_deletion_is_seen(shape: str) -> None:
-    """After the first clean-up only reads and clean-ups run (invariant 8)."""
+    """After the first clean-up only reads and clean-ups run (docs/design.md invariant 8)."""
     after = steps_after_clean_up(load(shape))
     assert after.count(c.CLEANUP_PACKAGE) >= 2, after
     assert set(after) == {c.READ_PACKAGE, c.CLEANUP_PACKAGE}, after

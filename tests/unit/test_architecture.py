@@ -1,4 +1,4 @@
-"""The layering DESIGN.md asks for, checked by import-linter's contracts in pyproject.toml
+"""The layering docs/design.md asks for, checked by import-linter's contracts in pyproject.toml
 (the floors as a layers contract, no import cycles, workflows never import I/O, the core
 never imports Temporal, only ``lockwright.k8s`` imports ``kubernetes``, product code never
 imports devcluster), and the shape of the house: no hidden imports, no long modules, a core

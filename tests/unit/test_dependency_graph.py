@@ -1,5 +1,5 @@
 """The package graph from the Lock and the package objects, and the revision-side report
-(reference §5, §11): Crossplane's messages, word for word."""
+(docs/crossplane.md §5, §11): Crossplane's messages, word for word."""
 
 from __future__ import annotations
 

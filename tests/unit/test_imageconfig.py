@@ -1,4 +1,4 @@
-"""ImageConfig matching (§14): longest prefix per purpose, rewrite, pull secrets, runtime."""
+"""ImageConfig matching (docs/crossplane.md §14): longest prefix by purpose, rewrite, secrets."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def test_connection_errors_are_transient() -> None:
 
 
 @pytest.mark.parametrize(("exc", "type_", "non_retryable"), [
-    # Another package holds the object; it may go away: retried, not final (invariant 6).
+    # Another package holds the object, which may go away: retried (docs/design.md invariant 6).
     (e.ConflictError("held"), "ConflictError", False),
     (e.PackageNotFound("tag v2 not pushed yet"), "PackageNotFound", False),
     (e.Unauthorized("no pull secret yet"), "Unauthorized", False),

@@ -1,4 +1,4 @@
-"""Lock entries (§5), upsert/remove by compare-and-swap input, and conflict detection."""
+"""Lock entries (docs/crossplane.md §5), upsert/remove by compare-and-swap input, conflicts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RBAC (§15): ClusterRoles field by field, the binding, permission-request checks."""
+"""RBAC (docs/crossplane.md §15): ClusterRoles field by field, the binding, permission requests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The resolver (reference §12, and better): one backtracking search over the whole graph.
+"""The resolver (docs/crossplane.md §12, and better): one backtracking search over the whole graph.
 
 Table tests for each rule, then a property test: on small generated graphs, every answer
 satisfies every constraint it reaches, and a root is set aside only when a brute-force

@@ -192,7 +192,7 @@ def test_a_revision_is_named_by_one_explanation_only() -> None:
 @pytest.mark.parametrize("deps", [[(P, ">=v1.0.0")], [(B, ">=v1.0.0"), (P, ">=v2.0.0")]],
                          ids=["satisfiable", "no solution"])
 def test_nothing_for_a_root_whose_package_is_gone_or_going(deps: list[Dep]) -> None:
-    """Its Lock entry outlives the package for a moment (invariant 8): a dependency deleted
+    """Its Lock entry outlives the package (docs/design.md invariant 8): a dependency deleted
     meanwhile must not be created again for it."""
     going = locked(f"{ORG}/a", "v1.0.0", *deps, revision="a-rev")
     going = Node(going.source, going.kind, going.version, "", going.revision,

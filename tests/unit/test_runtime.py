@@ -1,4 +1,4 @@
-"""Runtime manifests (§13.2), field by field, and Deployment health."""
+"""Runtime manifests (docs/crossplane.md §13.2), field by field, and Deployment health."""
 
 from __future__ import annotations
 
