@@ -64,14 +64,19 @@ class ApprovalActivities:
         return c.RecordApprovalResult(by=by, at=at)
 
     async def temporal_identity(self, inp: c.RecordApprovalInput) -> Found:
-        """The identity and time of the last update or signal approving ``inp.revision``."""
-        client: Client = await self.temporal.connect()
-        handle = client.get_workflow_handle(inp.workflow_id, run_id=inp.run_id or None)
-        history = await handle.fetch_history()
-        found: Found = ("", "")
-        for event in history.events:
-            found = approval_in(event, inp.revision) or found
-        return found
+        """The identity and time of the update or signal approving ``inp.revision``."""
+        return await approver(await self.temporal.connect(), inp)
+
+
+async def approver(client: Client, inp: c.RecordApprovalInput) -> Found:
+    """The identity and time of the last update or signal approving ``inp.revision`` in
+    the history of workflow ``inp.workflow_id``, run ``inp.run_id``."""
+    handle = client.get_workflow_handle(inp.workflow_id, run_id=inp.run_id or None)
+    history = await handle.fetch_history()
+    found: Found = ("", "")
+    for event in history.events:
+        found = approval_in(event, inp.revision) or found
+    return found
 
 
 def approval_in(event: HistoryEvent, revision: str) -> Found | None:
