@@ -327,7 +327,7 @@ def _switched(kind: str, began: float, outcome: str) -> None:
 
 def _received_in(s: c.PackageState) -> str:
     """The run whose history holds the approval's signal or update: the one that received
-    it, which a continue-as-new since has ended (this run's history does not have it).
-    States carried from runs before it was kept name none: this run, and record_approval
-    reads back through the runs before it."""
+    it, which a continue-as-new may since have ended (this run's history lacks the event).
+    A state carried from a run that did not keep it names none: this run, and
+    record_approval reads back through the runs this one continued from."""
     return s.approved_run_id or workflow.info().run_id
