@@ -3,7 +3,8 @@
 Approvals come three ways: the ``activate_revision`` update, the ``request_activation``
 signal (both from the ``temporal`` CLI or any client), or ``kubectl`` setting the
 revision's ``spec.desiredState: Active``. Workflow code cannot see who sent an update or
-a signal, so this activity reads the Temporal identity from the workflow's own history;
+a signal, so this activity reads the Temporal identity from the workflow's history (of
+the run that received the approval: see :func:`approver`);
 for kubectl, the field manager and time of ``spec.desiredState`` in the revision's
 managedFields (Kubernetes records the writer's field manager there, not the user). The
 result is an Event on the revision.
@@ -31,6 +32,8 @@ from lockwright.upgrade.activation import annotation_writer, desired_state_write
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION as ACCEPT_PLAN
 
 Found = tuple[str, str]  # who, when (ISO 8601)
+# Runs read back through continue-as-new for an approval whose run is not named.
+MAX_RUNS_BACK = 5
 
 
 class ApprovalActivities:
@@ -64,14 +67,33 @@ class ApprovalActivities:
         return c.RecordApprovalResult(by=by, at=at)
 
     async def temporal_identity(self, inp: c.RecordApprovalInput) -> Found:
-        """The identity and time of the last update or signal approving ``inp.revision``."""
-        client: Client = await self.temporal.connect()
-        handle = client.get_workflow_handle(inp.workflow_id, run_id=inp.run_id or None)
-        history = await handle.fetch_history()
-        found: Found = ("", "")
-        for event in history.events:
-            found = approval_in(event, inp.revision) or found
-        return found
+        """The identity and time of the update or signal approving ``inp.revision``."""
+        return await approver(await self.temporal.connect(), inp)
+
+
+async def approver(client: Client, inp: c.RecordApprovalInput) -> Found:
+    """The identity and time of the last update or signal approving ``inp.revision``.
+
+    Read from the history of run ``inp.run_id``, the run that received the approval: the
+    server writes a signal's event before any workflow task delivers it, and an update's
+    acceptance when the task that accepted it completes, both before the workflow can ask
+    for the record, so nothing needs waiting for. A continue-as-new in between does not
+    carry those events into the next run, hence the run id. States carried from runs
+    before the run id was kept name the current run: the runs it continued from are read
+    back, newest first, up to ``MAX_RUNS_BACK``.
+    """
+    run_id = inp.run_id
+    for _ in range(1 + MAX_RUNS_BACK):
+        handle = client.get_workflow_handle(inp.workflow_id, run_id=run_id or None)
+        events = (await handle.fetch_history()).events
+        found = [hit for hit in (approval_in(e, inp.revision) for e in events) if hit]
+        if found:
+            return found[-1]
+        run_id = events[0].workflow_execution_started_event_attributes \
+            .continued_execution_run_id if events else ""
+        if not run_id:
+            break
+    return "", ""
 
 
 def approval_in(event: HistoryEvent, revision: str) -> Found | None:

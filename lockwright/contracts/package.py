@@ -53,6 +53,9 @@ class PackageState:
     approved_via: str = ""
     approved_by: str = ""
     approved_at: str = ""
+    # The run that received the approval: its history holds the signal or update with the
+    # sender's identity; a continue-as-new before the record does not carry that event.
+    approved_run_id: str = ""
     recorded_approval: str = ""
     # The last prepared upgrade's plan, and the revision whose breaking plan an operator
     # accepted through the activation update (the annotation is read each pass).

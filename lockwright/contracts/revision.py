@@ -310,8 +310,9 @@ class RecordApprovalInput:
     """Activity ``record_approval``: who approved a revision and when, as an Event on it.
 
     ``by`` empty: the Temporal identity of the update or signal is read from the
-    workflow's history (``workflow_id``, ``run_id``); for ``via="kubectl"`` the manager
-    and time of the revision's ``spec.desiredState`` are read from its managedFields.
+    workflow's history (``workflow_id``; ``run_id``: the run that received the approval,
+    not always the one recording it); for ``via="kubectl"`` the manager and time of the
+    revision's ``spec.desiredState`` are read from its managedFields.
     """
 
     kind: str = ""

@@ -505,6 +505,7 @@ class PackageWorkflow:
         self._activation_errors.pop(inp.revision, None)
         self._s = replace(self._s, approved_revision=inp.revision, dirty=True, approved_via=via,
                           approved_by=inp.by, approved_at=workflow.now().isoformat(),
+                          approved_run_id=workflow.info().run_id,
                           accepted_plan=inp.revision if inp.accept_plan
                           else self._s.accepted_plan)
 

@@ -182,7 +182,7 @@ class Upgrader:
             kind=self._kind, package=self._name, revision=rev,
             via="kubectl" if by_hand else s.approved_via, by="" if by_hand else s.approved_by,
             at="" if by_hand else s.approved_at, workflow_id=info.workflow_id,
-            run_id=info.run_id), c.RecordApprovalResult, f"record the approval of {rev}",
+            run_id=_received_in(s)), c.RecordApprovalResult, f"record the approval of {rev}",
             step=False)
         self._host.state = replace(self._host.state, recorded_approval=rev,
                                    approved_by=done.by, approved_at=done.at)
@@ -241,7 +241,7 @@ class Upgrader:
             via="annotation" if by_annotation else s.approved_via,
             by="" if by_annotation else s.approved_by,
             at="" if by_annotation else s.approved_at, workflow_id=info.workflow_id,
-            run_id=info.run_id, plan=True), c.RecordApprovalResult,
+            run_id=_received_in(s), plan=True), c.RecordApprovalResult,
             f"record the acceptance of {rev}'s plan", step=False)
 
     async def _switch(self, pkg: c.ReadPackageResult, new: Install) -> None:
@@ -323,3 +323,11 @@ class Upgrader:
 def _switched(kind: str, began: float, outcome: str) -> None:
     """The switch-over's duration, from taking control to ``outcome``."""
     metrics.switch_finished(workflow.metric_meter(), kind, workflow.time() - began, outcome)
+
+
+def _received_in(s: c.PackageState) -> str:
+    """The run whose history holds the approval's signal or update: the one that received
+    it, which a continue-as-new may since have ended (this run's history lacks the event).
+    A state carried from a run that did not keep it names none: this run, and
+    record_approval reads back through the runs this one continued from."""
+    return s.approved_run_id or workflow.info().run_id

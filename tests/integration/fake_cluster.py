@@ -106,6 +106,16 @@ class FakeCluster:
     planned: list[c.PlanRevisionInput] = field(default_factory=list)
     # Run inside cleanup_package, one per call: what happens in the cluster meanwhile.
     during_cleanup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # Run inside write_package_status, on every call: what happens meanwhile (an operator
+    # approving the revision the status is about, say).
+    during_status: list[Callable[[c.WritePackageStatusInput], Awaitable[None]]] = field(
+        default_factory=list)
+    # record_approval's lookup of the Temporal identity (the real one reads the history);
+    # None: "identity of the <via>".
+    approver: Callable[[c.RecordApprovalInput], Awaitable[str]] | None = None
+    # record_approval's answers by revision (".../plan": the acceptance of its plan): who,
+    # and the workflow run that recorded it.
+    approved_by: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -226,6 +236,8 @@ class FakeCluster:
         writes = self.package_status.setdefault(inp.name, [])
         changed = not writes or writes[-1] != inp
         writes.append(inp)
+        for during in self.during_status:
+            await during(inp)
         return c.WritePackageStatusResult(changed=changed)
 
     @activity.defn(name=c.CLEANUP_PACKAGE)
@@ -320,7 +332,11 @@ class FakeCluster:
     async def record_approval(self, inp: c.RecordApprovalInput) -> c.RecordApprovalResult:
         self._enter(c.RECORD_APPROVAL)
         self.approvals.append(inp)
-        return c.RecordApprovalResult(by=inp.by or f"identity of the {inp.via}", at=inp.at)
+        by = inp.by or f"identity of the {inp.via}"
+        if not inp.by and self.approver is not None:
+            by = await self.approver(inp)
+        self.approved_by[inp.revision + ("/plan" if inp.plan else "")] = (by, activity.info().workflow_run_id or "")
+        return c.RecordApprovalResult(by=by, at=inp.at)
 
     @activity.defn(name=c.PLAN_REVISION)
     async def plan_revision(self, inp: c.PlanRevisionInput) -> Plan:
