@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -134,17 +133,17 @@ def test_documents_follow_changes_of_types() -> None:
     assert discovery.group_list(list(TYPES)) == before
 
 
-def test_two_thousand_types_stay_fast() -> None:
+def test_two_thousand_types_are_built_once_and_one_more_costs_one_entry() -> None:
+    """Discovery is asked on every request: the same set of types answers from the cache,
+    and one CRD more builds one entry, not 2,000 (what kept 2,000 types fast; the speed
+    itself is benchmarks/devcluster.py's, tests assert no wall-clock time)."""
     many = list(BUILTINS)
     for i in range(2000):
         many.append(crd(f"g{i}.example.org", "v1", f"Kind{i}"))
-    start = time.perf_counter()
-    discovery.aggregated(many, core=False)
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in range(20):
-        discovery.aggregated(list(many), core=False)
-        discovery.group_list(list(many))
-    repeat = (time.perf_counter() - start) / 20
-    assert first < 1.0
-    assert repeat < 0.05
+    first = discovery.aggregated(many, core=False)
+    assert discovery.aggregated(list(many), core=False) is first
+    assert discovery.group_list(list(many)) is discovery.group_list(list(many))
+    before = len(discovery._PER_TYPE)
+    grown = discovery.aggregated([*many, crd("extra.example.org", "v1", "Extra")], core=False)
+    assert len(grown["items"]) == len(first["items"]) + 1
+    assert len(discovery._PER_TYPE) - before <= 2

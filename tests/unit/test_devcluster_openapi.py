@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from lockwright.devcluster import openapi
@@ -108,18 +107,17 @@ def test_v2_is_swagger_with_definitions() -> None:
     assert "fieldValidation" in [p["name"] for p in op["parameters"]]
 
 
-def test_many_custom_types_stay_fast() -> None:
+def test_many_custom_types_are_documented_once_per_set() -> None:
+    """The same 2,000 types answer from the cache (what keeps the documents fast: the speed
+    itself is benchmarks/devcluster.py's; tests assert no wall-clock time)."""
     many = list(BUILTINS) + [
         ResourceType(f"g{i}.example.org", "v1", f"K{i}", f"k{i}s", f"k{i}", True,
                      schema=SCHEMA, crd_name=f"k{i}s.g{i}.example.org") for i in range(2000)]
-    start = time.perf_counter()
-    openapi.v3_index(many)
-    openapi.v3_group_version(many, "g7.example.org", "v1")
-    assert time.perf_counter() - start < 2.0
-    start = time.perf_counter()
-    for _ in range(10):
-        openapi.v3_index(list(many))
-    assert (time.perf_counter() - start) / 10 < 0.05
+    index = openapi.v3_index(many)
+    assert len(index["paths"]) >= 2000
+    assert openapi.v3_index(list(many))["paths"] is index["paths"]
+    group = openapi.v3_group_version(many, "g7.example.org", "v1")
+    assert openapi.v3_group_version(list(many), "g7.example.org", "v1") is group
 
 
 def _refs(node: Any) -> list[str]:
