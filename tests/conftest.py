@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "tests.fixtures.devcluster",
+    "tests.fixtures.docker",
     "tests.fixtures.registry",
     "tests.fixtures.temporal",
     "tests.fixtures.stack",

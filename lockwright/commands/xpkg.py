@@ -8,11 +8,13 @@ they run. Every handler turns a lockwright error into one line on stderr and exi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,10 +146,29 @@ def _client(args: argparse.Namespace) -> Any:
 
 
 def _cache(args: argparse.Namespace) -> Any:
+    """The package cache, for a command that fetches or keeps packages (a reference, ``cache
+    load``); it says which directory it needs when that cannot be written."""
     from lockwright.oci.cache import PackageCache
 
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lockwright/xpkg"
     return PackageCache(args.cache_dir or os.environ.get("LOCKWRIGHT_CACHE_DIR") or default)
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Any]:
+    """A throwaway cache in the temporary directory, for reading a local file: such a
+    command keeps nothing, so it must not need the package cache (a read-only home)."""
+    from lockwright.oci.cache import CacheDirUnusable, PackageCache
+
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix="lockwright-xpkg-")
+    except OSError as exc:
+        raise CacheDirUnusable(
+            f"reading a package file needs a writable temporary directory ({exc}): set "
+            "TMPDIR to one; in a container with a read-only root filesystem, mount a tmpfs "
+            "at /tmp (docker run --tmpfs /tmp)") from exc
+    with tmp as root:
+        yield PackageCache(root)
 
 
 def _is_file(target: str) -> bool:
@@ -185,11 +206,10 @@ def _describe(args: argparse.Namespace) -> dict[str, Any]:
     from lockwright.oci.local import open_tarball
     from lockwright.oci.validate import validate_package
 
-    cache = _cache(args)
     if _is_file(args.target):
-        with open_tarball(args.target, cache) as (_, local):
+        with _scratch() as scratch, open_tarball(args.target, scratch) as (_, local):
             return _summary_dict(local.digest, local.base_layer, local.summary)
-    fetched = fetch_package(args.target, _client(args), cache, policy="Always")
+    fetched = fetch_package(args.target, _client(args), _cache(args), policy="Always")
     summary = fetched.summary or validate_package(fetched.path)
     return _summary_dict(fetched.digest, fetched.entry.base_layer, summary)
 
@@ -234,7 +254,7 @@ def _lint(args: argparse.Namespace) -> int:
         with build_package(target) as built:
             warnings = list(built.warnings)
     else:
-        with _open_any(args, target) as (_, local):
+        with _open_file(target) as (_, local):
             warnings = list(local.summary.warnings)
     for warning in warnings:
         print(f"warning: {warning}")
@@ -242,10 +262,13 @@ def _lint(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_any(args: argparse.Namespace, target: Path) -> Any:
+@contextlib.contextmanager
+def _open_file(target: Path) -> Iterator[Any]:
+    """A package file's package.yaml and summary, read in a scratch directory."""
     from lockwright.oci.local import open_tarball
 
-    return open_tarball(target, _cache(args))
+    with _scratch() as scratch, open_tarball(target, scratch) as opened:
+        yield opened
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -253,7 +276,7 @@ def _extract(args: argparse.Namespace) -> int:
     from lockwright.oci.local import copy_out
 
     if _is_file(args.target):
-        with _open_any(args, Path(args.target)) as (yaml_path, _):
+        with _open_file(Path(args.target)) as (yaml_path, _):
             copy_out(yaml_path, args.output)
     else:
         copy_out(fetch_package(args.target, _client(args), _cache(args)).path, args.output)

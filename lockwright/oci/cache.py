@@ -28,6 +28,7 @@ from typing import IO
 
 import structlog
 
+from lockwright.errors import LockwrightError
 from lockwright.oci.reference import is_digest
 
 log = structlog.get_logger(__name__)
@@ -36,6 +37,20 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024 * 1024
 PACKAGE_FILE = "package.yaml"
 DOCUMENTS_FILE = "documents.jsonl"
 META_FILE = "meta.json"
+
+
+class CacheDirUnusable(LockwrightError):
+    """The package cache directory cannot be created or written (a read-only root, no
+    writable home); the message names the directory and how to give one."""
+
+
+def unusable_message(root: Path, exc: OSError) -> str:
+    """What to say when ``root`` cannot hold the package cache, and how to fix it."""
+    return (f"the package cache directory {root} cannot be created or written "
+            f"({exc.strerror or exc}): set LOCKWRIGHT_CACHE_DIR (or --cache-dir) to a "
+            "writable directory; in a container with a read-only root filesystem, mount a "
+            "volume or a tmpfs there (deploy/worker.yaml mounts an emptyDir at "
+            "/var/cache/lockwright)")
 
 
 @dataclass(frozen=True)
@@ -77,13 +92,22 @@ class PackageCache:
     Args:
         root: the cache directory (created if missing).
         max_bytes: bound on the total size of cached package.yaml and documents files.
+
+    Raises:
+        CacheDirUnusable: ``root`` cannot be created or written.
     """
 
     def __init__(self, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
-        for sub in (".tmp", ".refs", ".verified"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        try:
+            for sub in (".tmp", ".refs", ".verified"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+            # An existing directory may still be read-only (a read-only mount).
+            with tempfile.TemporaryFile(dir=self.root / ".tmp"):
+                pass
+        except OSError as exc:
+            raise CacheDirUnusable(unusable_message(self.root, exc)) from exc
 
     def _dir(self, digest: str) -> Path:
         if not is_digest(digest):

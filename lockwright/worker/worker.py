@@ -29,6 +29,7 @@ from lockwright import contracts as c
 from lockwright.activities import build
 from lockwright.k8s.bootstrap import bootstrap_at
 from lockwright.log import configure
+from lockwright.oci.cache import CacheDirUnusable, PackageCache
 from lockwright.settings import Settings
 from lockwright.worker.common import (
     Backoff,
@@ -153,10 +154,21 @@ def worker_command(args: argparse.Namespace) -> int:
     configure()
     quiet_sdk_messages()
     settings = settings_or_exit(args)
-    if not _serving_metrics(settings):
+    if not _cache_usable(settings) or not _serving_metrics(settings):
         return 1
     asyncio.run(_main(settings, bootstrap=not args.no_bootstrap))
     return 0
+
+
+def _cache_usable(settings: Settings) -> bool:
+    """The package cache directory can be written; False (and the fix on stderr) if not,
+    before connecting anywhere: a read-only root with no volume fails here, in one line."""
+    try:
+        PackageCache(settings.cache_dir)
+    except CacheDirUnusable as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return False
+    return True
 
 
 def _serving_metrics(settings: Settings) -> bool:

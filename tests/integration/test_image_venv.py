@@ -103,7 +103,8 @@ def run_dockerfile_pip_steps(venv: Path, context: Path) -> None:
     build = dockerfile.stages()[0]
     env = {**os.environ, **{k: v for k, v in build.env().items() if k != "PATH"}}
     env.pop("PYTHONPATH", None)
-    for command in build.args("RUN"):
+    env.pop("PIP_CERT", None)  # the image's system bundle; pip here keeps this machine's
+    for command in build.commands():
         if not command.startswith("pip install"):
             continue  # `python -m venv /opt/lockwright`: made by the fixture instead
         argv = [str(venv / "bin" / "python"), "-m", *command.split()]

@@ -181,9 +181,21 @@ def test_image_is_slim_python_311_built_in_stages() -> None:
     assert not [r for r in final.args("RUN") if re.search(r"pip|apt|gcc|build", r)]
 
 
+def test_image_takes_a_ca_bundle_for_pip_only_as_a_build_secret() -> None:
+    build, final = dockerfile.stages()
+    secret = ("--mount=type=secret,id=ca-bundle,required=false,"
+              f"target={build.env()['PIP_CERT']}")
+    for command, flags in zip(build.commands(), build.run_flags(), strict=True):
+        if command.startswith("pip install"):
+            assert flags == [secret], command
+    # Nothing of the build stage but the venv reaches the final image, and no CA file.
+    assert final.args("COPY") == [f"--from={build.name} /opt/lockwright /opt/lockwright"]
+    assert "PIP_CERT" not in final.env() and not any(final.run_flags())
+
+
 def test_image_installs_exactly_pyprojects_runtime_requirements() -> None:
     build = dockerfile.stages()[0]
-    installs = [r for r in build.args("RUN") if r.startswith("pip install")]
+    installs = [r for r in build.commands() if r.startswith("pip install")]
     assert installs == ["pip install -r requirements/image.txt", "pip install --no-deps ."]
     lines = (ROOT / "requirements" / "image.txt").read_text(encoding="utf-8").splitlines()
     image = [Requirement(ln) for ln in lines if ln.strip() and not ln.startswith("#")]
