@@ -56,8 +56,18 @@ def resolved(objects: list[Obj], deployment: str) -> lw_settings.Settings:
     return lw_settings.from_args(None, environ)
 
 
-def test_helm_lint_passes(helm: Helm) -> None:
-    done = helm.run("lint", "--strict", str(CHART))
+#: Every optional part of the chart turned on.
+EVERYTHING = ("--set", "temporal.tls.enabled=true", "--set", "temporal.tls.clientCertSecret=c",
+              "--set", "temporal.tls.caSecret=ca", "--set", "temporal.tls.serverName=t",
+              "--set", "temporal.apiKey.secret=k", "--set", "temporal.taskQueue=q",
+              "--set", "settings.LOCKWRIGHT_RESYNC_SECONDS=60", "--set", "labels.team=platform",
+              "--set", "worker.podAnnotations.a=b", "--set", "image.pullSecrets={pull}",
+              "--set", "worker.tolerations[0].operator=Exists")
+
+
+@pytest.mark.parametrize("values", [(), EVERYTHING], ids=["defaults", "everything"])
+def test_helm_lint_passes(helm: Helm, values: tuple[str, ...]) -> None:
+    done = helm.run("lint", "--strict", str(CHART), *values)
     assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout, done.stdout
 
 
@@ -210,14 +220,12 @@ def test_metrics_and_watcher_can_be_turned_off(helm: Helm) -> None:
 
 
 def test_every_variable_the_chart_sets_is_a_lockwright_setting(helm: Helm) -> None:
-    objects = helm.template("--set", "temporal.tls.enabled=true",
-                            "--set", "temporal.tls.clientCertSecret=c",
-                            "--set", "temporal.tls.caSecret=ca", "--set",
-                            "temporal.tls.serverName=t", "--set", "temporal.apiKey.secret=k",
-                            "--set", "temporal.taskQueue=q")
+    objects = helm.template(*EVERYTHING)
     known = {spec.env for spec in lw_settings.SPECS}
     for deployment in WORKLOADS:
         assert set(env_of(objects, deployment)) <= known
+    assert all(o["metadata"]["labels"]["team"] == "platform" for o in objects
+               if o["kind"] != "CustomResourceDefinition")
 
 
 @pytest.mark.parametrize(("args", "message"), [
