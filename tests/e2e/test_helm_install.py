@@ -5,7 +5,8 @@ ServiceAccount and RBAC end up as deploy/ makes them, and ``lockwright crds inst
 works under that ServiceAccount alone, refused nothing (kube-apiserver's audit log). kwok's
 Pods run no containers, so the worker and watcher Deployments only roll out; lockwright
 itself runs outside the cluster in the other end-to-end tests. An upgrade changes what
-its values say, and an uninstall removes the release but keeps the system namespace.
+its values say, and an uninstall removes the release but keeps the system namespace. A
+second release, kept in a namespace helm makes, lives beside the first.
 
 Runs when the real control plane is selected (``LOCKWRIGHT_TEST_CLUSTER`` names kube).
 """
@@ -35,7 +36,7 @@ from tests.fixtures.deploy import (
 )
 from tests.fixtures.helm import CHART, Helm
 from tests.fixtures.kube import KubeCluster, cluster_kinds, start_kube
-from tests.helpers import api_client, wait_for
+from tests.helpers import api_client, unique, wait_for
 
 pytestmark = pytest.mark.skipif(
     "kube" not in cluster_kinds(),
@@ -159,3 +160,23 @@ def upgrade_then_uninstall(helm: Helm, kube: KubeCluster, api: Any) -> None:
     assert namespace.status.phase == "Active"
     wait_for(lambda: not apps.list_namespaced_deployment(system_namespace()).items,
              timeout=60, what="the Deployments gone")
+
+
+def test_a_release_in_a_namespace_helm_makes(installed: tuple[KubeCluster, Any],
+                                             helm: Helm) -> None:
+    """README's other way: the release kept in the system namespace, which helm makes
+    (``--create-namespace``), beside the first release (its roles named apart)."""
+    kube, api = installed
+    namespace = unique("lw-system")
+    helm.run("install", "second", str(CHART), "--namespace", namespace, "--create-namespace",
+             "--set", f"namespace.name={namespace}", "--set", "namespace.create=false",
+             "--set", f"rbac.name={namespace}", "--wait", "--timeout", "3m",
+             kubeconfig=kube.kubeconfig)
+    binding = client.RbacAuthorizationV1Api(api).read_namespaced_role_binding(namespace,
+                                                                               namespace)
+    assert [(s.name, s.namespace) for s in binding.subjects] == [(SERVICE_ACCOUNT, namespace)]
+    worker = client.AppsV1Api(api).read_namespaced_deployment_status("lockwright-worker",
+                                                                     namespace)
+    assert worker.status.available_replicas == 1
+    releases = helm.run("list", "--all-namespaces", "-q", kubeconfig=kube.kubeconfig).stdout
+    assert releases.split() == ["lockwright", "second"]
