@@ -72,6 +72,13 @@ _BINDING: Spec = {1: ("metadata", _META),
                   3: ("roleRef", {1: ("apiGroup", "string"), 2: ("kind", "string"),
                                   3: ("name", "string")})}
 
+#: Pointer fields whose zero, when sent, means something (JSON keeps them too).
+_ZERO_IS_A_VALUE = frozenset({"replicas", "gracePeriodSeconds", "orphanDependents"})
+_DELETE_OPTIONS: Spec = {
+    1: ("gracePeriodSeconds", "int"),
+    2: ("preconditions", {1: ("uid", "string"), 2: ("resourceVersion", "string")}),
+    3: ("orphanDependents", "bool"), 4: ("propagationPolicy", "string"),
+    5: ("dryRun", ("list", "string"))}
 KINDS: dict[tuple[str, str], Spec] = {
     ("v1", "Namespace"): {1: ("metadata", _META),
                           2: ("spec", {1: ("finalizers", ("list", "string"))})},
@@ -91,6 +98,10 @@ KINDS: dict[tuple[str, str], Spec] = {
                                                       2: ("rules", ("list", _RULE))},
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): _BINDING,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _BINDING,
+    # The body of a typed client's delete (helm deleting its release Secret), by the
+    # group-less name client-go gives it for the core group, and its meta name.
+    ("v1", "DeleteOptions"): _DELETE_OPTIONS,
+    ("meta.k8s.io/v1", "DeleteOptions"): _DELETE_OPTIONS,
     # kubectl create token: the TokenRequest subresource's body (devcluster.guard).
     ("authentication.k8s.io/v1", "TokenRequest"): {
         1: ("metadata", _META),
@@ -182,7 +193,7 @@ def _message(data: bytes, spec: Spec) -> dict[str, Any]:
         if number not in fields:
             continue
         value = _value(fields[number], kind)
-        if value not in ("", 0, False, None, {}, []) or name == "replicas":
+        if value not in ("", 0, False, None, {}, []) or name in _ZERO_IS_A_VALUE:
             out[name] = value
     return out
 

@@ -17,7 +17,8 @@ import yaml
 
 from lockwright import settings as lw_settings
 from lockwright.k8s.crds import crd_files, load_crds
-from tests.fixtures.deploy import ROOT, deploy_objects
+from tests.fixtures.deploy import ROOT, deploy_objects, system_namespace
+from tests.fixtures.devcluster import start_devcluster
 from tests.fixtures.helm import (
     CHART,
     Helm,
@@ -247,3 +248,21 @@ def test_bad_values_are_refused_naming_the_field(helm: Helm, args: list[str],
                                                  message: str) -> None:
     done = helm.run("template", "lockwright", str(CHART), *args, check=False)
     assert done.returncode == 1 and message in done.stderr, done.stderr
+
+
+def test_install_and_uninstall_on_devcluster(helm: Helm, tmp_path: Path) -> None:
+    """helm's typed client deletes its release Secret with a protobuf DeleteOptions body,
+    which devcluster now reads as kube-apiserver does (it answered 415)."""
+    dc = start_devcluster(str(tmp_path), "--authorization-mode", "RBAC")
+    try:
+        helm.run("install", "lockwright", str(CHART), "--namespace", "default",
+                 kubeconfig=dc.kubeconfig)
+        secrets = dc.get("/api/v1/namespaces/default/secrets")["items"]
+        assert [s["metadata"]["name"] for s in secrets] == ["sh.helm.release.v1.lockwright.v1"]
+        helm.run("uninstall", "lockwright", "--namespace", "default", kubeconfig=dc.kubeconfig)
+        assert dc.get("/api/v1/namespaces/default/secrets")["items"] == []
+        roles = dc.get("/apis/rbac.authorization.k8s.io/v1/clusterroles")["items"]
+        assert "lockwright" not in {r["metadata"]["name"] for r in roles}
+        assert dc.get(f"/api/v1/namespaces/{system_namespace()}")["status"]["phase"] == "Active"
+    finally:
+        dc.stop()
