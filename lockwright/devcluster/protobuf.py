@@ -98,10 +98,6 @@ KINDS: dict[tuple[str, str], Spec] = {
                                                       2: ("rules", ("list", _RULE))},
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): _BINDING,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _BINDING,
-    # The body of a typed client's delete (helm deleting its release Secret), by the
-    # group-less name client-go gives it for the core group, and its meta name.
-    ("v1", "DeleteOptions"): _DELETE_OPTIONS,
-    ("meta.k8s.io/v1", "DeleteOptions"): _DELETE_OPTIONS,
     # kubectl create token: the TokenRequest subresource's body (devcluster.guard).
     ("authentication.k8s.io/v1", "TokenRequest"): {
         1: ("metadata", _META),
@@ -139,6 +135,8 @@ def decode(body: bytes) -> dict[str, Any]:
     api_version = _one(type_meta, 1, b"").decode()
     kind = _one(type_meta, 2, b"").decode()
     spec = KINDS.get((api_version, kind))
+    if kind == "DeleteOptions":  # a typed client's delete (helm's of its release Secret)
+        spec = _DELETE_OPTIONS  # in every group's version, as the API registers it
     if spec is None:
         raise ProtobufError(f"protobuf bodies of {api_version}/{kind} are not supported; "
                             "send application/json")
