@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.registry",
     "tests.fixtures.temporal",
     "tests.fixtures.stack",
+    "tests.fixtures.helm",
 ]

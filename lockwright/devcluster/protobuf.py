@@ -72,6 +72,13 @@ _BINDING: Spec = {1: ("metadata", _META),
                   3: ("roleRef", {1: ("apiGroup", "string"), 2: ("kind", "string"),
                                   3: ("name", "string")})}
 
+#: Pointer fields whose zero, when sent, means something (JSON keeps them too).
+_ZERO_IS_A_VALUE = frozenset({"replicas", "gracePeriodSeconds", "orphanDependents"})
+_DELETE_OPTIONS: Spec = {
+    1: ("gracePeriodSeconds", "int"),
+    2: ("preconditions", {1: ("uid", "string"), 2: ("resourceVersion", "string")}),
+    3: ("orphanDependents", "bool"), 4: ("propagationPolicy", "string"),
+    5: ("dryRun", ("list", "string"))}
 KINDS: dict[tuple[str, str], Spec] = {
     ("v1", "Namespace"): {1: ("metadata", _META),
                           2: ("spec", {1: ("finalizers", ("list", "string"))})},
@@ -128,6 +135,8 @@ def decode(body: bytes) -> dict[str, Any]:
     api_version = _one(type_meta, 1, b"").decode()
     kind = _one(type_meta, 2, b"").decode()
     spec = KINDS.get((api_version, kind))
+    if kind == "DeleteOptions":  # a typed client's delete (helm's of its release Secret)
+        spec = _DELETE_OPTIONS  # in every group's version, as the API registers it
     if spec is None:
         raise ProtobufError(f"protobuf bodies of {api_version}/{kind} are not supported; "
                             "send application/json")
@@ -182,7 +191,7 @@ def _message(data: bytes, spec: Spec) -> dict[str, Any]:
         if number not in fields:
             continue
         value = _value(fields[number], kind)
-        if value not in ("", 0, False, None, {}, []) or name == "replicas":
+        if value not in ("", 0, False, None, {}, []) or name in _ZERO_IS_A_VALUE:
             out[name] = value
     return out
 
