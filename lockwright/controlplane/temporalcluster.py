@@ -95,10 +95,11 @@ class TemporalCluster:
             return "(no log)"
 
     def resident_memory(self) -> dict[str, int]:
-        """Each component's resident set in bytes (PostgreSQL: postmaster and backends)."""
-        out = {name: _rss(proc.pid) for name, proc in self.processes.items()}
+        """Each component's memory in bytes: its proportional set size (PostgreSQL: the
+        postmaster's and its backends', so shared buffers count once)."""
+        out = {name: _pss(proc.pid) for name, proc in self.processes.items()}
         if "postgres" in self.processes:
-            out["postgres"] += sum(_rss(pid) for pid in _children(self.processes["postgres"].pid))
+            out["postgres"] += sum(_pss(pid) for pid in _children(self.processes["postgres"].pid))
         return out
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -269,13 +270,13 @@ def _wait_frontend(tc: TemporalCluster) -> None:
     tc.ready("temporal-server", serving, f"the frontend on {tc.address} to be SERVING")
 
 
-def _rss(pid: int) -> int:
+def _pss(pid: int) -> int:
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
         return 0
-    return next((int(line.split()[1]) * 1024 for line in status.splitlines()
-                 if line.startswith("VmRSS:")), 0)
+    return next((int(line.split()[1]) * 1024 for line in rollup.splitlines()
+                 if line.startswith("Pss:")), 0)
 
 
 def _children(pid: int) -> list[int]:

@@ -138,9 +138,8 @@ def start_temporal_cluster(stack: Stack, opts: UpOptions) -> str:
 
     Started in this thread, blocking: its children die with the thread that forked them.
     """
-    # Only when asked for: the dev server needs none of it.
-    from lockwright.controlplane import build, temporalcluster
-    from lockwright.controlplane.cluster import StartError
+    from lockwright.controlplane import build, temporalcluster  # only when asked for
+    from lockwright.controlplane.cluster import StartError  # (the dev server needs neither)
 
     options = temporalcluster.Options(
         search_attributes=tuple(f"{k.name}=Keyword" for k in SEARCH_ATTRIBUTES),

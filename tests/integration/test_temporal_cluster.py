@@ -7,6 +7,7 @@ components can be SIGKILLed and restarted on their data, losing nothing.
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -122,9 +123,13 @@ def test_an_unknown_component_is_refused_by_name(
 
 
 def test_a_server_that_cannot_start_fails_with_its_log(tmp_path: Path) -> None:
-    """A broken dynamic config value stops temporal-server; the error carries its log."""
-    options = temporalcluster.Options(search_attributes=search_attribute_pairs(),
-                                      dynamic_config={"limit.maxIDLength": "not a number"},
-                                      timeout=60)
-    with pytest.raises(StartError, match=r"(?s)temporal-server.*log .*temporal-server\.log"):
-        temporalcluster.start(tmp_path / "temporal", options)
+    """temporal-server cannot listen on a frontend port another process holds: the start
+    fails at once, naming the component and carrying its log's tail."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        options = temporalcluster.Options(search_attributes=search_attribute_pairs(),
+                                          frontend_port=held.getsockname()[1], timeout=60)
+        with pytest.raises(StartError, match=r"(?s)temporal-server exited with \d+ before .*"
+                                             r"temporal-server\.log:\n.*address already in use"):
+            temporalcluster.start(tmp_path / "temporal", options)
