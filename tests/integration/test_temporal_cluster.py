@@ -22,7 +22,12 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lockwright.contracts import SA_PACKAGE_KIND, SA_PACKAGE_NAME, SEARCH_ATTRIBUTES
+from lockwright.contracts import (
+    SA_PACKAGE_KIND,
+    SA_PACKAGE_NAME,
+    SEARCH_ATTRIBUTES,
+    package_workflow_id,
+)
 from lockwright.controlplane import temporalcluster
 from lockwright.controlplane.cluster import StartError
 from lockwright.worker.common import ensure_search_attributes
@@ -79,6 +84,19 @@ async def test_a_workflow_runs_and_visibility_finds_it_by_package_name(
     done = f"{SA_PACKAGE_NAME.name} = '{name}' AND ExecutionStatus = 'Completed'"
     assert await wait_for_async(lambda: _ids(client, done), timeout=60,
                                 what=done) == [handle.id]
+
+
+async def test_the_longest_package_name_has_a_workflow(
+        temporal_cluster_env: WorkflowEnvironment) -> None:
+    """A Kubernetes name may have 253 characters; PostgreSQL's schema keeps 255 of a workflow
+    id, and the server refused lockwright's longer ids (the dev server allows 1000)."""
+    client, queue, name = temporal_cluster_env.client, unique("q"), "p" * 253
+    workflow_id = package_workflow_id("configuration", name, queue)
+    async with Worker(client, task_queue=queue, workflows=[Waits]):
+        handle = await client.start_workflow(Waits.run, name, id=workflow_id, task_queue=queue,
+                                             search_attributes=attributes(name))
+        await handle.signal(Waits.proceed)
+        assert await handle.result() == name
 
 
 async def _ids(client: Client, query: str) -> list[str]:
