@@ -31,10 +31,15 @@ from lockwright.contracts import (
 from lockwright.controlplane import temporalcluster
 from lockwright.controlplane.cluster import StartError
 from lockwright.worker.common import ensure_search_attributes
-from tests.fixtures.temporal import search_attribute_pairs
+from tests.fixtures.temporal import search_attribute_pairs, temporal_kinds
 from tests.helpers import unique, wait_for_async
 
-pytestmark = pytest.mark.temporal
+pytestmark = [
+    pytest.mark.temporal,
+    # The cluster's first start builds it (minutes on a fresh machine): only when selected.
+    pytest.mark.skipif("cluster" not in temporal_kinds(), reason="the Temporal cluster is not "
+                       "selected (LOCKWRIGHT_TEST_TEMPORAL=cluster or dev,cluster)"),
+]
 
 
 @workflow.defn(sandboxed=False)
