@@ -162,11 +162,12 @@ class TemporalCluster:
             _wait_frontend(self)
 
     def stop(self) -> None:
-        """SIGTERM every component, newest first; SIGKILL any still running after a grace."""
+        """Stop every component, newest first; SIGKILL any still running after a grace."""
         for name in reversed(list(self.processes)):
             proc = self.processes[name]
             if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+                # PostgreSQL's SIGTERM waits for every client to leave; SIGINT ends them.
+                proc.send_signal(signal.SIGINT if name == "postgres" else signal.SIGTERM)
                 try:
                     proc.wait(timeout=STOP_GRACE_S)
                 except subprocess.TimeoutExpired:
