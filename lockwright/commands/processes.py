@@ -109,6 +109,10 @@ def register(subparsers: Any) -> None:
                          "kube, the real kube-apiserver, controller manager, scheduler and "
                          "etcd with kwok's simulated kubelet, built from their Go modules on "
                          "first use (about 7 minutes on 2 cores)")
+    up.add_argument("--temporal", choices=("dev", "cluster"), default="dev",
+                    help="Temporal: dev, the CLI's dev server (default, SQLite, with the UI), "
+                         "or cluster, PostgreSQL 15 and temporal-server's four services as "
+                         "production runs them, built from the Go module on first use")
     up.add_argument("--exit-when-healthy", action="store_true",
                     help="stop everything and exit 0 once the example is Healthy (for CI)")
     up.set_defaults(func=_dev_up)

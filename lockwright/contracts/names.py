@@ -7,6 +7,8 @@ these from here, so none has to import another to agree on a name.
 
 from __future__ import annotations
 
+import hashlib
+
 from temporalio.common import SearchAttributeKey
 
 from lockwright.identity import names as identity_names
@@ -107,14 +109,31 @@ SEARCH_ATTRIBUTES = (SA_PACKAGE_KIND, SA_PACKAGE_NAME, SA_PACKAGE_SOURCE, SA_PAC
                      SA_REVISION)
 
 
+#: The longest workflow id a Temporal cluster on SQL keeps: its PostgreSQL and MySQL schemas
+#: store ids as VARCHAR(255) (and compose setups set ``limit.maxIDLength`` to 255 to match).
+#: A Kubernetes name may have 253 characters, so ``package:configuration:<name>`` may not fit.
+MAX_WORKFLOW_ID = 255
+_DIGEST_CHARS = 32
+
+
 def _on_queue(base: str, task_queue: str) -> str:
-    """Return ``base`` on the default task queue, else ``base:<task queue>``.
+    """Return ``base`` on the default task queue, else ``base:<task queue>``, fitted into
+    :data:`MAX_WORKFLOW_ID`.
 
     A Temporal namespace shared by several clusters gives each cluster its own task queue;
     ids that carry it keep one cluster's workflows from answering another's watcher. On
     the default queue ids stay as they always were (running workflows, recorded histories).
     """
-    return base if task_queue == TASK_QUEUE else f"{base}:{task_queue}"
+    return _fitted(base if task_queue == TASK_QUEUE else f"{base}:{task_queue}")
+
+
+def _fitted(workflow_id: str) -> str:
+    """``workflow_id`` if it fits; else its beginning, ``~`` and a digest of the whole id, so
+    a long id stays the same for the same package and distinct from every other one."""
+    if len(workflow_id) <= MAX_WORKFLOW_ID:
+        return workflow_id
+    digest = hashlib.sha256(workflow_id.encode()).hexdigest()[:_DIGEST_CHARS]
+    return f"{workflow_id[:MAX_WORKFLOW_ID - _DIGEST_CHARS - 1]}~{digest}"
 
 
 def package_workflow_id(kind: str, name: str, task_queue: str) -> str:

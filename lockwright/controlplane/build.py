@@ -1,4 +1,5 @@
-"""Finding, or building once, the control plane's binaries (scripts/build-control-plane.sh)."""
+"""Finding, or building once, the control plane's binaries (scripts/build-control-plane.sh)
+and the Temporal cluster's (scripts/build-temporal.sh)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "build-control-plane.sh"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
             "kwok")
+TEMPORAL_SCRIPT = ROOT / "scripts" / "build-temporal.sh"
+TEMPORAL_BINARIES = ("temporal-server", "temporal-sql-tool")
 
 
 class BuildError(Exception):
@@ -25,32 +28,54 @@ def binaries(progress: TextIO | None = sys.stderr) -> Path:
     ``$LOCKWRIGHT_CONTROL_PLANE_BIN`` names a directory of ready binaries instead. The
     build's progress lines go to ``progress`` (nothing when None).
     """
-    given = os.environ.get("LOCKWRIGHT_CONTROL_PLANE_BIN")
+    return _find_or_build(SCRIPT, BINARIES, "LOCKWRIGHT_CONTROL_PLANE_BIN", progress)
+
+
+def temporal_binaries(progress: TextIO | None = sys.stderr) -> Path:
+    """The directory holding ``temporal-server`` and ``temporal-sql-tool``, built first when
+    missing; PostgreSQL's schema is in :func:`temporal_schema_dir`.
+
+    ``$LOCKWRIGHT_TEMPORAL_BIN`` names a directory of ready binaries instead (with the
+    schema in ``../schema``, as the build lays it out).
+    """
+    return _find_or_build(TEMPORAL_SCRIPT, TEMPORAL_BINARIES, "LOCKWRIGHT_TEMPORAL_BIN",
+                          progress)
+
+
+def temporal_schema_dir(bin_dir: Path) -> Path:
+    """Temporal's SQL schema (``postgresql/v12/...``), copied beside the binaries."""
+    return bin_dir.parent / "schema"
+
+
+def _find_or_build(script: Path, names: tuple[str, ...], variable: str,
+                   progress: TextIO | None) -> Path:
+    given = os.environ.get(variable)
     if given:
-        return _complete(Path(given))
+        return _complete(Path(given), names, script)
     if shutil.which("go", path=f"{os.environ.get('PATH', '')}:/usr/local/go/bin") is None:
-        raise BuildError("go is missing: the control plane is built with Go 1.26 "
-                         "(apt-get install golang-go, or set LOCKWRIGHT_CONTROL_PLANE_BIN)")
-    proc = subprocess.Popen(["bash", str(SCRIPT)], stdout=subprocess.PIPE,
+        raise BuildError(f"go is missing: {script.name} builds with Go 1.26 "
+                         f"(apt-get install golang-go, or set {variable})")
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     assert proc.stdout is not None
     lines = [_echo(line, progress) for line in proc.stdout]
     if proc.wait() != 0 or not lines:
-        raise BuildError(f"{SCRIPT.name} failed ({proc.returncode}):\n" + "".join(lines[-40:]))
-    return _complete(Path(lines[-1].strip()))
+        raise BuildError(f"{script.name} failed ({proc.returncode}):\n" + "".join(lines[-40:]))
+    return _complete(Path(lines[-1].strip()), names, script)
 
 
 def _echo(line: str, progress: TextIO | None) -> str:
-    if progress is not None and line.startswith(("[control plane]", "go: downloading")):
+    if progress is not None and line.startswith(("[control plane]", "[temporal]",
+                                                 "go: downloading")):
         progress.write(line)
         progress.flush()
     return line
 
 
-def _complete(bin_dir: Path) -> Path:
-    missing = [b for b in BINARIES if not os.access(bin_dir / b, os.X_OK)]
+def _complete(bin_dir: Path, names: tuple[str, ...], script: Path) -> Path:
+    missing = [b for b in names if not os.access(bin_dir / b, os.X_OK)]
     if missing:
-        raise BuildError(f"{bin_dir} lacks {', '.join(missing)}; run {SCRIPT}")
+        raise BuildError(f"{bin_dir} lacks {', '.join(missing)}; run {script}")
     return bin_dir
 
 

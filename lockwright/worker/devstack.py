@@ -1,7 +1,10 @@
 """``lockwright dev up``: the whole embedded stack on loopback, and an example install.
 
 Order, each step gated by a readiness check with a deadline: Temporal dev server (SQLite
-in the state dir, UI on gRPC port + 1000, lockwright's search attributes) → Debian's
+in the state dir, UI on gRPC port + 1000, lockwright's search attributes), or with
+``--temporal cluster`` a real Temporal cluster (PostgreSQL and temporal-server's four
+services, data in ``<state-dir>/temporal-cluster``, built first when its binaries are
+missing, see :mod:`lockwright.controlplane.temporalcluster`) → Debian's
 ``docker-registry`` → devcluster, or with ``--control-plane kube`` the real control plane
 (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with one Node; built
 first when its binaries are missing, see :mod:`controlplane`) → CRDs and system objects → worker (polling the task
@@ -73,6 +76,7 @@ class UpOptions:
     exit_when_healthy: bool = False
     task_queue: str = "lockwright"
     control_plane: str = "devcluster"  # or "kube": the real control plane
+    temporal: str = "dev"  # or "cluster": PostgreSQL and temporal-server
 
 
 # --- preflight --------------------------------------------------------------------------
@@ -91,9 +95,10 @@ def preflight(opts: UpOptions) -> IO[str]:
     for binary in (REGISTRY_BINARY, shutil.which("kubectl") or "/usr/bin/kubectl"):
         if not os.access(binary, os.X_OK):
             raise StackError(f"{binary} is missing; run scripts/setup.sh (Debian packages)")
-    for port, flag in ((opts.temporal_port, "--temporal-port"),
-                       (opts.temporal_port + 1000, "--temporal-port (UI is port + 1000)"),
-                       (opts.registry_port, "--registry-port")):
+    ports = [(opts.temporal_port, "--temporal-port"), (opts.registry_port, "--registry-port")]
+    if opts.temporal == "dev":
+        ports.append((opts.temporal_port + 1000, "--temporal-port (UI is port + 1000)"))
+    for port, flag in ports:
         if not port_free(port):
             raise StackError(f"127.0.0.1:{port} is in use (another dev up?); stop that process "
                              f"or choose another {flag}")
@@ -125,6 +130,27 @@ async def start_temporal(stack: Stack, opts: UpOptions) -> str:
 
     await stack.ready(child, answers, f"Temporal on {address}", opts.timeout)
     return address
+
+
+def start_temporal_cluster(stack: Stack, opts: UpOptions) -> str:
+    """Start the Temporal cluster (building it first if needed) on ``--temporal-port``, on
+    the data an earlier run left; returns the frontend's address.
+
+    Started in this thread, blocking: its children die with the thread that forked them.
+    """
+    from lockwright.controlplane import build, temporalcluster  # only when asked for
+    from lockwright.controlplane.cluster import StartError  # (the dev server needs neither)
+
+    options = temporalcluster.Options(
+        search_attributes=tuple(f"{k.name}=Keyword" for k in SEARCH_ATTRIBUTES),
+        timeout=opts.timeout, frontend_port=opts.temporal_port)
+    try:
+        bin_dir = build.temporal_binaries(progress=sys.stdout)
+        cluster = temporalcluster.start(opts.state_dir / "temporal-cluster", options, bin_dir)
+    except (build.BuildError, StartError) as exc:
+        raise StackError(str(exc)) from exc
+    stack.temporal_cluster = cluster
+    return cluster.address
 
 
 async def start_registry(stack: Stack, opts: UpOptions) -> str:
@@ -311,8 +337,12 @@ async def up(opts: UpOptions, stop: asyncio.Event) -> int:
 
 
 async def _start_stack(stack: Stack, opts: UpOptions) -> Settings:
-    address = await start_temporal(stack, opts)
-    _step(f"Temporal dev server on {address} (UI http://127.0.0.1:{opts.temporal_port + 1000})")
+    if opts.temporal == "cluster":
+        address = start_temporal_cluster(stack, opts)
+        _step(f"Temporal cluster on {address} (PostgreSQL; frontend, history, matching, worker)")
+    else:
+        address = await start_temporal(stack, opts)
+        _step(f"Temporal dev server on {address} (UI http://127.0.0.1:{opts.temporal_port + 1000})")
     registry = await start_registry(stack, opts)
     _step(f"registry on {registry}")
     if opts.control_plane == "kube":
@@ -349,9 +379,10 @@ async def _report(opts: UpOptions, settings: Settings, elapsed: float) -> None:
     if opts.example:
         print("\n$ kubectl get providers,providerrevisions")
         print((await kubectl(settings.kubeconfig, "get", "providers,providerrevisions")).rstrip())
-    ui = f"http://127.0.0.1:{opts.temporal_port + 1000}"
+    ui = (f"http://127.0.0.1:{opts.temporal_port + 1000}/namespaces/default/workflows"
+          if opts.temporal == "dev" else "none (the Temporal cluster runs no UI)")
     print(f"\nlockwright dev stack up in {elapsed:.1f}s\n"
-          f"  Temporal UI:  {ui}/namespaces/default/workflows\n"
+          f"  Temporal UI:  {ui}\n"
           f"  Temporal:     {settings.temporal_address} (temporal workflow list --address "
           f"{settings.temporal_address})\n"
           f"  registry:     {settings.insecure_registries[0]}\n"
@@ -385,7 +416,7 @@ def up_command(args: argparse.Namespace) -> int:
     opts = UpOptions(state_dir=args.state_dir.resolve(), example=args.example,
                      temporal_port=args.temporal_port, registry_port=args.registry_port,
                      timeout=args.timeout, exit_when_healthy=args.exit_when_healthy,
-                     control_plane=args.control_plane)
+                     control_plane=args.control_plane, temporal=args.temporal)
     return asyncio.run(_main(opts))
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lockwright.controlplane.cluster import ControlPlane
+    from lockwright.controlplane.temporalcluster import TemporalCluster
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STOP_GRACE_S = 25.0
@@ -55,11 +56,17 @@ class Stack:
     children: list[Child] = field(default_factory=list)
     # The real control plane (``--control-plane kube``), stopped after the children.
     control_plane: ControlPlane | None = None
+    # The Temporal cluster (``--temporal cluster``), stopped last: it started first.
+    temporal_cluster: TemporalCluster | None = None
 
     def stop_control_plane(self) -> None:
+        """Stop the control plane, then the Temporal cluster (those that were started)."""
         if self.control_plane is not None:
             self.control_plane.stop()
             print("stopped the control plane", file=sys.stderr)
+        if self.temporal_cluster is not None:
+            self.temporal_cluster.stop()
+            print("stopped the Temporal cluster", file=sys.stderr)
 
     async def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Child:
         """Start ``argv`` in its own session with output to ``logs/<name>.log``."""

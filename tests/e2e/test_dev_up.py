@@ -17,17 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.temporal import temporal_kinds
 from tests.helpers import free_port, wait_for
 from lockwright.controlplane.ports import port_free
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.registry, pytest.mark.temporal]
 
 
-def dev_up(state: Path, tport: int, rport: int) -> subprocess.CompletedProcess[str]:
+def dev_up(state: Path, tport: int, rport: int, *more: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lockwright", "dev", "up", "--state-dir", str(state),
          "--temporal-port", str(tport), "--registry-port", str(rport), "--timeout", "90",
-         "--exit-when-healthy"],
+         "--exit-when-healthy", *more],
         text=True, capture_output=True, timeout=400, check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
 
@@ -49,6 +50,29 @@ def test_dev_up_installs_the_example_provider_and_cleans_up(tmp_path: Path) -> N
     again = dev_up(tmp_path, tport, rport)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "provider-example unchanged" in again.stdout
+
+
+@pytest.mark.skipif("cluster" not in temporal_kinds(),
+                    reason="the Temporal cluster is not selected (LOCKWRIGHT_TEST_TEMPORAL)")
+def test_dev_up_on_the_temporal_cluster_keeps_its_data(tmp_path: Path) -> None:
+    """``--temporal cluster``: PostgreSQL and temporal-server instead of the dev server; a
+    second run starts them again on the first run's data."""
+    tport, rport = free_port(), free_port()
+    first = dev_up(tmp_path, tport, rport, "--temporal", "cluster")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert f"Temporal cluster on 127.0.0.1:{tport}" in first.stdout
+    assert re.search(r"provider\.pkg\.crossplane\.io/provider-example\s+True\s+True", first.stdout)
+    assert (tmp_path / "temporal-cluster" / "postgres" / "PG_VERSION").exists()
+    assert "stopped the Temporal cluster" in first.stderr
+    assert port_free(tport) and port_free(rport)
+
+    again = dev_up(tmp_path, tport, rport, "--temporal", "cluster")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "provider-example unchanged" in again.stdout
+    # The namespace job found what the first run registered: PostgreSQL kept it.
+    init_log = (tmp_path / "temporal-cluster" / "logs" / "temporal-init.log").read_text()
+    assert "search attribute LockwrightPackageName already registered" in init_log
+    assert port_free(tport)
 
 
 def test_dev_up_on_the_real_control_plane(tmp_path: Path, cluster_kind: str) -> None:

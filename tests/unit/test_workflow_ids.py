@@ -49,3 +49,32 @@ def test_ids_end_in_the_task_queue_off_the_default_one(
 def test_two_clusters_on_one_namespace_never_share_an_id(make: Callable[[str], str]) -> None:
     ids = {make(q) for q in (c.TASK_QUEUE, "cluster-a", "cluster-b", "lockwright-b")}
     assert len(ids) == 4
+
+
+LONGEST = "n" * 253  # a Kubernetes object name's limit
+
+
+@pytest.mark.parametrize("make", [
+    lambda q: c.package_workflow_id(c.CONFIGURATION, LONGEST, q),
+    lambda q: c.revision_workflow_id(c.CONFIGURATION, LONGEST, q),
+    lambda q: c.plan_workflow_id(c.CONFIGURATION, LONGEST, "ab12", q),
+])
+@pytest.mark.parametrize("queue", [c.TASK_QUEUE, "cluster-b-" + "q" * 200])
+def test_ids_of_the_longest_names_fit_a_temporal_cluster_on_sql(
+        make: Callable[[str], str], queue: str) -> None:
+    """PostgreSQL's Temporal schema keeps 255 characters of a workflow id; longer ids are
+    refused ("WorkflowId exceeds maximum allowed length (288/255)")."""
+    got = make(queue)
+    assert len(got) == c.MAX_WORKFLOW_ID
+    assert got == make(queue)  # the same package, the same id: it is the dedup key
+
+
+def test_long_ids_differing_only_at_their_end_stay_distinct() -> None:
+    a = c.package_workflow_id(c.PROVIDER, LONGEST[:-1] + "a", c.TASK_QUEUE)
+    b = c.package_workflow_id(c.PROVIDER, LONGEST[:-1] + "b", c.TASK_QUEUE)
+    assert a != b and a.startswith("package:provider:nnn") and "~" in a
+
+
+def test_ids_that_fit_are_unchanged() -> None:
+    name = "n" * (c.MAX_WORKFLOW_ID - len("package:provider:"))
+    assert c.package_workflow_id(c.PROVIDER, name, c.TASK_QUEUE) == f"package:provider:{name}"
