@@ -88,8 +88,8 @@ class TypeRow:
         return self.state in SERVED
 
     def to_json(self) -> Obj:
-        """The row as ``api list -o json`` prints it."""
-        return asdict(self)
+        """The row as ``api list -o json`` prints it (``edited`` too)."""
+        return {**asdict(self), "edited": self.edited}
 
 
 def owners(revisions: Iterable[Obj]) -> dict[tuple[str, str], Owner]:
