@@ -6,7 +6,10 @@ scripts/build-cosign.sh) makes its own key pairs and signs with ``cosign sign --
 offline (no transparency log), into the test registry; an ImageConfig names the public
 key's Secret. A package cosign signed installs, Verified; one it did not sign, or signed
 with another key, is refused before anything of it is fetched. A package index cosign
-signed is read by ``search``; one signed with another key is refused.
+signed is read by ``search``; one signed with another key is refused. ``cosign attest
+--key`` attaches SLSA provenance v1 and SPDX statements: a package with both installs under
+an authority requiring both; a missing one, one of another predicate type and one signed
+by another key are each refused with the reason.
 """
 
 from __future__ import annotations
@@ -111,3 +114,45 @@ def test_an_index_cosign_signed_is_read_and_one_signed_with_another_key_refused(
         assert found.returncode == 1, output(found)
         assert 'authority "index-key": ' in found.stderr and "refused" in found.stderr, \
             output(found)
+
+
+PROVENANCE = {"buildDefinition": {"buildType": "https://example.org/build/v1",
+                                  "externalParameters": {}},
+              "runDetails": {"builder": {"id": "https://ci.example.org"}}}
+SPDX = {"spdxVersion": "SPDX-2.3", "SPDXID": "SPDXRef-DOCUMENT", "name": "provider",
+        "dataLicense": "CC0-1.0", "documentNamespace": "https://example.org/spdx/1"}
+SLSA_V1, SPDX_TYPE = "https://slsa.dev/provenance/v1", "https://spdx.dev/Document"
+
+
+@pytest.mark.parametrize("case", ["both", "missing", "another type", "another key"])
+def test_attestations_cosign_made_are_required_as_the_authority_lists_them(
+        stack: Stack, tmp_path: Path, cosign: Cosign, verifying: list[str],  # noqa: F811
+        case: str) -> None:
+    key, public = cosign.key_pair("attest")
+    other, _ = cosign.key_pair("other")
+    repo = unique("attested")
+    ref, _ = package(stack, tmp_path, repo)
+    target = by_digest(stack, ref)
+    cosign.attest(other if case == "another key" else key, target, "slsaprovenance1",
+                  PROVENANCE)
+    if case in ("both", "another key"):
+        cosign.attest(key, target, "spdxjson", SPDX)
+    if case == "another type":
+        cosign.attest(key, target, "cyclonedx", {"bomFormat": "CycloneDX"})
+    authority = key_authority("release-key", secret_of(stack, public))
+    authority["attestations"] = [{"name": "provenance", "predicateType": "slsaprovenance1"},
+                                 {"name": "sbom", "predicateType": "spdxjson"}]
+    image_config(stack, verifying, f"{stack.registry_host}/{repo}", authority)
+    name = unique("attested")
+    stack.apply_package("Provider", name, ref)
+    if case == "both":
+        stack.wait_healthy("Provider", name)
+        message = stack.conditions("Provider", name)["Verified"]["message"]
+        assert f"attestation {SLSA_V1}" in message and f"attestation {SPDX_TYPE}" in \
+            message, message
+        return
+    wanted = SLSA_V1 if case == "another key" else SPDX_TYPE
+    message = refused(stack, name, f"no attestation of predicate type {wanted}")
+    if case == "another key":
+        assert "does not verify" in message, message
+    assert not_cached(stack, ref)
