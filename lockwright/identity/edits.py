@@ -21,6 +21,7 @@ dropped): such a definition reads as edited from its install on.
 from __future__ import annotations
 
 from collections.abc import Iterator
+import hashlib
 from itertools import product
 from typing import Any
 
@@ -70,13 +71,41 @@ def readings(live: Obj) -> Iterator[Obj]:
         yield _without(live, [d for d, drop in zip(defaults, choice) if drop])
 
 
-def edited(live: Obj, recorded: str) -> bool:
+def edited(live: Obj, recorded: str, text: bytes = b"") -> bool:
     """Whether ``live`` is not the definition whose digest ``recorded`` is (see the
-    module); False when nothing is recorded."""
+    module); False when nothing is recorded.
+
+    Args:
+        live: the live definition.
+        recorded: its recorded type digest.
+        text: ``canonical_bytes(live)`` when the caller has it: the likeliest reading is
+            then cut from it instead of serialised again (serialising is most of a digest).
+    """
     if not recorded.startswith(SHA256):
         return False
     want = bytes.fromhex(recorded.removeprefix(SHA256)) if _is_hex(recorded) else b""
+    cut = _without_conversion(text) if text else None
+    if cut is not None and hashlib.sha256(cut).digest() == want:
+        return False
     return not any(raw_type_digest(r) == want for r in readings(live))
+
+
+_SPEC = b',"spec":{'
+_NONE = b'"conversion":{"strategy":"None"}'
+
+
+def _without_conversion(text: bytes) -> bytes | None:
+    """The canonical text of a CRD whose ``spec.conversion`` is the default, with it left
+    out; None when it is not there. ``spec`` is the last key of the canonical form and
+    ``conversion`` sorts first among a CRD spec's keys, so the default, when present, is
+    the first thing after the first ``,"spec":{`` (strings before it escape their quotes)."""
+    at = text.find(_SPEC)
+    start = at + len(_SPEC)
+    if at < 0 or not text.startswith(_NONE, start):
+        return None
+    end = start + len(_NONE)
+    rest = text[end + 1:] if text[end:end + 1] == b"," else text[end:]
+    return text[:start] + rest
 
 
 def _is_hex(digest: str) -> bool:

@@ -20,13 +20,14 @@ only the controller.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from lockwright.identity import names
 from lockwright.identity.apis import served_types
-from lockwright.identity.digest import type_digest
+from lockwright.identity.digest import SHA256, canonical_bytes, type_digest
 from lockwright.identity.edits import edited
 from lockwright.names import LABEL_PACKAGE, REVISION_KINDS
 
@@ -146,11 +147,12 @@ def _state(crd: Obj | None, mrd: Obj | None) -> str:
 
 def _rows(definition: Obj, state: str, owner: Owner) -> list[TypeRow]:
     """The recorded digest, else the live one (computed once: a definition is large)."""
-    live = live_digest(definition)
+    text = canonical_bytes(definition)
+    live = LIVE + SHA256 + hashlib.sha256(text).hexdigest()
     annotations = (definition.get("metadata") or {}).get("annotations") or {}
     recorded = str(annotations.get(names.TYPE_DIGEST) or "")
     digest = recorded or live
-    if recorded and edited(definition, recorded):
+    if recorded and edited(definition, recorded, text):
         digest = EDITED + live.removeprefix(LIVE)
     return [TypeRow(t.group, version, t.kind, t.plural, digest, state, owner.package,
                     owner.revision, owner.controller, live, recorded)

@@ -11,13 +11,21 @@ from typing import Any
 import pytest
 
 from lockwright.devcluster.crd import default_crd
-from lockwright.identity.digest import type_digest
-from lockwright.identity.edits import edited, readings
+from lockwright.identity.digest import canonical_bytes, type_digest
+from lockwright.identity.edits import _without_conversion, readings
+from lockwright.identity.edits import edited as edited_of
 from tests.e2e.packages import crd
 
 Obj = dict[str, Any]
 SCHEMA = {"type": "object", "properties": {"spec": {
     "type": "object", "properties": {"size": {"type": "integer"}}}}}
+
+
+def edited(live: Obj, recorded: str) -> bool:
+    """The answer, the same with the caller's canonical text as without it."""
+    found = edited_of(live, recorded)
+    assert edited_of(live, recorded, canonical_bytes(live)) is found
+    return found
 
 
 def shipped(**names: str) -> Obj:
@@ -105,3 +113,14 @@ def test_readings_try_the_likeliest_first_and_at_most_each_combination() -> None
     assert "conversion" not in first and first["names"]["singular"] == "widget"
     webhook = {"kind": "ValidatingWebhookConfiguration", "webhooks": []}
     assert list(readings(webhook)) == [webhook]
+
+
+@pytest.mark.parametrize("names", [{}, {"singular": "", "listKind": ""}])
+def test_the_conversion_default_cut_from_the_text_is_the_first_reading(
+        names: dict[str, str]) -> None:
+    live = served(shipped(**names))
+    first = next(readings(live))
+    assert _without_conversion(canonical_bytes(live)) == canonical_bytes(first)
+    live["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://x"}}}
+    assert _without_conversion(canonical_bytes(live)) is None
