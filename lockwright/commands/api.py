@@ -44,8 +44,8 @@ DESCRIPTION = ("The custom types a cluster serves, each known by the digest of i
                "ManagedResourceDefinitions and package revisions; writes nothing. Exit 0: "
                "the same, all fine; 1: something differs (or the cluster could not be "
                "read); 2: a usage error or a file that cannot be read.")
-HEADER = ("GROUP", "VERSION", "KIND", "PACKAGE", "REVISION", "TYPE-DIGEST", "CONTROLLER",
-          "STATE")
+HEADER = ("GROUP", "VERSION", "KIND", "PACKAGE", "REVISION", "TYPE-DIGEST", "LIVE-DIGEST",
+          "CONTROLLER", "STATE")
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,10 @@ def register(subparsers: Any) -> None:
 
 SUM_HELP = ("One line per served custom type version, sorted, like go.sum: 'group/version "
             "Kind TYPE-DIGEST CONTROLLER-DIGEST'. TYPE-DIGEST is the digest recorded at "
-            "install (lockwright.dev/type-digest), else 'live:sha256:...' computed from the "
-            "live object; CONTROLLER-DIGEST is the revision's controller (else package) "
+            "install (lockwright.dev/type-digest) while the live definition is still that "
+            "one; 'edited:sha256:...', the live object's, for a definition edited after its "
+            "install; 'live:sha256:...' computed from the live object when nothing recorded "
+            "one. CONTROLLER-DIGEST is the revision's controller (else package) "
             "digest, '-' for a type no package serves. Inactive MRDs' types are not served "
             "and not listed.")
 
@@ -91,8 +93,9 @@ def _register_verify(sub: Any) -> None:
         "verify", help="compare the cluster with a sum file, or check manifests' types",
         description="With FILE: compare the served types with a sum ('lockwright api sum' "
         "output); exit 1 listing each type version whose definition or controller differs, "
-        "that is missing (in the file, not served) or extra (served, not in the file; "
-        "--ignore-extra leaves these out). With -f: for every object of the manifests, "
+        "that is missing (in the file, not served), extra (served, not in the file; "
+        "--ignore-extra leaves these out) or edited (its definition changed after its "
+        "install, whatever the file says). With -f: for every object of the manifests, "
         "whether its type is served and, when it carries lockwright.dev/written-against, "
         "whether the served type's digest is that one; exit 1 listing each object that "
         "fails. Exit 2: a usage error or a file that cannot be read.")
@@ -210,8 +213,12 @@ def _short(digest: str) -> str:
 
 
 def _cells(row: TypeRow) -> list[str]:
+    """TYPE-DIGEST: the recorded digest, else the live one; LIVE-DIGEST: the live object's
+    when it is not the recorded definition (an edit: the state says so too), else '='."""
+    live = _short(row.live) if row.edited or not row.recorded else "="
+    state = f"{row.state},edited" if row.edited else row.state
     return [row.group, row.version, row.kind, row.package or "-", row.revision or "-",
-            _short(row.digest), _short(row.controller), row.state]
+            _short(row.recorded or row.digest), live, _short(row.controller), state]
 
 
 def _sum(args: argparse.Namespace) -> int:

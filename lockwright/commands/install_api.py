@@ -6,7 +6,10 @@ activation policy would make it (exit 0 naming it). Otherwise the package indexe
 read (:func:`commands.search.read_indexes`) and the highest semantic version of the one
 repository serving the API is installed (:func:`lockwright.index.search.choose`: several
 repositories need ``--repository``; none names the indexes searched; both exit 1), with the
-package annotated with the API and the index it came from.
+package annotated with the API and the index it came from. It is installed by the digest the
+index lists, as ``repository:tag@digest`` (:mod:`lockwright.index.vouch`); a tag that now
+points to another digest is refused (exit 1, both digests and the fix named), and so is an
+entry that lists no digest.
 """
 
 from __future__ import annotations
@@ -94,18 +97,22 @@ def _package_of(kube: Any, revision: tuple[str, str] | None) -> str:
 
 
 def _from_index(args: argparse.Namespace, s: Any, kube: Any, api: Any, create: Create) -> int:
-    from lockwright.commands.search import read_indexes
+    from lockwright.commands.search import index_reader
     from lockwright.identity.names import INSTALLED_FOR_API, INSTALLED_FROM_INDEX
     from lockwright.index.model import merged
     from lockwright.index.search import choose
+    from lockwright.index.vouch import moved, pinned, unlisted
     from lockwright.names import package_name_from_reference
 
-    entry = choose(merged(read_indexes(s, kube)), api, s.package_indexes, args.repository)
+    reader = index_reader(s, kube)
+    entry = choose(merged(reader.read()), api, s.package_indexes, args.repository)
     kind = entry.kind.lower()
     if kind not in common.KINDS:
         return common.fail(f"{entry.reference} is a {entry.kind!r}, not a package kind")
+    if problem := unlisted(entry) or moved(entry, reader.tag_digest(entry.reference)):
+        return common.fail(f"refusing to install API {api}: {problem}")
     ref = common.PackageRef(kind, args.name or package_name_from_reference(entry.reference))
     print(f"API {api} is served by {entry.reference} ({entry.kind} {entry.name}, from index "
-          f"{entry.index})", flush=True)
-    return create(args, s, kube, ref, entry.reference,
+          f"{entry.index}, digest {entry.digest})", flush=True)
+    return create(args, s, kube, ref, pinned(entry),
                   {INSTALLED_FOR_API: str(api), INSTALLED_FROM_INDEX: entry.index})

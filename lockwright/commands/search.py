@@ -3,7 +3,11 @@
 The indexes are ``LOCKWRIGHT_PACKAGE_INDEXES`` (or ``--package-indexes``), read through
 the cluster's ImageConfigs (rewrite, pull Secrets, signature verification) exactly as the
 worker reads them; an index that fails the verification asked of it is refused and the
-command exits 1. Output: REPOSITORY, LATEST, KIND, TYPES, INDEX; ``-o json`` as data.
+command exits 1. Output: REPOSITORY, LATEST, KIND, TYPES, INDEX; ``-o json`` as data. The
+tag of each row's latest version is looked up: one that now points to another digest than
+the index lists is said after the table (``warning:``, both digests and the fix; in JSON,
+``tagDigest`` beside ``digest``), since ``install --api`` refuses it
+(:mod:`lockwright.index.vouch`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from lockwright.commands import common
 
 if TYPE_CHECKING:
-    from lockwright.index.model import PackageIndex
+    from lockwright.index.model import Entry, PackageIndex
+    from lockwright.index.read import IndexReader
     from lockwright.k8s import Kube
     from lockwright.settings import Settings
 
@@ -52,11 +57,15 @@ def run(args: argparse.Namespace) -> int:
     s = common.settings(args)
     kube = common.kube(s)
     try:
-        rows = search(merged(read_indexes(s, kube)), args.text, api)
+        reader = index_reader(s, kube)
+        entries = merged(reader.read())
+        rows = search(entries, args.text, api)
+        moved = _moved(reader, entries, rows)
     finally:
         kube.close()
     if args.output == "json":
-        print(json.dumps([r.to_json() for r in rows], indent=2))
+        print(json.dumps([{**r.to_json(), "tagDigest": moved.get(r.repository, ("", ""))[0]
+                           or r.digest} for r in rows], indent=2))
     elif not rows:
         print(f"no package matches {args.api or args.text!r} in {', '.join(s.package_indexes)}")
     else:
@@ -64,7 +73,24 @@ def run(args: argparse.Namespace) -> int:
 
         print(table(HEADER, [(r.repository, r.latest, r.kind, ", ".join(r.types), r.index)
                              for r in rows]))
+        for _, message in moved.values():
+            print(f"warning: {message}")
     return 0
+
+
+def _moved(reader: IndexReader, entries: list[Entry], rows: list[Any]
+           ) -> dict[str, tuple[str, str]]:
+    """Each row whose latest tag points elsewhere now: repository → (its digest, why)."""
+    from lockwright.index.vouch import moved
+
+    listed = {(e.repository, e.tag): e for e in entries}
+    out: dict[str, tuple[str, str]] = {}
+    for row in rows:
+        entry = listed[(row.repository, row.latest)]
+        current = reader.tag_digest(entry.reference)
+        if message := moved(entry, current):
+            out[row.repository] = (current, message)
+    return out
 
 
 def read_indexes(s: Settings, kube: Kube) -> list[PackageIndex]:
@@ -72,6 +98,15 @@ def read_indexes(s: Settings, kube: Kube) -> list[PackageIndex]:
 
     Raises:
         LockwrightError: none is configured; an index is refused or cannot be read.
+    """
+    return index_reader(s, kube).read()
+
+
+def index_reader(s: Settings, kube: Kube) -> IndexReader:
+    """The reader of every configured index, under the cluster's ImageConfigs.
+
+    Raises:
+        LockwrightError: no index is configured.
     """
     from lockwright.errors import KubeNotFound, LockwrightError
     from lockwright.index.read import IndexReader
@@ -89,4 +124,4 @@ def read_indexes(s: Settings, kube: Kube) -> list[PackageIndex]:
         configs = []
     namespace = s.system_namespace
     return IndexReader(s, RegistryClient(insecure=s.insecure_registries), configs,
-                       lambda name: kube.get("v1", "Secret", name, namespace)).read()
+                       lambda name: kube.get("v1", "Secret", name, namespace))

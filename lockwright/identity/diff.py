@@ -17,7 +17,7 @@ from typing import Any
 
 from lockwright.crdcompat import Change, FieldSummary, compare
 from lockwright.identity.sums import CONTROLLER, DEFINITION
-from lockwright.identity.surface import LIVE, TypeRow
+from lockwright.identity.surface import TypeRow
 
 Obj = dict[str, Any]
 ONLY_A, ONLY_B = "only-a", "only-b"
@@ -78,8 +78,8 @@ def diff(rows_a: Iterable[TypeRow], rows_b: Iterable[TypeRow],
 
 def definition_differs(a: TypeRow, b: TypeRow) -> bool:
     """Whether the two served definitions differ (see the module)."""
-    recorded = not a.digest.startswith(LIVE) and not b.digest.startswith(LIVE)
-    return a.live != b.live or (recorded and a.digest != b.digest)
+    recorded = bool(a.recorded) and bool(b.recorded)
+    return a.live != b.live or (recorded and a.recorded != b.recorded)
 
 
 def _controller(row: TypeRow) -> str:

@@ -71,7 +71,12 @@ def type_digest(obj: Obj) -> str:
 
 def raw_type_digest(obj: Obj) -> bytes:
     """:func:`type_digest` as the 32 bytes of the hash (for summaries kept by thousands)."""
-    return hashlib.sha256(orjson.dumps(canonical(obj), option=_CANONICAL)).digest()
+    return hashlib.sha256(canonical_bytes(obj)).digest()
+
+
+def canonical_bytes(obj: Obj) -> bytes:
+    """The canonical definition as the JSON text its digest is taken over."""
+    return orjson.dumps(canonical(obj), option=_CANONICAL)
 
 
 def type_key(obj: Obj) -> str:

@@ -4,13 +4,17 @@ A sum (``lockwright api sum``) has one line per served custom type version::
 
     example.org/v1 Widget sha256:<type> sha256:<controller>
 
-sorted, with ``-`` for the controller of a type no package serves and ``live:sha256:...``
-for a digest computed from the live object (see :mod:`lockwright.identity.surface`).
+sorted, with ``-`` for the controller of a type no package serves, ``live:sha256:...``
+for a digest computed from the live object of a definition nothing recorded, and
+``edited:sha256:...`` for the live object of a definition edited after its install (see
+:mod:`lockwright.identity.surface`).
 Blank lines and lines starting with ``#`` are ignored, so a sum may carry comments.
 
-Two surfaces differ per type version in one of four ways (:data:`HOWS`): the
-``definition`` (type digest), the ``controller`` (controller digest), ``missing`` (expected,
-not served) or ``extra`` (served, not expected).
+Two surfaces differ per type version in the ways of :data:`HOWS`: the ``definition`` (type
+digest), the ``controller`` (controller digest), ``missing`` (expected, not served),
+``extra`` (served, not expected) or ``edited`` (served, and its definition is not the one
+its install recorded: a difference whatever the sum says, since no sum should vouch for a
+hand edit).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from lockwright.errors import InputError
+from lockwright.identity.surface import EDITED as EDITED_MARK
 from lockwright.identity.surface import LIVE, NO_CONTROLLER, TypeRow
 
 DEFINITION, CONTROLLER, MISSING, EXTRA = "definition", "controller", "missing", "extra"
-HOWS = (DEFINITION, CONTROLLER, MISSING, EXTRA)
-_DIGEST = r"(live:)?sha256:[0-9a-f]{64}"
+EDITED = "edited"
+HOWS = (DEFINITION, CONTROLLER, MISSING, EXTRA, EDITED)
+_DIGEST = r"(live:|edited:)?sha256:[0-9a-f]{64}"
 _GROUP_VERSION = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]+$")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _TYPE_DIGEST = re.compile(rf"^{_DIGEST}$")
@@ -38,6 +44,13 @@ class Entry:
     key: str  # ``group/version Kind``
     digest: str
     controller: str = NO_CONTROLLER
+    #: The digest the install recorded (read from the cluster, not from a sum line).
+    recorded: str = ""
+
+    @property
+    def edited(self) -> bool:
+        """Whether the served definition was edited after its install."""
+        return self.digest.startswith(EDITED_MARK)
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,11 @@ class Difference:
             return f"{self.key}: missing (in the sum, not served)"
         if self.how == EXTRA:
             return f"{self.key}: extra (served, not in the sum)"
+        if self.how == EDITED:
+            return (f"{self.key}: edited (the install recorded {self.expected}, the live "
+                    f"definition is {self.actual.removeprefix(EDITED_MARK)}): the CRD was "
+                    "changed after its install; restore the definition its package ships "
+                    "(install the package again) or make a new sum if the edit is wanted")
         return f"{self.key}: {self.how} differs (sum {self.expected}, served {self.actual})" \
             + _provenance(self)
 
@@ -121,19 +139,27 @@ def compare(expected: Mapping[str, Entry], actual: Mapping[str, Entry], *,
         if have is None:
             found.append(Difference(key, MISSING))
         elif want is None:
-            found += [Difference(key, EXTRA)] if extra else []
+            found += [Difference(key, EXTRA), *_edited(have)] if extra else []
         else:
-            found += _differences(want, have)
+            found += _differences(want, have) + _edited(have)
     return found
 
 
+def _edited(have: Entry) -> list[Difference]:
+    return [Difference(have.key, EDITED, have.recorded, have.digest)] if have.edited else []
+
+
 def _differences(want: Entry, have: Entry) -> list[Difference]:
-    pairs = ((DEFINITION, want.digest, have.digest),
-             (CONTROLLER, want.controller, have.controller))
-    return [Difference(want.key, how, a, b) for how, a, b in pairs if a != b]
+    # An edited type whose sum has its recorded (or its edited) digest is told as edited.
+    same = (want.digest in (have.digest, have.recorded) if have.edited
+            else want.digest == have.digest)
+    pairs = ((DEFINITION, same, want.digest, have.digest),
+             (CONTROLLER, want.controller == have.controller, want.controller,
+              have.controller))
+    return [Difference(want.key, how, a, b) for how, equal, a, b in pairs if not equal]
 
 
 def entries(rows: Iterable[TypeRow]) -> dict[str, Entry]:
     """The served rows as a sum's entries, by key."""
-    return {r.key: Entry(r.key, r.digest, r.controller or NO_CONTROLLER)
+    return {r.key: Entry(r.key, r.digest, r.controller or NO_CONTROLLER, r.recorded)
             for r in rows if r.served}

@@ -6,10 +6,13 @@ the lines of a sum (``lockwright api sum``), which :mod:`lockwright.identity.sum
 back and compares.
 
 A type's digest is the :data:`~lockwright.identity.names.TYPE_DIGEST` annotation recorded
-at install when there is one (the definition as the package shipped it); otherwise it is
-computed from the live object and marked :data:`LIVE` (``live:sha256:...``), because the
-live object carries what the API server defaulted and so never equals a recorded digest:
-the two must not be mistaken for each other. The controller digest is the revision's
+at install when there is one (the definition as the package shipped it) and the live object
+is still that definition (:mod:`lockwright.identity.edits`). A live object that is not, a
+definition edited by hand after its install, is **edited**: its digest is the live
+object's, marked :data:`EDITED` (``edited:sha256:...``), and the row keeps the recorded one
+beside it. A definition nothing recorded has the live object's digest, marked :data:`LIVE`
+(``live:sha256:...``), because the live object carries what the API server defaulted and
+so never equals a recorded digest: the kinds must not be mistaken for each other. The controller digest is the revision's
 :data:`~lockwright.identity.names.CONTROLLER_DIGEST` (the runtime image it runs), else its
 package image digest (``lockwright.dev/digest``): either changes with a release that changes
 only the controller.
@@ -17,19 +20,23 @@ only the controller.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from lockwright.identity import names
 from lockwright.identity.apis import served_types
-from lockwright.identity.digest import type_digest
+from lockwright.identity.digest import SHA256, canonical_bytes, type_digest
+from lockwright.identity.edits import edited
 from lockwright.names import LABEL_PACKAGE, REVISION_KINDS
 
 Obj = dict[str, Any]
 
 #: Marks a digest computed from the live object (nothing recorded it at install).
 LIVE = "live:"
+#: Marks the live object's digest of a definition edited after its install.
+EDITED = "edited:"
 #: The controller column of a type no package serves.
 NO_CONTROLLER = "-"
 ESTABLISHED, ACTIVE, INACTIVE, NOT_ESTABLISHED = (
@@ -63,6 +70,13 @@ class TypeRow:
     #: Always the digest of the live object (``live:sha256:...``), recorded or not: what
     #: ``api diff`` compares, since it is what the API server serves.
     live: str = ""
+    #: The digest the install recorded, "" when none did.
+    recorded: str = ""
+
+    @property
+    def edited(self) -> bool:
+        """Whether the live definition is not the one its install recorded."""
+        return self.digest.startswith(EDITED)
 
     @property
     def key(self) -> str:
@@ -75,8 +89,8 @@ class TypeRow:
         return self.state in SERVED
 
     def to_json(self) -> Obj:
-        """The row as ``api list -o json`` prints it."""
-        return asdict(self)
+        """The row as ``api list -o json`` prints it (``edited`` too)."""
+        return {**asdict(self), "edited": self.edited}
 
 
 def owners(revisions: Iterable[Obj]) -> dict[tuple[str, str], Owner]:
@@ -133,11 +147,15 @@ def _state(crd: Obj | None, mrd: Obj | None) -> str:
 
 def _rows(definition: Obj, state: str, owner: Owner) -> list[TypeRow]:
     """The recorded digest, else the live one (computed once: a definition is large)."""
-    live = live_digest(definition)
+    text = canonical_bytes(definition)
+    live = LIVE + SHA256 + hashlib.sha256(text).hexdigest()
     annotations = (definition.get("metadata") or {}).get("annotations") or {}
-    digest = str(annotations.get(names.TYPE_DIGEST) or live)
+    recorded = str(annotations.get(names.TYPE_DIGEST) or "")
+    digest = recorded or live
+    if recorded and edited(definition, recorded, text):
+        digest = EDITED + live.removeprefix(LIVE)
     return [TypeRow(t.group, version, t.kind, t.plural, digest, state, owner.package,
-                    owner.revision, owner.controller, live)
+                    owner.revision, owner.controller, live, recorded)
             for t in served_types(definition) for version in t.versions]
 
 

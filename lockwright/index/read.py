@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from lockwright.errors import InvalidPackage, VerificationFailed
+from lockwright.errors import InvalidPackage, PackageNotFound, VerificationFailed
 from lockwright.images import imageconfig, secrets, verification
 from lockwright.index.model import CONFIG_MEDIA_TYPE, MEDIA_TYPE, PackageIndex
 from lockwright.oci.client import RegistryClient
@@ -69,6 +69,15 @@ class IndexReader:
         data = read_document(client, target.with_digest(digest), ref)
         log.info("index.read", index=ref, resolved=resolution.resolved, digest=digest)
         return PackageIndex.from_bytes(data, source=ref)
+
+    def tag_digest(self, ref: str) -> str:
+        """The digest ``ref``'s tag points to now, reached as a package is (rewrite, pull
+        Secret); "" when the tag is gone."""
+        resolution = imageconfig.resolve(self.image_configs, ref)
+        try:
+            return self._client(resolution).resolve(parse(resolution.resolved))
+        except PackageNotFound:
+            return ""
 
     def _client(self, resolution: imageconfig.Resolution) -> RegistryClient:
         if not resolution.pull_secret:

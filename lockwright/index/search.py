@@ -29,11 +29,13 @@ class Row:
     kind: str
     types: tuple[str, ...]
     index: str
+    #: The digest the index lists for ``latest``.
+    digest: str = ""
 
     def to_json(self) -> dict[str, object]:
         """``-o json``'s form."""
         return {"repository": self.repository, "latest": self.latest, "kind": self.kind,
-                "types": list(self.types), "index": self.index}
+                "types": list(self.types), "index": self.index, "digest": self.digest}
 
 
 def latest(entries: Iterable[Entry]) -> Entry | None:
@@ -55,7 +57,7 @@ def _row(versions: list[Entry], text: str, api: ApiRef | None) -> Row:
     shown = [_type_name(t) for t in wanted[:MAX_TYPES_SHOWN]]
     if len(wanted) > MAX_TYPES_SHOWN:
         shown.append(f"+{len(wanted) - MAX_TYPES_SHOWN} more")
-    return Row(top.repository, top.tag, top.kind, tuple(shown), top.index)
+    return Row(top.repository, top.tag, top.kind, tuple(shown), top.index, top.digest)
 
 
 def _type_matches(served: ServedType, text: str, api: ApiRef | None) -> bool:

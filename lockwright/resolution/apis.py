@@ -11,8 +11,13 @@ constraint, or a message on the revision when none can be chosen. Per API:
 - defined by an Inactive MRD (its plural, or its ``spec.names.kind`` for ``Kind.group``):
   the same, and a message saying to activate it;
 - not served: the package indexes decide. A repository ``dependsOn`` names among those
-  serving it: nothing more. Else the one repository serving it (or the one of several
-  already installed) becomes a dependency on the versions that serve it; several, none,
+  serving it: nothing more. Else the one repository serving it becomes a dependency
+  pinned to the digest the index lists for its highest serving version (the index is
+  signed; the tag beside the digest is not, so the resolver installs
+  ``repository@digest``, as Crossplane installs a digest dependency, and the Lock holds the
+  digest: :mod:`lockwright.index.vouch`); one of several already in the Lock, or an index
+  entry without a digest, becomes a dependency on the versions that serve it (the
+  cluster's package moves by tag, as any dependency); several, none,
   no index, or an index that cannot be read: a message naming the API, the candidates or
   the indexes, and the fix. A dependency recorded by an earlier take is kept while the
   indexes cannot be read, so the Lock entry does not lose it to an outage.
@@ -186,7 +191,8 @@ def _one(api: ApiRef, served: Served | None, declared: Collection[str], known: _
     chosen = _choose(candidates, known)
     if chosen is None:
         return None, _unchosen(api, offered, candidates, indexes.sources)
-    found = dependency(chosen, offered, indexes.entries)
+    found = (None if chosen in known.installed else pinned(chosen, offered)) or dependency(
+        chosen, offered, indexes.entries)
     if found is None:
         return None, (f"{chosen} serves API {api} only under tags that are not versions "
                       f"({', '.join(_tags(offered, chosen))}): name one in a dependsOn of "
@@ -264,6 +270,20 @@ def dependency(repository: str, offered: Sequence[Entry], entries: Sequence[Entr
     if above <= set(serving_tags):
         return _dependency(kind, repository, f">={serving_tags[0]}")
     return _dependency(kind, repository, " || ".join(dict.fromkeys(serving_tags)))
+
+
+def pinned(repository: str, offered: Sequence[Entry]) -> Obj | None:
+    """A dependency on the digest the index lists for ``repository``'s highest serving
+    version (its one digest when no serving tag is a version); None when that entry lists
+    no digest, or several digests and no version."""
+    mine = [e for e in offered if e.repository == repository]
+    versions = sorted(((v, e) for e in mine if (v := parse_loose_version(e.tag)) is not None),
+                      key=lambda pair: pair[0])
+    digests = {e.digest for e in mine}
+    top = versions[-1][1] if versions else (mine[0] if len(digests) == 1 else None)
+    if top is None or not is_digest(top.digest):
+        return None
+    return _dependency(top.kind, repository, top.digest)
 
 
 def _tags(offered: Sequence[Entry], repository: str) -> list[str]:

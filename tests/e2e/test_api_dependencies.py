@@ -11,7 +11,8 @@ this module pushes to the test registry.
 - an API nobody serves and no index lists: the Configuration waits, its Healthy condition
   naming the API and the index searched;
 - through the index: the Provider serving the API is installed as the Configuration's
-  dependency, at the version the index says serves it.
+  dependency, pinned to the digest the signed index lists for the version serving it (in
+  the Lock and on the package), even after its tag was pushed again.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from lockwright.identity.names import REQUIRES_APIS
 from lockwright.index.model import Entry, PackageIndex
 from lockwright.index.push import push_index
 from lockwright.oci.client import RegistryClient
+from lockwright.oci.reference import parse
 from tests.e2e.packages import crd
 from tests.fixtures.stack import PKG_GROUP, Stack, running_stack
 from tests.helpers import unique, wait_for
@@ -149,9 +151,14 @@ def test_the_provider_an_index_lists_is_installed_as_a_dependency(
     name = unique("provider-indexed")
     refs = [push(s, "Provider", name, tag, group=group) for tag in ("v0.9.0", "v1.0.0")]
     repo = refs[0].rsplit(":", 1)[0]
+    client = RegistryClient(insecure=[registry.host])
+    digests = [client.resolve(parse(ref)) for ref in refs]
     publish(registry.host, f"{registry.host}/{NS}/index:v1", PackageIndex((
-        Entry(repo, "v0.9.0", "sha256:" + "0" * 64, "Provider"),
-        Entry(repo, "v1.0.0", "sha256:" + "1" * 64, "Provider", types=(thing(group),)))))
+        Entry(repo, "v0.9.0", digests[0], "Provider"),
+        Entry(repo, "v1.0.0", digests[1], "Provider", types=(thing(group),)))))
+    # v1.0.0 pushed again after the index: the index vouches for the first push only.
+    push(s, "Provider", name, "v1.0.0", {"example.org/pushed": "again"}, group=group)
+    assert client.resolve(parse(refs[1])) != digests[1]
     config_ref = push(s, "Configuration", unique("config-indexed"), "v1.0.0",
                       {REQUIRES_APIS: f"things.{group}/v1alpha1"})
     config = unique("cfg")
@@ -159,9 +166,11 @@ def test_the_provider_an_index_lists_is_installed_as_a_dependency(
     s.wait_healthy("Configuration", config, timeout=180)
     rev = active_revision(s, "Configuration", config)
     assert lock_entry(s, rev["metadata"]["name"])["dependencies"] == [
-        {"apiVersion": PKG, "kind": "Provider", "package": repo, "constraints": ">=v1.0.0"}]
+        {"apiVersion": PKG, "kind": "Provider", "package": repo, "constraints": digests[1]}]
     installed = [p for p in s.custom.list_cluster_custom_object(
         PKG_GROUP, "v1", "providers")["items"] if p["spec"]["package"].startswith(repo)]
-    assert [p["spec"]["package"] for p in installed] == [refs[1]]
+    assert [p["spec"]["package"] for p in installed] == [f"{repo}@{digests[1]}"]
     s.wait_healthy("Provider", installed[0]["metadata"]["name"])
+    provider = active_revision(s, "Provider", installed[0]["metadata"]["name"])
+    assert lock_entry(s, provider["metadata"]["name"])["version"] == digests[1]
     served(s, group)

@@ -134,10 +134,13 @@ def test_install_by_api_picks_the_highest_version_and_ends_healthy(
     done = lockwright(stack, "install", "--api", api, "--name", name, "--wait",
                       "--timeout", "120s", indexes=published.index)
     assert done.returncode == 0, output(done)
+    listed = digest_of(stack, f"{published.repos['c']}:v2.1.0")
     assert f"{published.repos['c']}:v2.1.0" in done.stdout, output(done)
+    assert f"digest {listed}" in done.stdout, output(done)
     stack.wait_healthy("Provider", name)
     pkg = stack.get_package("Provider", name) or {}
-    assert pkg["spec"]["package"] == f"{published.repos['c']}:v2.1.0"
+    # The version the index lists, fetched by the digest it lists.
+    assert pkg["spec"]["package"] == f"{published.repos['c']}:v2.1.0@{listed}"
     assert pkg["metadata"]["annotations"] == {
         "lockwright.dev/installed-for-api": api,
         "lockwright.dev/installed-from-index": published.index}
@@ -166,6 +169,37 @@ def test_ambiguous_and_unknown_apis_exit_1_naming_candidates_or_indexes(
     assert published.index in unknown.stderr
     assert stack.kubectl("get", "providers.pkg.crossplane.io", "-o", "name").stdout.count(
         "index-") == 0
+
+
+def test_a_tag_pushed_again_after_the_index_was_signed_is_refused(
+        stack: Stack, tmp_path: Path, verifying: list[str]) -> None:  # noqa: F811
+    published = publish(stack, tmp_path, Keys(tmp_path))
+    require_signature(stack, verifying, published)
+    repo = published.repos["c"]
+    listed = digest_of(stack, f"{repo}:v2.1.0")
+    # The same tag pushed again with other content, after the index was built and signed.
+    push_provider(stack, tmp_path, repo.split("/", 1)[1], "v2.1.0", published.groups["c"],
+                  "Sprocket", published.groups["c"])
+    current = digest_of(stack, f"{repo}:v2.1.0")
+    assert current != listed
+    api = f"Widget.{published.groups['c']}/{VERSION}"
+    found = lockwright(stack, "search", "--api", api, indexes=published.index)
+    assert found.returncode == 0, output(found)
+    [warning] = [x for x in found.stdout.splitlines() if x.startswith("warning: ")]
+    assert f"{repo}:v2.1.0 now points to {current}, but the index {published.index} lists " \
+        f"{listed}" in warning, output(found)
+    data = json.loads(lockwright(stack, "search", "--api", api, "-o", "json",
+                                 indexes=published.index).stdout)
+    assert [(r["digest"], r["tagDigest"]) for r in data] == [(listed, current)]
+    name = unique("moved")
+    refused = lockwright(stack, "install", "--api", api, "--name", name,
+                         indexes=published.index)
+    assert refused.returncode == 1, output(refused)
+    assert f"error: refusing to install API {api}: {repo}:v2.1.0 now points to {current}, " \
+        f"but the index {published.index} lists {listed}" in refused.stderr, output(refused)
+    assert "lockwright index build" in refused.stderr and f"{repo}@{listed}" in \
+        refused.stderr, output(refused)
+    assert stack.get_package("Provider", name) is None
 
 
 @pytest.mark.parametrize("case", ["unsigned", "re-pushed", "another index's signature"])

@@ -18,6 +18,8 @@ D1, D2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 C1, C2 = "sha256:" + "a" * 64, "sha256:" + "b" * 64
 ESTABLISHED = {"conditions": [{"type": "Established", "status": "True"}]}
 PROPS = {"size": {"type": "integer"}}
+#: ``widget(recorded=SHIPPED)``: the digest its install would record (of the CRD as shipped).
+SHIPPED = "shipped"
 
 
 def widget(props: Obj | None = None, *, group: str = "example.org", owner: str = "",
@@ -30,7 +32,8 @@ def widget(props: Obj | None = None, *, group: str = "example.org", owner: str =
         meta["ownerReferences"] = [{"apiVersion": "pkg.crossplane.io/v1", "controller": True,
                                     "kind": "ProviderRevision", "name": owner, "uid": "u"}]
     if recorded:
-        meta["annotations"] = {names.TYPE_DIGEST: recorded}
+        meta["annotations"] = {
+            names.TYPE_DIGEST: type_digest(obj) if recorded == SHIPPED else recorded}
     if established:
         obj["status"] = copy.deepcopy(ESTABLISHED)
     return obj
@@ -104,8 +107,16 @@ def test_rows_state_package_and_controller(crds: list[Obj], mrds: list[Obj],
 def test_the_recorded_digest_wins_and_the_live_one_is_marked() -> None:
     live = one(surface.type_rows([widget()], [], []))
     assert live.digest == live.live == "live:" + type_digest(widget())
-    recorded = one(surface.type_rows([widget(recorded=D1)], [], []))
-    assert recorded.digest == D1 and recorded.live.startswith("live:sha256:")
+    recorded = one(surface.type_rows([widget(recorded=SHIPPED)], [], []))
+    assert recorded.digest == recorded.recorded == type_digest(widget())
+    assert recorded.live.startswith("live:sha256:") and not recorded.edited
+
+
+def test_a_definition_that_is_not_the_recorded_one_is_edited() -> None:
+    row = one(surface.type_rows([widget(recorded=D1)], [], []))
+    assert row.edited and row.recorded == D1
+    assert row.digest == "edited:" + row.live.removeprefix("live:")
+    assert surface.sum_line(row) == f"example.org/v1 Widget {row.digest} -"
 
 
 def test_one_row_per_served_version_sorted() -> None:
@@ -120,11 +131,12 @@ def test_one_row_per_served_version_sorted() -> None:
 
 
 def test_sum_lists_served_rows_sorted_with_a_dash_for_no_controller() -> None:
-    rows = surface.type_rows([widget(owner="p-1", recorded=D1),
-                              widget(group="b.example.org", recorded=D2)],
+    rows = surface.type_rows([widget(owner="p-1", recorded=SHIPPED),
+                              widget(group="b.example.org", recorded=SHIPPED)],
                              [mrd("Inactive")], [revision("p-1", "p")])
-    assert surface.sum_text(rows) == (f"b.example.org/v1 Widget {D2} -\n"
-                                      f"example.org/v1 Widget {D1} {C1}\n")
+    d1, d2 = type_digest(widget()), type_digest(widget(group="b.example.org"))
+    assert surface.sum_text(rows) == (f"b.example.org/v1 Widget {d2} -\n"
+                                      f"example.org/v1 Widget {d1} {C1}\n")
 
 
 # --- sums -------------------------------------------------------------------------------
@@ -148,8 +160,16 @@ def test_a_repeated_line_is_refused() -> None:
         sums.parse(line + line, "api.sum")
 
 
-def entry(digest: str = D1, controller: str = C1, key: str = "g.io/v1 A") -> sums.Entry:
-    return sums.Entry(key, digest, controller)
+def entry(digest: str = D1, controller: str = C1, key: str = "g.io/v1 A",
+          recorded: str = "") -> sums.Entry:
+    return sums.Entry(key, digest, controller, recorded)
+
+
+EDIT = "edited:" + D2  # D1 recorded, the live definition D2
+
+
+def edit(controller: str = C1, key: str = "g.io/v1 A") -> sums.Entry:
+    return entry(EDIT, controller, key, recorded=D1)
 
 
 @pytest.mark.parametrize(("expected", "actual", "extra", "want"), [
@@ -163,6 +183,13 @@ def entry(digest: str = D1, controller: str = C1, key: str = "g.io/v1 A") -> sum
     ([], [entry()], False, []),
     ([entry(key="g.io/v1 B")], [entry()], True, [("g.io/v1 A", "extra"),
                                                  ("g.io/v1 B", "missing")]),
+    # An edited type: a difference whether the sum has its recorded or its edited digest.
+    ([entry()], [edit()], True, [("g.io/v1 A", "edited")]),
+    ([entry(EDIT)], [edit()], True, [("g.io/v1 A", "edited")]),
+    ([entry(D2)], [edit()], True, [("g.io/v1 A", "definition"), ("g.io/v1 A", "edited")]),
+    ([entry()], [edit(C2)], True, [("g.io/v1 A", "controller"), ("g.io/v1 A", "edited")]),
+    ([], [edit()], True, [("g.io/v1 A", "extra"), ("g.io/v1 A", "edited")]),
+    ([], [edit()], False, []),
 ])
 def test_compare_sums(expected: list[sums.Entry], actual: list[sums.Entry], extra: bool,
                       want: list[tuple[str, str]]) -> None:
@@ -180,6 +207,17 @@ def test_a_recorded_against_a_live_digest_says_why_they_cannot_match() -> None:
     [found] = sums.compare({"g.io/v1 A": entry()}, {"g.io/v1 A": entry("live:" + D1)})
     assert "one digest was recorded at install, the other computed" in found.message
     assert found.message.startswith(f"g.io/v1 A: definition differs (sum {D1}, served live:{D1})")
+
+
+def test_an_edited_type_names_both_digests_and_the_fix() -> None:
+    [found] = sums.compare({"g.io/v1 A": entry()}, {"g.io/v1 A": edit()})
+    assert found.message.startswith(
+        f"g.io/v1 A: edited (the install recorded {D1}, the live definition is {D2})")
+    assert "install the package again" in found.message
+
+
+def test_an_edited_sum_line_reads_back() -> None:
+    assert sums.parse_line(f"g.io/v1 A {EDIT} {C1}", "f:1") == entry(EDIT)
 
 
 # --- two clusters -----------------------------------------------------------------------
@@ -232,7 +270,9 @@ def test_clusters_the_same_and_types_only_one_serves() -> None:
 ])
 def test_definition_differs_by_live_or_both_recorded(a: str, b: str, differs: bool) -> None:
     def row(digest: str) -> surface.TypeRow:
-        return surface.TypeRow("g", "v1", "K", "ks", digest, "Established", live="live:x")
+        recorded = "" if digest.startswith("live:") else digest
+        return surface.TypeRow("g", "v1", "K", "ks", digest, "Established", live="live:x",
+                               recorded=recorded)
     assert diff.definition_differs(row(a), row(b)) is differs
 
 
@@ -281,6 +321,11 @@ def test_check_manifests(found: manifests.Found, how: str | None) -> None:
 
 
 def test_lookup_holds_recorded_and_live_digests_of_served_types_only() -> None:
-    rows = surface.type_rows([widget(recorded=D1)], [mrd("Inactive")], [])
+    rows = surface.type_rows([widget(recorded=SHIPPED)], [mrd("Inactive")], [])
     assert manifests.lookup(rows) == {("example.org/v1", "Widget"): frozenset(
-        {D1, rows[0].live})}
+        {type_digest(widget()), rows[0].live})}
+
+
+def test_an_edited_types_recorded_digest_no_longer_names_it() -> None:
+    rows = surface.type_rows([widget(recorded=D1)], [], [])
+    assert D1 not in manifests.lookup(rows)[("example.org/v1", "Widget")]

@@ -50,6 +50,11 @@ DROPPED = Indexes((entry(AWS, "v1.0.0", BUCKET), entry(AWS, "v1.1.0", TOPIC),
                    entry(AWS, "v1.2.0", BUCKET)), (IDX,))
 
 
+def digest(repo: str, tag: str) -> str:
+    """The digest :func:`entry` lists for ``repo:tag``."""
+    return entry(repo, tag).digest
+
+
 def dep(package: str, version: str, kind: str = "Provider") -> Obj:
     return {"apiVersion": PKG, "kind": kind, "package": package, "version": version}
 
@@ -111,10 +116,14 @@ CASES: list[tuple[str, Served | None, list[str], list[Obj], Indexes, list[str], 
     ("defined by an Inactive MRD nobody's package holds: say to activate",
      Served(inactive="buckets.s3.example.org"), [], [], Indexes(), [], [],
      ["ManagedResourceDefinition buckets.s3.example.org, which is Inactive"]),
-    ("not served, one repository serves it: from its lowest serving version",
-     None, [], [], INDEX, [], [dep(AWS, ">=v1.1.0")], []),
-    ("not served, a version in between drops it: exactly the serving versions",
-     None, [], [], DROPPED, [], [dep(AWS, "v1.0.0 || v1.2.0")], []),
+    ("not served, one repository serves it: its highest serving version's listed digest",
+     None, [], [], INDEX, [], [dep(AWS, digest(AWS, "v2.0.0"))], []),
+    ("not served, a version in between drops it: the highest serving version's digest",
+     None, [], [], DROPPED, [], [dep(AWS, digest(AWS, "v1.2.0"))], []),
+    ("not served, the index lists no digest: the versions that serve it",
+     None, [], [], Indexes(tuple(e.__class__(e.repository, e.tag, "", e.kind, types=e.types)
+                                 for e in INDEX.entries), (IDX,)), [],
+     [dep(AWS, ">=v1.1.0")], []),
     ("not served, several serve it: the candidates and the fix",
      None, [], [], SEVERAL, [], [],
      [f"{AWS2} (v3.0.0); {AWS} (v1.1.0, v1.2.0, v2.0.0)", ("name the one to install in a "
@@ -123,8 +132,9 @@ CASES: list[tuple[str, Served | None, list[str], list[Obj], Indexes, list[str], 
      None, [AWS2], [], SEVERAL, [], [], []),
     ("not served, several serve it, one is installed: that one",
      None, [], [], SEVERAL, [AWS2], [dep(AWS2, ">=v3.0.0")], []),
-    ("not served, several serve it, the entry already chose one: kept",
-     None, [], [lock_dep(AWS, ">=v1.1.0")], SEVERAL, [], [dep(AWS, ">=v1.1.0")], []),
+    ("not served, several serve it, the entry already chose one: that one, pinned",
+     None, [], [lock_dep(AWS, ">=v1.1.0")], SEVERAL, [], [dep(AWS, digest(AWS, "v2.0.0"))],
+     []),
     ("not served, no index serves it: the API and the indexes searched",
      None, [], [], Indexes((entry(GCP, "v0.3.0", TOPIC),), (IDX, "reg.example/b:v2")), [],
      [], [(f"no package in the package indexes serves API {API} (indexes searched: {IDX}, "
@@ -154,14 +164,14 @@ def test_needs_merges_apis_served_by_one_repository_and_keeps_them_all() -> None
     topics = parse("topics.pubsub.example.org/v1")
     found = needs([API, API_V1, topics], {}, [], [], INDEX)
     # Topic comes from both AWS v1.0.0 and GCP: two candidates, named; AWS once.
-    assert list(found.dependencies) == [dep(AWS, ">=v1.1.0")]
+    assert list(found.dependencies) == [dep(AWS, digest(AWS, "v2.0.0"))]
     assert len(found.problems) == 1 and f"{AWS} (v1.0.0); {GCP} (v0.3.0)" in found.message
 
 
 def test_a_recorded_dependency_the_indexes_no_longer_choose_goes_when_they_answer() -> None:
     # Kept only while the indexes cannot be read: an answer decides afresh.
     found = needs([API], {API: None}, [], [lock_dep(GCP, ">=v0.1.0")], INDEX)
-    assert list(found.dependencies) == [dep(AWS, ">=v1.1.0")]
+    assert list(found.dependencies) == [dep(AWS, digest(AWS, "v2.0.0"))]
 
 
 @pytest.mark.parametrize(("offered", "want"), [
@@ -182,8 +192,10 @@ def test_the_constraint_every_serving_version_meets(offered: list[Entry],
 
 
 def test_exact_versions_refuse_the_one_in_between_that_drops_it() -> None:
-    found = needs([API], {API: None}, [], [], DROPPED)
-    constraint = str(found.dependencies[0]["version"])
+    offered = [e for e in DROPPED.entries if e.serves(API)]
+    found = dependency(AWS, offered, DROPPED.entries)
+    assert found is not None
+    constraint = str(found["version"])
     assert [satisfies(t, constraint) for t in ("v1.0.0", "v1.1.0", "v1.2.0")] == [
         True, False, True]
 
