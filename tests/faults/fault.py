@@ -17,6 +17,9 @@ from tests.fixtures.kube import KubeCluster
 from tests.fixtures.stack import Stack
 from tests.helpers import wait_for, wait_for_async
 
+#: After /readyz says ok, requests already received may still be answered by the unsynced
+#: authorizer; the audit log stamps them when received (seconds, for clock granularity).
+OUTAGE_MARGIN_S = 2.0
 READY_LINES = {"worker": "worker polling", "watcher": "watcher synced"}
 
 
@@ -95,10 +98,12 @@ def run(stack: Stack, temporal: TemporalCluster | None, component: str | None,
         work.apply()
         wait_for(work.in_flight, timeout=120, interval=0.05, what="a switch-over in flight")
         if component is not None:
-            killed = time.monotonic()
+            killed, wall = time.monotonic(), time.time()
             kill(stack, temporal, component)
             restart(stack, temporal, component)
             outcome.down_s = time.monotonic() - killed
+            if component == "kube-apiserver":
+                stack.api_outages.append((wall - 1, time.time() + OUTAGE_MARGIN_S))
         back = time.monotonic()
         try:
             wait_for(work.converged, timeout=CONVERGE_DEADLINE_S, interval=0.5,
