@@ -41,6 +41,7 @@ class Outcome:
     failed_workflows: list[str] = field(default_factory=list)
     retries: int = 0
     error: str = ""
+    scope: str = ""  # the prefix of this kill's package names (its workflows name them)
 
     @property
     def worst_gap(self) -> float:
@@ -92,7 +93,7 @@ def run(stack: Stack, temporal: TemporalCluster | None, component: str | None,
     the baseline), restart it, wait for convergence and check every invariant."""
     work = Work(stack)
     work.prepare(tmp)
-    outcome = Outcome(component or "none (baseline)")
+    outcome = Outcome(component or "none (baseline)", scope=work.ns)
     watch = RuntimeWatch(stack.api, work.running)
     try:
         work.apply()
@@ -128,8 +129,9 @@ async def check_workflows(temporal: Client, stack: Stack, outcome: Outcome) -> N
     """Workflows closed past their work, none Failed, and the retries history shows;
     closing child workflows may trail convergence by a moment, so wait for it."""
     async def closed() -> bool:
-        outcome.open_workflows, outcome.failed_workflows = \
-            await checks.open_and_failed_workflows(temporal, stack.task_queue)
+        open_, failed = await checks.open_and_failed_workflows(temporal, stack.task_queue)
+        outcome.open_workflows = [w for w in open_ if outcome.scope in w]
+        outcome.failed_workflows = [w for w in failed if outcome.scope in w]
         return not outcome.open_workflows
 
     with contextlib.suppress(AssertionError):  # still open: reported in open_workflows
