@@ -24,7 +24,12 @@ from kubernetes import client as kclient
 from kubernetes import config as kconfig
 from kubernetes.client import rest as krest
 
-from lockwright.errors import KubeAlreadyExists, KubeNotFound, LockwrightError
+from lockwright.errors import (
+    KubeAlreadyExists,
+    KubeNotFound,
+    KubernetesUnavailable,
+    LockwrightError,
+)
 from lockwright.k8s import events
 from lockwright.k8s.discovery import Discovery, Resource
 from lockwright.k8s.errors import answered, status_error
@@ -43,6 +48,9 @@ PATCH_TYPES = {
 APPLY_TYPE = "application/apply-patch+yaml"
 PAGE = 500
 DRY_RUN = ("dryRun", "All")
+#: What RBAC answers a request it refuses; and where an API server says whether it is ready.
+FORBIDDEN = (401, 403)
+READYZ = "/readyz"
 #: Seconds for the whole request, or (connecting, each read) as urllib3 takes them.
 Timeout = float | tuple[float, float]
 Query = list[tuple[str, str]]
@@ -130,9 +138,17 @@ class Kube:
         if (dry_run or self._dry_run) and method != "GET":
             query = [*(query or []), DRY_RUN]
         request = self._serialize(method, path, query or [], headers)
-        with answered(method, path):
-            resp: Any = self._send(request, body, timeout or self._timeout)
-            raw: bytes = resp.read() or b""
+        resp, raw = self._answer(method, path, request, body, timeout)
+        if resp.status in FORBIDDEN and path != READYZ:
+            # A kube-apiserver that is starting (restarted after a crash) serves before its
+            # authorizer has synced and refuses what RBAC allows: seen on a killed
+            # kube-apiserver (README, Faults). Not ready: retried as unavailable; ready:
+            # asked once more, and a second refusal is RBAC's answer.
+            if not self.ready():
+                raise KubernetesUnavailable(
+                    f"{method} {path}: {resp.status} from a Kubernetes API server that is "
+                    f"not ready ({READYZ}); retried once it is")
+            resp, raw = self._answer(method, path, request, body, timeout)
         if not 200 <= resp.status < 300:
             raise status_error(resp.status, raw, method, path)
         try:
@@ -140,6 +156,23 @@ class Kube:
         except ValueError as exc:
             raise status_error(502, raw[:200], method, path) from exc
         return out
+
+    def _answer(self, method: str, path: str, request: tuple[str, str, dict[str, str]],
+                body: Any, timeout: Timeout | None) -> tuple[Any, bytes]:
+        with answered(method, path):
+            resp: Any = self._send(request, body, timeout or self._timeout)
+            raw: bytes = resp.read() or b""
+        return resp, raw
+
+    def ready(self) -> bool:
+        """Whether the API server says it is ready (``/readyz``, which every user may
+        read); True when it cannot tell (no such endpoint, or not ours to read)."""
+        request = self._serialize("GET", READYZ, [], {"Accept": "text/plain"})
+        try:
+            resp, _ = self._answer("GET", READYZ, request, None, self._timeout)
+        except KubernetesUnavailable:
+            return False
+        return bool(resp.status < 500)
 
     def _serialize(self, method: str, path: str, query: Query,
                    headers: dict[str, str]) -> tuple[str, str, dict[str, str]]:
