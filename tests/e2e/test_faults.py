@@ -3,7 +3,9 @@ benchmarks/faults.py, on the Temporal cluster (PostgreSQL) with 3 workers and 1 
 on each cluster ``LOCKWRIGHT_TEST_CLUSTER`` selects (etcd and kube-apiserver on kube only).
 
 One stack per cluster serves every kill in turn (each kill's work has packages of its own);
-the scenario and its checks are tests/faults/.
+the scenario and its checks are tests/faults/. Runs when ``LOCKWRIGHT_TEST_TEMPORAL`` selects
+the cluster, as the rest of the cluster tier: the kube-apiserver kill does not converge yet
+(README, "Faults"), so CI's default command leaves the tier out until it does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from lockwright.controlplane.temporalcluster import TemporalCluster
 from tests.faults import fault
 from tests.faults.scenario import COMPONENTS, components_for
 from tests.fixtures.stack import Stack, running_stack
-from tests.fixtures.temporal import STACK_WORKERS, TemporalTarget
+from tests.fixtures.temporal import STACK_WORKERS, TemporalTarget, temporal_kinds
+
+pytestmark = pytest.mark.skipif("cluster" not in temporal_kinds(),
+                                reason="the Temporal cluster is not selected "
+                                       "(LOCKWRIGHT_TEST_TEMPORAL)")
 
 
 @pytest.fixture(scope="module")
