@@ -125,7 +125,7 @@ class ControlPlane:
         with open(self.log(name), "ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, cwd=self.state,
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=die_with_parent)
         self.processes[name] = proc
         self.argvs[name] = argv
         return proc
@@ -150,23 +150,8 @@ class ControlPlane:
     def ready(self, name: str, check: Callable[[], bool], what: str) -> None:
         """Poll ``check`` until true; fail if ``name`` exits or the deadline passes."""
         self.checks.setdefault(name, (check, what))
-        deadline = time.monotonic() + self.options.timeout
-        last = ""
-        while True:
-            proc = self.processes[name]
-            if proc.poll() is not None:
-                raise StartError(f"{name} exited with {proc.returncode} before {what}; "
-                                 f"log {self.log(name)}:\n{self.tail(name)}")
-            try:
-                if check():
-                    return
-            except Exception as exc:  # noqa: BLE001 - "not yet", reported on timeout
-                last = f"{type(exc).__name__}: {str(exc)[:300]}"
-            if time.monotonic() > deadline:
-                raise StartError(f"timed out after {self.options.timeout:.0f}s waiting for "
-                                 f"{what}{'; last error: ' + last if last else ''}; log "
-                                 f"{self.log(name)}:\n{self.tail(name)}")
-            time.sleep(POLL_S)  # poll interval of a readiness check with a deadline
+        wait_ready(Component(name, lambda: self.processes[name], self.log(name),
+                             self.options.timeout), check, what)
 
     def stop(self) -> None:
         """SIGTERM every component, newest first; SIGKILL any still running after a grace."""
@@ -181,7 +166,57 @@ class ControlPlane:
                     proc.wait()
 
 
-def _die_with_parent() -> None:
+@dataclass(frozen=True)
+class Component:
+    """One process of a local server, as :func:`wait_ready` watches it.
+
+    Args:
+        name: the component's name, in messages.
+        process: its current process (a restart replaces it).
+        log: the file its output goes to; a failure carries its tail.
+        timeout: seconds it gets to become ready.
+        respawn: called instead of failing when the process has exited (a server that
+            refuses to start while a killed predecessor's resources linger); None fails.
+    """
+
+    name: str
+    process: Callable[[], subprocess.Popen[bytes]]
+    log: Path
+    timeout: float
+    respawn: Callable[[], object] | None = None
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def wait_ready(component: Component, check: Callable[[], bool], what: str) -> None:
+    """Poll ``check`` until true; fail if the component exits (unless it respawns) or its
+    deadline passes, with the tail of its log."""
+    c = component
+    deadline, last = time.monotonic() + c.timeout, ""
+    while True:
+        proc = c.process()
+        if proc.poll() is not None and c.respawn is None:
+            raise StartError(f"{c.name} exited with {proc.returncode} before {what}; "
+                             f"log {c.log}:\n{c.tail()}")
+        if proc.poll() is not None and c.respawn is not None:
+            c.respawn()
+        try:
+            if check():
+                return
+        except Exception as exc:  # noqa: BLE001 - "not yet", reported on timeout
+            last = f"{type(exc).__name__}: {str(exc)[:300]}"
+        if time.monotonic() > deadline:
+            raise StartError(f"timed out after {c.timeout:.0f}s waiting for "
+                             f"{what}{'; last error: ' + last if last else ''}; log "
+                             f"{c.log}:\n{c.tail()}")
+        time.sleep(POLL_S)  # poll interval of a readiness check with a deadline
+
+
+def die_with_parent() -> None:
     """In the child before exec: SIGKILL when the parent dies (PR_SET_PDEATHSIG)."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 

@@ -21,7 +21,6 @@ import shutil
 import signal
 import string
 import subprocess
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 import yaml
 
 from lockwright.controlplane import build
-from lockwright.controlplane.cluster import StartError, _die_with_parent
+from lockwright.controlplane.cluster import Component, StartError, die_with_parent, wait_ready
 from lockwright.controlplane.ports import free_ports
 from lockwright.controlplane.postgres import Postgres, PostgresError
 
@@ -42,7 +41,6 @@ SERVICES = ("frontend", "history", "matching", "worker")
 PORT_NAMES = ("postgres", "frontend", "frontend_http", *(f"{s}_membership" for s in SERVICES),
               "history", "matching", "worker")
 STOP_GRACE_S = 15.0
-POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,7 @@ class TemporalCluster:
         with open(self.log(name), "ab") as out:
             proc = subprocess.Popen(self.argv(name), stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, cwd=self.state,
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=die_with_parent)
         self.processes[name] = proc
         return proc
 
@@ -124,25 +122,9 @@ class TemporalCluster:
         """Poll ``check`` until true; fail if ``name`` exits (unless ``respawn``: start it
         again, for a server that refuses to start while its killed predecessor's resources
         linger) or the deadline passes."""
-        deadline = time.monotonic() + self.options.timeout
-        last = ""
-        while True:
-            proc = self.processes[name]
-            if proc.poll() is not None and not respawn:
-                raise StartError(f"{name} exited with {proc.returncode} before {what}; "
-                                 f"log {self.log(name)}:\n{self.tail(name)}")
-            if proc.poll() is not None:
-                self.spawn(name)
-            try:
-                if check():
-                    return
-            except Exception as exc:  # noqa: BLE001 - "not yet", reported on timeout
-                last = f"{type(exc).__name__}: {str(exc)[:300]}"
-            if time.monotonic() > deadline:
-                raise StartError(f"timed out after {self.options.timeout:.0f}s waiting for "
-                                 f"{what}{'; last error: ' + last if last else ''}; log "
-                                 f"{self.log(name)}:\n{self.tail(name)}")
-            time.sleep(POLL_S)  # poll interval of a readiness check with a deadline
+        wait_ready(Component(name, lambda: self.processes[name], self.log(name),
+                             self.options.timeout,
+                             (lambda: self.spawn(name)) if respawn else None), check, what)
 
     def kill(self, name: str) -> None:
         """SIGKILL ``name`` (one of :data:`COMPONENTS`), as a crash would, and reap it."""
