@@ -166,6 +166,12 @@ class PackageWorkflow:
             ApplicationError: the activation failed permanently or the package was deleted.
         """
         inp = c.approval(raw)
+        if self._s.generation == 0:
+            # Accepted before this run's state holds the package (see the validator): judged
+            # once a pass has read it.
+            await workflow.wait_condition(lambda: self._s.generation != 0 or self._gone)
+            if problem := self._activation_problem(inp):
+                raise ApplicationError(problem, type="ActivationRefused")
         self._approve(inp, via="update")
         self._updates_waiting += 1
         try:
@@ -182,14 +188,22 @@ class PackageWorkflow:
 
     @activate_revision.validator
     def _validate_activation(self, raw: c.ActivateRevisionInput | str) -> None:
-        inp = c.approval(raw)
+        # A state that has not read the package yet (generation 0) cannot judge: a pass whose
+        # workflow task timed out under load has written the package's status through its
+        # local activities while its record, the policy read included, was lost with the
+        # task; refusing then said "Automatic" of a Manual package. The handler judges it.
+        if self._s.generation != 0 and (problem := self._activation_problem(c.approval(raw))):
+            raise ValueError(problem)
+
+    def _activation_problem(self, inp: c.ActivateRevisionInput) -> str | None:
         if self._s.policy != c.MANUAL:
-            raise ValueError(f"revisionActivationPolicy is {self._s.policy}; nothing to approve")
+            return f"revisionActivationPolicy is {self._s.policy}; nothing to approve"
         if inp.revision not in self._s.revisions:
-            raise ValueError(f"unknown revision {inp.revision!r}")
+            return f"unknown revision {inp.revision!r}"
         if inp.revision != self._s.current_revision:
-            raise ValueError(f"revision {inp.revision!r} is not the current revision "
-                             f"{self._s.current_revision!r}")
+            return (f"revision {inp.revision!r} is not the current revision "
+                    f"{self._s.current_revision!r}")
+        return None
 
     @workflow.query(name=c.QUERY_PLAN)
     def plan(self) -> Plan | None:

@@ -384,6 +384,27 @@ async def test_automatic_policy_rejects_activation_update(
     assert "Automatic" in str(err.value.cause)
 
 
+async def test_an_update_before_the_package_was_read_is_judged_once_it_is(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """An approval reaching a run whose state has not read the package (its first read is
+    retrying; a pass lost with a timed-out workflow task looks the same) is judged against
+    the package once read, not against the defaults: "Automatic" was said of a Manual one."""
+    pkg = cluster.add(provider(policy=c.MANUAL))
+    cluster.fail(c.READ_PACKAGE, *(transient() for _ in range(FAST.retry_attempts * 2)))
+    handle = await start(temporal_client, task_queue, pkg,
+                         tuning=replace(FAST, backoff_initial_s=3.0, backoff_max_s=3.0))
+    await wait_for_async(lambda: _true(cluster.calls[c.READ_PACKAGE] >= 1), timeout=20,
+                         what="the first read, failing")
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await activate(handle, "not-a-revision")
+    assert "unknown revision 'not-a-revision'" in str(err.value.cause)
+    assert (await settled(handle, "Inactive", signals=1)).policy == c.MANUAL
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
 # --- long life --------------------------------------------------------------------------
 async def test_continue_as_new_keeps_state(
         temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
