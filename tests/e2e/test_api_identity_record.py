@@ -249,10 +249,16 @@ def test_the_controller_digest_is_the_image_the_runtime_runs(stack: Stack,
     assert now["metadata"]["name"] == rev["metadata"]["name"]  # the same revision
     assert annotation(now, names.API_DIGEST) == entry["apiDigest"] == annotation(
         rev, names.API_DIGEST)
-    deployment = kubectl_json(stack, "deployment", "-n", "crossplane-system",
-                              rev["metadata"]["name"])
-    images = [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
-    assert image in images  # what the digest was taken of is what runs
+
+    def images() -> list[str]:
+        deployment = kubectl_json(stack, "deployment", "-n", "crossplane-system",
+                                  rev["metadata"]["name"])
+        return [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
+
+    # What the digest was taken of is what runs. The digest is recorded when the package is
+    # parsed, before the runtime is written in the same pass: wait for that write too.
+    wait_for(lambda: image in images(), timeout=60, interval=0.2,
+             what=f"the runtime Deployment running {image}")
 
 
 def test_a_malformed_pin_is_refused_and_pinning_the_new_api_lets_the_upgrade_through(
