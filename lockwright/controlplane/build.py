@@ -52,6 +52,17 @@ def _find_or_build(script: Path, names: tuple[str, ...], variable: str,
     given = os.environ.get(variable)
     if given:
         return _complete(Path(given), names, script)
+    return _complete(run_build(script, variable, progress), names, script)
+
+
+def run_build(script: Path, variable: str, progress: TextIO | None) -> Path:
+    """Run one of scripts/build-*.sh (they share scripts/lib/gobuild.sh): the bin directory
+    it prints last. Its step lines (``[name] ...``) and Go's downloads go to ``progress``.
+
+    Raises:
+        BuildError: Go is missing (``variable`` names ready binaries instead) or the build
+            failed; the message ends with its output.
+    """
     if shutil.which("go", path=f"{os.environ.get('PATH', '')}:/usr/local/go/bin") is None:
         raise BuildError(f"go is missing: {script.name} builds with Go 1.26 "
                          f"(apt-get install golang-go, or set {variable})")
@@ -61,12 +72,12 @@ def _find_or_build(script: Path, names: tuple[str, ...], variable: str,
     lines = [_echo(line, progress) for line in proc.stdout]
     if proc.wait() != 0 or not lines:
         raise BuildError(f"{script.name} failed ({proc.returncode}):\n" + "".join(lines[-40:]))
-    return _complete(Path(lines[-1].strip()), names, script)
+    return Path(lines[-1].strip())
 
 
 def _echo(line: str, progress: TextIO | None) -> str:
-    if progress is not None and line.startswith(("[control plane]", "[temporal]",
-                                                 "go: downloading")):
+    if progress is not None and (line.startswith("go: downloading")
+                                 or line.startswith("[") and "] " in line):
         progress.write(line)
         progress.flush()
     return line
