@@ -10,24 +10,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 modules="$root/lockwright/controlplane/modules"
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
-# Go's own install directory, for a shell whose PATH lacks it.
-export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || { echo "error: go is missing (Go 1.26 builds the control plane)" >&2; exit 1; }
-
-key="$( { go version; cat "$modules"/{kubernetes,etcd,kwok}/go.{mod,sum} "$0"; } | sha256sum | cut -c1-16)"
-cache="${LOCKWRIGHT_CONTROL_PLANE_CACHE:-$HOME/.cache/lockwright/control-plane}"
-out="$cache/$key"
-binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
-complete() { for b in "${binaries[@]}"; do [ -x "$out/bin/$b" ] || return 1; done; }
-if complete; then echo "$out/bin"; exit 0; fi
-# One build at a time (parallel test workers may all ask); the others then find it done.
-mkdir -p "$cache" && exec 9>"$cache/.build.lock" && flock 9
-if complete; then echo "$out/bin"; exit 0; fi
-
-rm -rf "$out/bin.partial" && mkdir -p "$out/bin.partial"
-step() { echo "[control plane] $*" >&2; }
-started=$SECONDS
+. "$root/scripts/lib/gobuild.sh"
+complete() { gobuild_has kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok; }
+gobuild_begin "control plane" "$modules/kubernetes" \
+  "${LOCKWRIGHT_CONTROL_PLANE_CACHE:-$HOME/.cache/lockwright/control-plane}" \
+  "$modules"/{etcd,kwok}/go.{mod,sum}
 
 # The version kube-apiserver reports on /version (upstream's hack/lib/version.sh sets it).
 version="$(cd "$modules/kubernetes" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
@@ -53,8 +40,4 @@ mkdir -p "$out/stages" && cp "$stages"/node/fast/node-initialize.yaml \
   "$stages"/pod/fast/pod-ready.yaml "$stages"/pod/fast/pod-complete.yaml \
   "$stages"/pod/fast/pod-delete.yaml "$out/stages/"
 chmod -R u+w "$out/stages"
-rm -rf "$out/bin" && mv "$out/bin.partial" "$out/bin"
-# Builds of other versions are of no further use: keep the cache to this one.
-find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
-step "built in $((SECONDS - started)) s into $out/bin"
-echo "$out/bin"
+gobuild_end

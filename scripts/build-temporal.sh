@@ -9,28 +9,13 @@
 #   LOCKWRIGHT_TEMPORAL_CACHE  where keyed directories live (~/.cache/lockwright/temporal)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-module="$root/lockwright/controlplane/modules/temporal"
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
-# Go's own install directory, for a shell whose PATH lacks it.
-export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || { echo "error: go is missing (Go 1.26 builds Temporal)" >&2; exit 1; }
-
-key="$( { go version; cat "$module"/go.{mod,sum} "$0"; } | sha256sum | cut -c1-16)"
-cache="${LOCKWRIGHT_TEMPORAL_CACHE:-$HOME/.cache/lockwright/temporal}"
-out="$cache/$key"
-binaries=(temporal-server temporal-sql-tool)
+. "$root/scripts/lib/gobuild.sh"
 complete() {
-  for b in "${binaries[@]}"; do [ -x "$out/bin/$b" ] || return 1; done
-  [ -d "$out/schema/postgresql/v12/temporal" ]
+  gobuild_has temporal-server temporal-sql-tool && [ -d "$out/schema/postgresql/v12/temporal" ]
 }
-if complete; then echo "$out/bin"; exit 0; fi
-# One build at a time (parallel test workers may all ask); the others then find it done.
-mkdir -p "$cache" && exec 9>"$cache/.build.lock" && flock 9
-if complete; then echo "$out/bin"; exit 0; fi
-
-rm -rf "$out/bin.partial" "$out/schema" && mkdir -p "$out/bin.partial"
-step() { echo "[temporal] $*" >&2; }
-started=$SECONDS
+gobuild_begin temporal "$root/lockwright/controlplane/modules/temporal" \
+  "${LOCKWRIGHT_TEMPORAL_CACHE:-$HOME/.cache/lockwright/temporal}"
+rm -rf "$out/schema"
 version="$(cd "$module" && go list -m -f '{{.Version}}' go.temporal.io/server)"
 step "building Temporal Server $version once into $out (several minutes on 2 cores the first time)"
 (cd "$module" && go build -trimpath -ldflags "-s -w" -o "$out/bin.partial/temporal-server" \
@@ -42,8 +27,4 @@ step "building temporal-sql-tool"
 source_dir="$(cd "$module" && go list -m -f '{{.Dir}}' go.temporal.io/server)"
 mkdir -p "$out/schema/postgresql" && cp -r "$source_dir/schema/postgresql/v12" "$out/schema/postgresql/"
 chmod -R u+w "$out/schema"
-rm -rf "$out/bin" && mv "$out/bin.partial" "$out/bin"
-# Builds of other versions are of no further use: keep the cache to this one.
-find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
-step "built in $((SECONDS - started)) s into $out/bin"
-echo "$out/bin"
+gobuild_end
