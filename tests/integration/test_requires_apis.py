@@ -108,12 +108,13 @@ def test_a_missing_api_depends_on_the_provider_an_index_lists(
     acts = activities(cluster, registry, tmp_path, lambda: [index])
     took, deps = take(acts, cluster, configuration(registry, tmp_path,
                                                 f"Widget.{group}/v1alpha1"))
+    # Pinned to the digest the index lists: the signed index vouches for it, not its tag.
     assert deps == [{"apiVersion": PKG, "kind": "Provider", "package": repo,
-                     "constraints": ">=v0.1.0"}]
-    assert took.dependency_message == f'missing dependencies: "{repo}" (>=v0.1.0)'
+                     "constraints": prov.digest}]
+    assert took.dependency_message == f'missing dependencies: "{repo}" ({prov.digest})'
     decided = run(acts.resolve_dependencies, c.ResolveDependenciesInput())
     assert [(ch.kind, ch.package, ch.from_version) for ch in decided.changes
-            if ch.package.startswith(repo)] == [("Provider", prov.ref, "")]
+            if ch.package.startswith(repo)] == [("Provider", f"{repo}@{prov.digest}", "")]
 
 
 def test_an_api_a_package_in_the_lock_serves_depends_on_that_package(
