@@ -124,7 +124,7 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache,
     return Wiring(
         settings, x,
         PackageActivities(k, x.reader, x.registries, x.verifier, cache, runtime,
-                          settings.upgrade_gate),
+                          settings.upgrade_gate, x.runtime_configs),
         RevisionActivities(k, x.reader, x.contents, x.identity, settings.crossplane_version,
                            runtime),
         LifecycleActivities(k, ns, x.reader, x.keeper, x.establisher, x.dropped),

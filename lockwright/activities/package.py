@@ -24,7 +24,7 @@ from lockwright.activities.base import (
     spec,
 )
 from lockwright.activities.errors import edge
-from lockwright.activities.reads import PackageReader, Registries
+from lockwright.activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright.activities.verify import Outcome, Verifier
 from lockwright import conditions, names
 from lockwright.errors import (
@@ -70,9 +70,11 @@ class PackageActivities:
 
     def __init__(self, kube: Kube, reader: PackageReader, registries: Registries,
                  verifier: Verifier, cache: PackageCache, package_runtime: str,
-                 upgrade_gate: str = gate.EVIDENCE) -> None:
+                 upgrade_gate: str = gate.EVIDENCE,
+                 runtime_configs: RuntimeConfigs | None = None) -> None:
         """Make revisions for ``package_runtime`` (``Deployment`` or ``External``); gate
-        upgrades with ``upgrade_gate`` unless a package's annotation says otherwise."""
+        upgrades with ``upgrade_gate`` unless a package's annotation says otherwise;
+        ``runtime_configs`` says which DRC an active runtime is rendered from."""
         self.kube = kube
         self.reader = reader
         self.registries = registries
@@ -80,6 +82,7 @@ class PackageActivities:
         self.cache = cache
         self.package_runtime = package_runtime
         self.upgrade_gate = upgrade_gate
+        self.runtime_configs = runtime_configs
 
     @activity.defn(name=c.READ_PACKAGE)
     @edge
@@ -118,7 +121,19 @@ class PackageActivities:
             accept_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION, "")),
             active_definitions=_count((meta(active).get("annotations") or {}).get(
                 c.ACTIVE_DEFINITIONS_ANNOTATION)),
-            upgrade_gate=upgrade_gate, upgrade_gate_problem=problem)
+            upgrade_gate=upgrade_gate, upgrade_gate_problem=problem,
+            runtime_config=self._runtime_config(inp.kind, s))
+
+    def _runtime_config(self, kind: str, s: Obj) -> str:
+        """``name@generation`` of the DRC the package's runtime is rendered from, as its
+        revisions choose it (their ``runtimeConfigRef``, or an ImageConfig's for the
+        package's image); "" if none."""
+        if kind == c.CONFIGURATION or self.runtime_configs is None:
+            return ""
+        as_revision = {"spec": {"image": str(s.get("package", "")),
+                                "runtimeConfigRef": s.get("runtimeConfigRef")}}
+        drc, _ = self.runtime_configs.runtime_config(as_revision, required=False)
+        return f"{meta(drc)['name']}@{meta(drc).get('generation', 0)}" if drc else ""
 
     @activity.defn(name=c.RECORD_EVENT)
     @edge

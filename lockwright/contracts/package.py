@@ -64,6 +64,9 @@ class PackageState:
     # Active ManagedResourceDefinitions of the installed revision when it was installed: a
     # revision recording another count (an activation since) installs again.
     active_definitions: int = 0
+    # The runtime's DeploymentRuntimeConfig (``name@generation``) when it was installed: a
+    # changed config installs again. "" until a pass has recorded one (see package.py).
+    runtime_config: str = ""
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,10 @@ class ReadPackageResult:
     # what is wrong with an annotation that names no gate (it is then Strict).
     upgrade_gate: str = ""
     upgrade_gate_problem: str = ""
+    # The DeploymentRuntimeConfig the package's runtime is rendered from, as
+    # ``name@generation`` ("" for none: a Configuration, the External runtime, a missing
+    # one, or a result from before this field).
+    runtime_config: str = ""
 
 
 @dataclass(frozen=True)

@@ -301,7 +301,11 @@ class PackageWorkflow:
         # safe-start runtime: the revision records another count than was installed.
         activated = (active and pkg.active_definitions >= 0
                      and pkg.active_definitions != self._s.active_definitions)
-        if key != self._s.installed_key or not self._s.healthy or ensured.fresh or activated:
+        # A DeploymentRuntimeConfig changed since (its generation): the runtime is rendered
+        # again, as Crossplane's revision reconciler does. "" recorded: not known yet.
+        reconfigured = self._s.runtime_config not in ("", pkg.runtime_config)
+        if (key != self._s.installed_key or not self._s.healthy or ensured.fresh or activated
+                or reconfigured):
             fresh = key not in (self._s.installed_key, self._s.attempted_key)
             # Say "installing" first: a health wait can take minutes. Only for a new key: a
             # re-attempt leaves the last outcome (a refusal, an outage being retried, an
@@ -318,6 +322,7 @@ class PackageWorkflow:
                               active_definitions=result.active_definitions,
                               health_message=result.message, installs=self._s.installs + 1,
                               dependencies_unmet=result.dependencies_unmet)
+        self._s = replace(self._s, runtime_config=pkg.runtime_config)
         await self.collect(pkg, rev)
         await self.write_status(conditions.package_ok(
             active, self._s.healthy, self._s.health_message, self._s.dependencies_unmet),

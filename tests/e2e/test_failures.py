@@ -33,6 +33,7 @@ from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for, wait_for_async
 
 SYSTEM_NAMESPACE = "crossplane-system"
+DRC_MARK = "example.org/runtime-config"
 Obj = dict[str, Any]
 
 
@@ -570,9 +571,53 @@ async def test_imageconfig_rewrite_created_after_the_package_heals(stack: Stack,
         assert {"name": config, "reason": "RewriteImage"} in pkg["status"][
             "appliedImageConfigRefs"]
         assert crd_exists(stack, f"gadgets.{group}") is not None
+        # The watcher signalled it: the package's backoff retry would heal it too, later.
+        reasons = await signal_reasons(tc, c.package_workflow_id(c.PROVIDER, name,
+                                                                 stack.task_queue))
+        assert f"ImageConfig {config} added" in reasons, reasons
     finally:
         stack.custom.delete_cluster_custom_object("pkg.crossplane.io", "v1beta1",
                                                   "imageconfigs", config)
+
+
+def runtime_marks(stack: Stack, name: str) -> list[str]:
+    """The DRC_MARK annotation of each runtime Deployment of the package ``name``."""
+    items = client.AppsV1Api(stack.api).list_namespaced_deployment(SYSTEM_NAMESPACE).items
+    return [(d.spec.template.metadata.annotations or {}).get(DRC_MARK, "") for d in items
+            if d.metadata.name.startswith(f"{name}-")]
+
+
+async def test_provider_applied_before_its_runtime_config_heals_and_follows_it(
+        stack: Stack, tmp_path: Path) -> None:
+    """A DeploymentRuntimeConfig created after the Provider naming it, then changed: each
+    reaches the runtime because the watcher signalled the package by the config's name."""
+    ref = stack.push(provider_dir(tmp_path / "p", unique_group()))
+    drc, name = unique("drc"), unique("late-drc")
+    stack.apply_package("Provider", name, ref, runtimeConfigRef={"name": drc})
+    tc = await temporal(stack)
+    await assert_retrying(tc, stack.task_queue, name, "KubeNotFound")
+    body = {"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
+            "metadata": {"name": drc}, "spec": {"deploymentTemplate": {"spec": {
+                "selector": {}, "template": {"metadata": {"annotations": {DRC_MARK: "v1"}},
+                                             "spec": {"containers": []}}}}}}
+    stack.custom.create_cluster_custom_object("pkg.crossplane.io", "v1beta1",
+                                              "deploymentruntimeconfigs", body)
+    try:
+        stack.wait_healthy("Provider", name)
+        assert runtime_marks(stack, name) == ["v1"]
+        body["spec"]["deploymentTemplate"]["spec"]["template"]["metadata"]["annotations"] = {
+            DRC_MARK: "v2"}
+        stack.custom.patch_cluster_custom_object("pkg.crossplane.io", "v1beta1",
+                                                 "deploymentruntimeconfigs", drc, body)
+        wait_for(lambda: runtime_marks(stack, name) == ["v2"], timeout=60, interval=0.2,
+                 what="the changed config on the runtime")
+        reasons = await signal_reasons(tc, c.package_workflow_id(c.PROVIDER, name,
+                                                                 stack.task_queue))
+        assert f"DeploymentRuntimeConfig {drc} added" in reasons, reasons
+        assert f"DeploymentRuntimeConfig {drc} modified" in reasons, reasons
+    finally:
+        stack.custom.delete_cluster_custom_object("pkg.crossplane.io", "v1beta1",
+                                                  "deploymentruntimeconfigs", drc)
 
 
 # --- 8. registry down, then back -------------------------------------------------------
