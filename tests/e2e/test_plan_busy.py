@@ -61,13 +61,17 @@ class BusyKube(Kube):
         return view
 
     def bump(self) -> None:
-        """Write the CRD's status, as the API server's controllers do after a create."""
+        """Write the CRD's status, as the API server's controllers do after a create: its
+        conditions kept (Established among them), one of the test's own set."""
         self.status_writes += 1
-        self.admin.patch("apiextensions.k8s.io/v1", CRD_KIND, self.crd, {"status": {
-            "conditions": [{"type": "Busy", "status": "True", "reason": "Test",
-                            "message": f"write {self.status_writes}",
-                            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
-            subresource="status")
+        crd = self.admin.get("apiextensions.k8s.io/v1", CRD_KIND, self.crd) or {}
+        status = crd.setdefault("status", {})
+        status["conditions"] = [x for x in status.get("conditions") or []
+                                if x["type"] != "Busy"] + [{
+            "type": "Busy", "status": "True", "reason": "Test",
+            "message": f"write {self.status_writes}",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+        self.admin.update_status(crd)
 
 
 def installed(stack: Stack, tmp_path: Path) -> tuple[str, str, str]:
