@@ -1,7 +1,7 @@
 """``lockwright trace --watch`` on a terminal (issue 31), against the session's stack.
 
 ``trace provider/NAME --watch --exit-healthy`` runs in a pseudo-terminal (Python's ``pty``,
-120 columns) on a Provider waiting for Manual activation. The test reads the screen as a
+160 columns) on a Provider waiting for Manual activation. The test reads the screen as a
 terminal would get it: a first drawing shows the package not Installed; the operator then
 switches the package to Automatic with kubectl, the watcher and the worker activate the
 revision, the screen is cleared and drawn again with the package Installed and Healthy, and
@@ -37,10 +37,12 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 class Terminal:
     """A command on a pseudo-terminal, and everything it wrote to the screen so far."""
 
-    def __init__(self, args: list[str], env: dict[str, str], columns: int = 120) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], columns: int = 160) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-        self.process = subprocess.Popen(args, env={**env, "TERM": "xterm"}, cwd=ROOT,
+        # COLUMNS wins over the terminal's size (pytest-xdist's workers may carry one).
+        env = {**env, "TERM": "xterm", "COLUMNS": str(columns), "LINES": "50"}
+        self.process = subprocess.Popen(args, env=env, cwd=ROOT,
                                         stdin=slave, stdout=slave, stderr=slave)
         os.close(slave)
         self.screen = ""
