@@ -8,9 +8,10 @@ Event on the policy, a Warning when it fails), and each policy's ``status.activa
 and its CRD (Crossplane's MRD controller writes it; here the CRD comes from the package's
 install). Each policy's ``Established`` condition is True once every MRD it activated is
 Active with its CRD Established (crossplane#7822; CRDs are read one by one, only for a
-policy not yet Established for the same MRDs). Finally each Provider revision whose count of Active MRDs moved gets the count in
-its annotation, and its package is returned, to be told to install again: that creates
-the CRDs of the newly Active MRDs and wakes a safe-start runtime.
+policy not yet Established for the same MRDs). Finally each Provider revision whose count
+of Active MRDs moved gets the count in its annotation, and its package is returned, to be
+told to install again: that creates the CRDs of the newly Active MRDs and wakes a
+safe-start runtime.
 """
 
 from __future__ import annotations
