@@ -9,8 +9,8 @@ validates and admits all of them (one refused with 409, its object changed since
 is re-read, re-planned and dry-run again, a few times at most). Any conflict raises
 ``ConflictError`` naming who holds which object, any CRD finding ``PreflightError`` with
 the fix, any API rejection ``KubeInvalid``: all before a single write. It keeps per object
-only its decision and live metadata (``establish.Seen``). The second rebuilds those writes and makes them, batch by
-batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first pass travels
+only its decision and live metadata (``establish.Seen``). The second rebuilds those writes
+and makes them, batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first pass travels
 with each update, and a create fails if the name was taken since), so a concurrent change
 makes the attempt fail with ``KubeConflict`` and the retry re-plans.
 
