@@ -10,9 +10,10 @@ is re-read, re-planned and dry-run again, a few times at most). Any conflict rai
 ``ConflictError`` naming who holds which object, any CRD finding ``PreflightError`` with
 the fix, any API rejection ``KubeInvalid``: all before a single write. It keeps per object
 only its decision and live metadata (``establish.Seen``). The second rebuilds those writes
-and makes them, batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first pass travels
-with each update, and a create fails if the name was taken since), so a concurrent change
-makes the attempt fail with ``KubeConflict`` and the retry re-plans.
+and makes them, batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read
+in the first pass travels with each update, and a create fails if the name was taken
+since), so a concurrent change makes the attempt fail with ``KubeConflict`` and the retry
+re-plans.
 
 A first install (the revision takes control and the package's first object does not
 exist) skips the checking pass, whose reads and dry runs would double the API work of a
