@@ -5,7 +5,9 @@ Matrix: the YAML is the JSON tree; the DOT graph numbers rows breadth first as C
 does, labels them with its fields, joins each to its parent, escapes quotes, and Graphviz's
 ``dot -Tsvg`` draws it (installed by scripts/setup.sh); the watch stops only when every
 package (dependencies, missing ones included) is Installed and Healthy; ``--exit-healthy``
-without ``--watch`` is refused.
+without ``--watch`` is refused. The watch loop over snapshots handed out in turn: a
+drawing per change (a repeat is not drawn), exit 0 once healthy or once the package is
+deleted, 1 when it is not there; YAML drawings are separate documents.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from lockwright.commands import main
+from lockwright.commands import main, trace
+from lockwright.commands.common import PackageRef
 from lockwright.commands.traceout import all_healthy, as_dot, as_yaml, label
-from lockwright.commands.tree import Node, as_json, build
+from lockwright.commands.tree import Node, Snapshot, as_json, build
 from tests.unit.test_commands_trace import REG, platform
 
 
@@ -89,3 +92,64 @@ def test_a_runtime_does_not_hold_the_exit_its_package_says_healthy() -> None:
 def test_exit_healthy_needs_watch(capsys: pytest.CaptureFixture[str]) -> None:
     assert main.main(["trace", "provider/x", "--exit-healthy"]) == 2
     assert "--exit-healthy needs --watch" in capsys.readouterr().err
+
+
+# --- the watch loop, over snapshots a stand-in for the cluster hands out in turn ----------
+def unhealthy() -> Snapshot:
+    snapshot = platform()
+    snapshot.packages[1]["status"]["conditions"][1]["status"] = "False"
+    return snapshot
+
+
+def watched(monkeypatch: pytest.MonkeyPatch, snapshots: list[Snapshot | None],
+            exit_healthy: bool = True, output: str | None = None) -> int:
+    """``trace.watch`` of Configuration ``platform`` reading ``snapshots`` one per turn
+    (None: the package is gone), not waiting between turns."""
+    turns = iter(snapshots)
+
+    def read(kube: object, namespace: str) -> Snapshot:
+        got = next(turns)
+        return got if got is not None else Snapshot()
+
+    monkeypatch.setattr(trace, "snapshot", read)
+    monkeypatch.setattr(trace, "WATCH_INTERVAL_S", 0.0)
+    return trace.watch(object(), "crossplane-system",
+                       PackageRef("configuration", "platform"), output, exit_healthy)
+
+
+def test_watch_draws_each_change_once_and_exits_0_once_healthy(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert watched(monkeypatch, [unhealthy(), unhealthy(), platform()]) == 0
+    out = capsys.readouterr().out
+    # Two drawings (the repeat is not drawn again), the last with provider-x Healthy.
+    assert out.count("NAME ") == 2, out
+    first, last = out.split("NAME ")[1:]
+    assert provider_row(first)[2:4] == ["True", "False"], first  # INSTALLED, HEALTHY
+    assert provider_row(last)[2:4] == ["True", "True"], last
+
+
+def provider_row(drawing: str) -> list[str]:
+    return next(line.split()[1:] for line in drawing.splitlines()
+                if "Provider/acme-provider-x" in line)
+
+
+def test_watch_without_exit_healthy_ends_when_the_package_is_deleted(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert watched(monkeypatch, [platform(), platform(), None], exit_healthy=False,
+                   output="yaml") == 0
+    out, err = capsys.readouterr()
+    assert len(list(yaml.safe_load_all(out))) == 1, out  # the repeat is not drawn again
+    assert err == "configuration/platform was deleted\n"
+
+
+def test_watch_of_a_package_that_is_not_there_exits_1(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert watched(monkeypatch, [None]) == 1
+    assert capsys.readouterr().err == "error: configuration/platform not found\n"
+
+
+def test_watch_of_yaml_separates_documents(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert watched(monkeypatch, [unhealthy(), platform()], output="yaml") == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [d["children"][2]["healthy"] for d in documents] == ["False", "True"]
