@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything lockwright and its tests need on a fresh Debian machine; idempotent.
-#   Debian packages: docker-registry (the OCI registry), apache2-utils (htpasswd), kubectl,
+#   Debian packages: docker-registry (the OCI registry), apache2-utils (htpasswd), graphviz
+#   (dot, for trace's DOT output), kubectl,
 #   docker.io and debootstrap (the image tests build a Debian base and the Dockerfile; the
 #   tests start dockerd themselves), postgresql (PostgreSQL 15 for the Temporal cluster tier,
 #   run as a plain process by lockwright/controlplane/postgres.py). No system service is
@@ -15,6 +16,7 @@ sudo=""
 need=()
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
+command -v dot >/dev/null 2>&1 || need+=(graphviz)  # `trace -o dot` is checked with dot -Tsvg
 if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"

@@ -6,9 +6,12 @@ Active with a merge patch of ``spec.state`` (a Normal ``ActivateManagedResourceD
 Event on the policy, a Warning when it fails), and each policy's ``status.activated`` and
 ``Healthy`` condition are written. Each MRD's ``Established`` condition follows its state
 and its CRD (Crossplane's MRD controller writes it; here the CRD comes from the package's
-install). Finally each Provider revision whose count of Active MRDs moved gets the count in
-its annotation, and its package is returned, to be told to install again: that creates
-the CRDs of the newly Active MRDs and wakes a safe-start runtime.
+install). Each policy's ``Established`` condition is True once every MRD it activated is
+Active with its CRD Established (crossplane#7822; CRDs are read one by one, only for a
+policy not yet Established for the same MRDs). Finally each Provider revision whose count
+of Active MRDs moved gets the count in its annotation, and its package is returned, to be
+told to install again: that creates the CRDs of the newly Active MRDs and wakes a
+safe-start runtime.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from lockwright.managed import convert, policy
 from lockwright.managed.policy import Activation, Definition
 
 MRD_API = convert.MRD_API_VERSION
+CRD_API = "apiextensions.k8s.io/v1"
 WRITERS = 8  # status writes at once (2,000 MRDs are written once, when first seen)
 
 
@@ -53,8 +57,10 @@ class ActivationActivities:
         decision = policy.decide([_policy(o) for o in policies], rows)
         failed = self._activate(decision, {meta(o)["name"]: o for o in policies})
         done = {name for name in decision.activate if name not in failed}
-        written = self._write_policies(policies, decision, failed)
-        written += self._write_definitions(rows, done)
+        crds = self.definitions.crd_names()
+        present = {r.name for r in rows if r.active or r.name in done} & crds
+        written = self._write_policies(policies, decision, failed, present)
+        written += self._write_definitions(rows, done, crds)
         packages = self._record_counts(policy.active_by_revision(rows, done))
         log().info("definitions.activated", policies=len(policies), definitions=len(rows),
                    activated=len(done), failed=len(failed), packages=len(packages))
@@ -80,22 +86,51 @@ class ActivationActivities:
         return failed
 
     def _write_policies(self, policies: list[Obj], decision: Activation,
-                        failed: dict[str, str]) -> int:
-        """Each policy's ``status.activated`` and ``Healthy``, where they changed."""
+                        failed: dict[str, str], present: set[str]) -> int:
+        """Each policy's ``status.activated``, ``Healthy`` and ``Established``, where they
+        changed; ``present``: the Active MRDs whose CRD exists."""
+        served = self._served(policies, decision, present)
         written = 0
         for obj in policies:
-            name = meta(obj)["name"]
+            name, generation = meta(obj)["name"], int(meta(obj).get("generation") or 0)
             matched = decision.activated.get(name, [])
             status, reason, message = policy.policy_health(
                 sum(1 for n in matched if n in failed), len(matched))
-            wanted = condition(policy.HEALTHY, status, reason, message,
-                               int(meta(obj).get("generation") or 0))
-            written += self._patch_status(obj, wanted, {"activated": matched or None})
+            healthy = condition(policy.HEALTHY, status, reason, message, generation)
+            established = condition(policy.ESTABLISHED,
+                                    *policy.policy_established(matched, served), generation)
+            written += self._patch_status(obj, [healthy, established],
+                                          {"activated": matched or None})
         return written
 
-    def _write_definitions(self, rows: list[Definition], done: set[str]) -> int:
+    def _served(self, policies: list[Obj], decision: Activation, present: set[str]
+                ) -> set[str]:
+        """The MRDs among those policies activated that are Active with their CRD
+        Established. Those of a policy :func:`policy.settled` count without a read."""
+        known: set[str] = set()
+        wanted: set[str] = set()
+        for obj in policies:
+            matched = decision.activated.get(meta(obj)["name"], [])
+            status = obj.get("status") or {}
+            if policy.settled(status.get("conditions") or [], status.get("activated") or [],
+                              matched, present):
+                known.update(matched)
+            else:
+                wanted.update(n for n in matched if n in present)
+        to_read = sorted(wanted - known)
+        with ThreadPoolExecutor(WRITERS) as pool:
+            read = list(pool.map(self._crd_established, to_read))
+        return known | {n for n, ok in zip(to_read, read, strict=True) if ok}
+
+    def _crd_established(self, name: str) -> bool:
+        """Whether CRD ``name`` says it is Established (the API serves its kind)."""
+        crd = self.kube.get(CRD_API, "CustomResourceDefinition", name) or {}
+        return any(x.get("type") == policy.ESTABLISHED and x.get("status") == "True"
+                   for x in (crd.get("status") or {}).get("conditions") or [])
+
+    def _write_definitions(self, rows: list[Definition], done: set[str],
+                           crds: set[str]) -> int:
         """Each MRD's ``Established`` condition, where it is not what state and CRD say."""
-        crds = self.definitions.crd_names()
         stale = []
         for row in rows:
             status, reason = policy.established(row.active or row.name in done,
@@ -108,13 +143,15 @@ class ActivationActivities:
 
     def _patch_definition(self, name: str, wanted: dict[str, str]) -> None:
         obj = {"apiVersion": MRD_API, "kind": convert.MRD_KIND, "metadata": {"name": name}}
-        self._patch_status(obj, wanted, {})
+        self._patch_status(obj, [wanted], {})
 
-    def _patch_status(self, obj: Obj, wanted: dict[str, str], fields: Obj) -> int:
+    def _patch_status(self, obj: Obj, wanted: list[dict[str, str]], fields: Obj) -> int:
         """Merge ``wanted`` into the object's conditions and write them with ``fields``;
         1 when written, 0 when nothing changed."""
         current = (obj.get("status") or {}).get("conditions")
-        conditions = set_condition(current, wanted, datetime.now(UTC))
+        conditions = current
+        for one in wanted:
+            conditions = set_condition(conditions, one, datetime.now(UTC))
         old = {k: (obj.get("status") or {}).get(k) for k in fields}
         if conditions == current and old == fields:
             return 0

@@ -5,13 +5,15 @@ batches, so a 2,000-CRD package never sits in memory whole. The first checks: it
 every live object once, collects every conflict, and, when the revision takes control,
 every CRD change Kubernetes or the CRD's clients cannot take (``lockwright.objects.crdcheck``);
 while none is found it sends each planned write as a server-side dry run, so the API
-validates and admits all of them. Any conflict raises ``ConflictError`` naming who holds
-which object, any CRD finding ``PreflightError`` with the fix, any API rejection
-``KubeInvalid``: all before a single write. It keeps per object only its decision and live
-metadata (``establish.Seen``). The second rebuilds those writes and makes them, batch by
-batch. Writes are compare-and-swap (the ``resourceVersion`` read in the first pass travels
-with each update, and a create fails if the name was taken since), so a concurrent change
-makes the attempt fail with ``KubeConflict`` and the retry re-plans.
+validates and admits all of them (one refused with 409, its object changed since the read,
+is re-read, re-planned and dry-run again, a few times at most). Any conflict raises
+``ConflictError`` naming who holds which object, any CRD finding ``PreflightError`` with
+the fix, any API rejection ``KubeInvalid``: all before a single write. It keeps per object
+only its decision and live metadata (``establish.Seen``). The second rebuilds those writes
+and makes them, batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read
+in the first pass travels with each update, and a create fails if the name was taken
+since), so a concurrent change makes the attempt fail with ``KubeConflict`` and the retry
+re-plans.
 
 A first install (the revision takes control and the package's first object does not
 exist) skips the checking pass, whose reads and dry runs would double the API work of a
@@ -70,6 +72,9 @@ UNDO_DEADLINE_S, UNDO_POLL_S = 60.0, 0.05
 #: apiVersion, kind, name, namespace of an object this attempt created.
 Address = tuple[str, str, str, str | None]
 SYNC_FAILED = "cannot establish control of object: "
+#: Dry runs a batch gets when objects change between their read and their dry run (409);
+#: each re-reads what changed. A new CRD's status settles in a few writes.
+DRY_RUN_ATTEMPTS = 5
 #: The owner UID a candidate's dry-run writes carry: no revision exists for it.
 CANDIDATE_UID = "00000000-0000-0000-0000-000000000000"
 
@@ -334,9 +339,13 @@ class Establisher:
         for batch in batches(revision, documents):
             plan, live = self._plan(pool, revision, batch, ca, service, checked.current)
             findings = crdcheck.preflight(batch, live) if revision.active else []
+            if checked.clean and not plan.conflicts and not findings:
+                # Only while nothing forbids writing: once the attempt will fail, dry
+                # runs would be wasted.
+                plan, live = self._dry_run(pool, dry, revision, batch, (plan, live),
+                                           (ca, service), checked.current)
+                findings = crdcheck.preflight(batch, live) if revision.active else []
             checked.add(plan, live, findings)
-            if checked.clean:  # once the attempt will fail, dry runs would be wasted
-                list(pool.map(lambda a: self._write(a, dry), plan.actions))
             activity.heartbeat()
         _refuse(checked)
         return est.sort_object_refs(checked.refs), checked
@@ -361,6 +370,59 @@ class Establisher:
             if name not in current:
                 found = self.kube.get(est.PKG_API_VERSION, revision.kind, name)
                 current[name] = str(meta(found)["uid"]) if found else None
+
+    def _dry_run(self, pool: ThreadPoolExecutor, dry: Kube, revision: est.Revision,
+                 batch: list[Obj], planned: tuple[est.Plan, dict[ObjectKey, Obj]],
+                 target: tuple[bytes | None, str], current: dict[str, str | None]
+                 ) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
+        """Dry-run every planned write of ``batch``. A write refused with 409 (the object
+        changed since it was read: a busy server's controllers write a new CRD's status)
+        re-reads that object, re-plans the batch and is dry-run again, at most
+        ``DRY_RUN_ATTEMPTS`` times: a plan must not fail on a conflict a read resolves.
+
+        Returns:
+            The plan and live objects the dry runs passed with: the writes that follow
+            carry those resourceVersions.
+
+        Raises:
+            KubeConflict: an object kept changing (transient: the activity retries).
+        """
+        plan, live = planned
+        actions = plan.actions
+        for _ in range(DRY_RUN_ATTEMPTS):
+            passed = list(pool.map(lambda a: self._dry_write(a, dry), actions))
+            changed = [a for a, ok in zip(actions, passed, strict=True) if not ok]
+            if not changed:
+                return plan, live
+            live = self._reread(pool, live, [a.object for a in changed])
+            self._look_up(revision, live, current)
+            plan = est.plan_establish(revision, batch, live, ca_bundle=target[0],
+                                      namespace=self.namespace, service=target[1],
+                                      current=current)
+            keys = {a.key for a in changed}
+            actions = [a for a in plan.actions if a.key in keys]  # none on a conflict
+        raise KubeConflict(f"{changed[0].key} kept changing while its write was dry-run: "
+                           f"gave up after {DRY_RUN_ATTEMPTS} attempts")
+
+    def _dry_write(self, action: est.Action, dry: Kube) -> bool:
+        """Dry-run one write; False when the object changed since it was read (409)."""
+        try:
+            self._write(action, dry)
+        except KubeConflict:  # a stale resourceVersion, or a name taken since (_write)
+            log().info("establish.dry_run_conflict", object=str(action.key))
+            return False
+        return True
+
+    def _reread(self, pool: ThreadPoolExecutor, live: dict[ObjectKey, Obj],
+                objects: list[Obj]) -> dict[ObjectKey, Obj]:
+        """``live`` with ``objects`` read again (dropped when gone)."""
+        found = pool.map(lambda o: self.kube.get(str(o["apiVersion"]), str(o["kind"]),
+                                                 str(o["metadata"]["name"])), objects)
+        fresh = dict(live)
+        for obj, now in zip(objects, found, strict=True):
+            fresh.pop(ObjectKey.of(obj), None)
+            fresh.update({ObjectKey.of(obj): now} if now is not None else {})
+        return fresh
 
     def _write_all(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
                    seen: dict[ObjectKey, est.Seen], ca: bytes | None,

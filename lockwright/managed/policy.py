@@ -27,6 +27,13 @@ REASON_INACTIVE = "InactiveManagedResource"
 #: The policy's ``Healthy`` condition's reasons.
 HEALTHY = "Healthy"
 REASON_RUNNING, REASON_ERRORS = "Running", "EncounteredErrors"
+#: The policy's ``Established`` condition (crossplane#7822/#7833): True once every MRD it
+#: activated is served, its CRD Established; ``kubectl wait --for=condition=Established``.
+REASON_POLICY_ESTABLISHED = "EstablishedManagedResources"
+REASON_POLICY_PENDING = "PendingManagedResources"
+REASON_POLICY_NONE = "NoManagedResources"
+#: MRDs a pending policy's message names at most.
+NAMED = 5
 #: The default policy, made at bootstrap from ``LOCKWRIGHT_DEFAULT_ACTIVATIONS``.
 DEFAULT_POLICY = "default"
 
@@ -100,6 +107,38 @@ def policy_health(failed: int, matched: int) -> tuple[str, str, str]:
         return ("Unknown", REASON_ERRORS,
                 f"failed to activate {failed} of {matched} ManagedResourceDefinitions")
     return "True", REASON_RUNNING, ""
+
+
+def policy_established(matched: list[str], served: set[str]) -> tuple[str, str, str]:
+    """The policy's ``Established`` condition: status, reason, message.
+
+    Args:
+        matched: the MRDs the policy activated (its ``status.activated``).
+        served: the MRDs that are Active and whose CRD is Established.
+
+    True once every matched MRD is served. A policy that matches nothing stays Unknown:
+    ``kubectl wait`` on a policy applied before its provider waits for the kinds.
+    """
+    if not matched:
+        return ("Unknown", REASON_POLICY_NONE,
+                "no ManagedResourceDefinition matches this policy's patterns yet")
+    pending = [n for n in matched if n not in served]
+    if not pending:
+        return ("True", REASON_POLICY_ESTABLISHED,
+                f"all {len(matched)} activated ManagedResourceDefinitions are established")
+    named = ", ".join(pending[:NAMED]) + (", ..." if len(pending) > NAMED else "")
+    return ("Unknown", REASON_POLICY_PENDING,
+            f"waiting for {len(pending)} of {len(matched)} ManagedResourceDefinitions to be "
+            f"established: {named}")
+
+
+def settled(conditions: list[dict[str, str]], recorded: list[str], matched: list[str],
+            present: set[str]) -> bool:
+    """Whether a policy's ``Established`` is True already for the same MRDs, all still
+    Active with their CRDs present (``present``): then its CRDs need no reading again."""
+    was = next((x for x in conditions if x.get("type") == ESTABLISHED), {})
+    return (was.get("status") == "True" and recorded == matched
+            and all(n in present for n in matched))
 
 
 def behind(recorded: str | None, active: int) -> bool:

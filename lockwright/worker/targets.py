@@ -401,11 +401,12 @@ class Index:
     def _quiet(self, res: Resource, name: str, new: Summary, old: Summary | None
                ) -> list[Target]:
         """A write that moved no generation, so not echoed, except: a CRD's (being
-        Established) to the packages waiting on it, for discovery may serve it only now;
-        a revision's status starting to wait on APIs, when a CRD that may serve one exists
-        (it appeared while the revision's pass was deciding to wait)."""
+        Established) to the packages waiting on it, for discovery may serve it only now,
+        and, for an MRD's CRD, to the activation workflow (a policy's ``Established``
+        follows its CRDs'); a revision's status starting to wait on APIs, when a CRD that
+        may serve one exists (it appeared while the revision's pass was deciding to wait)."""
         if res.role == "crd" and old is not None and old.seen != new.seen:
-            return self._waiting_on(name, f"{res.describe(name)} written")
+            return self._crd_changed(name, f"{res.describe(name)} written")
         if res.role == "revision" and new.package and new.waiting and (
                 old is None or old.waiting != new.waiting):
             return self._served_already(res, new)

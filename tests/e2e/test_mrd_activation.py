@@ -239,6 +239,46 @@ def test_a_configuration_ships_a_policy(stack: Stack, tmp_path: Path) -> None:
     stack.wait_healthy("Provider", name, timeout=120)
 
 
+def _policy_conditions(stack: Stack, name: str) -> dict[str, Obj]:
+    got = json.loads(stack.kubectl("get", MRAPS, name, "-o", "json").stdout)
+    return {x["type"]: x for x in (got.get("status") or {}).get("conditions") or []}
+
+
+def test_kubectl_wait_for_a_policys_established_returns_once_its_kinds_are_served(
+        stack: Stack, tmp_path: Path) -> None:
+    """``kubectl wait --for=condition=Established mrap/NAME`` (crossplane#7822): once it
+    returns, every kind the policy activated is served, and a resource of one can be
+    created straight away. A policy that matches nothing does not say so."""
+    group, name = f"{unique('est')}.activation.example.org", unique("served")
+    stack.apply_package("Provider", name, provider(stack, tmp_path, group, 3,
+                                                   capabilities=["SafeStart"]))
+    stack.wait_conditions("Provider", name, {"Healthy": ("True", AWAITING)}, timeout=120)
+    nothing = unique("mrap")
+    stack.kubectl("apply", "-f", "-", stdin=policy(nothing, f"nothing.{group}"))
+    conditions = wait_for(lambda: _policy_conditions(stack, nothing).get("Healthy") and
+                          _policy_conditions(stack, nothing), timeout=60,
+                          what="the empty policy's conditions")
+    assert (conditions["Established"]["status"], conditions["Established"]["reason"]) == (
+        "Unknown", "NoManagedResources"), conditions
+
+    mrap = unique("mrap")
+    stack.kubectl("apply", "-f", "-", stdin=policy(mrap, f"thing0[01]s.{group}"))
+    stack.kubectl("wait", "--for=condition=Established", f"mrap/{mrap}", "--timeout=120s")
+    for crd_name in sorted(names(group, 0, 1)):
+        found = crd_exists(stack, crd_name)
+        assert found is not None, crd_name
+        assert any(c["type"] == "Established" and c["status"] == "True"
+                   for c in found["status"]["conditions"]), found["status"]
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
+        "apiVersion": f"{group}/v1alpha1", "kind": "Thing00", "metadata": {"name": "now"},
+        "spec": {}}))
+    established = _policy_conditions(stack, mrap)["Established"]
+    assert established["reason"] == "EstablishedManagedResources", established
+    assert established["message"] == (
+        "all 2 activated ManagedResourceDefinitions are established"), established
+    stack.kubectl("delete", MRAPS, mrap, nothing)
+
+
 @pytest.fixture(scope="module")
 def default_policy_stack(registry: Any, auth_registry: Any, temporal_env: Any,
                          cluster_kind: str) -> Any:

@@ -119,8 +119,19 @@ def test_history_runs() -> None:
     assert FOLLOW_RUNS < 20  # install --wait reads fewer: a new package has few runs
 
 
+def test_trace_outputs_and_watch() -> None:
+    """Crossplane's outputs (issue 31): yaml and dot too; -w/--watch and --exit-healthy."""
+    assert [parse("trace", "provider/p", "-o", o).output for o in ("yaml", "dot")] == [
+        "yaml", "dot"]
+    args = parse("trace", "provider/p")
+    assert (args.watch, args.exit_healthy) == (False, False)
+    args = parse("trace", "provider/p", "-w", "--exit-healthy")
+    assert (args.watch, args.exit_healthy) == (True, True)
+    assert parse("trace", "provider/p", "--watch").watch
+
+
 @pytest.mark.parametrize("argv", [
-    ("trace", "provider/p", "-o", "yaml"),
+    ("trace", "provider/p", "-o", "table"),
     ("trace", "deployment/p"),
     ("history", "provider/p", "--runs", "0"),
     ("activate", "provider"),

@@ -167,6 +167,46 @@ def test_policy_health_in_crossplanes_words() -> None:
         "Unknown", "EncounteredErrors", "failed to activate 1 of 3 ManagedResourceDefinitions")
 
 
+@pytest.mark.parametrize("matched, served, expected", [
+    # Every MRD it activated is served: True, and what a kubectl wait returns on.
+    (["a.x.io", "b.x.io"], {"a.x.io", "b.x.io", "c.x.io"},
+     ("True", "EstablishedManagedResources",
+      "all 2 activated ManagedResourceDefinitions are established")),
+    # One is not served yet (Inactive, no CRD, or its CRD not Established): Unknown, named.
+    (["a.x.io", "b.x.io"], {"a.x.io"},
+     ("Unknown", "PendingManagedResources",
+      "waiting for 1 of 2 ManagedResourceDefinitions to be established: b.x.io")),
+    ([f"t{i}.x.io" for i in range(7)], set(),
+     ("Unknown", "PendingManagedResources",
+      "waiting for 7 of 7 ManagedResourceDefinitions to be established: "
+      "t0.x.io, t1.x.io, t2.x.io, t3.x.io, t4.x.io, ...")),
+    # A policy matching nothing (applied before its provider) does not say its kinds are
+    # served.
+    ([], {"a.x.io"}, ("Unknown", "NoManagedResources",
+                      "no ManagedResourceDefinition matches this policy's patterns yet")),
+])
+def test_policy_established(matched: list[str], served: set[str],
+                            expected: tuple[str, str, str]) -> None:
+    assert policy.policy_established(matched, served) == expected
+
+
+ESTABLISHED = [{"type": "Established", "status": "True"}]
+
+
+@pytest.mark.parametrize("conditions, recorded, matched, present, settled", [
+    (ESTABLISHED, ["a", "b"], ["a", "b"], {"a", "b"}, True),
+    # Not True yet, or not for these MRDs, or one's CRD is gone: its CRDs are read again.
+    ([{"type": "Established", "status": "Unknown"}], ["a"], ["a"], {"a"}, False),
+    ([], ["a"], ["a"], {"a"}, False),
+    (ESTABLISHED, ["a"], ["a", "b"], {"a", "b"}, False),
+    (ESTABLISHED, ["a", "b"], ["a", "b"], {"a"}, False),
+])
+def test_a_settled_policy_reads_no_crd(conditions: list[dict[str, str]], recorded: list[str],
+                                        matched: list[str], present: set[str],
+                                        settled: bool) -> None:
+    assert policy.settled(conditions, recorded, matched, present) is settled
+
+
 # --- the activity's side: a conversion that fails falls back, saying so ----------------
 class _Reader:
     def __init__(self) -> None:

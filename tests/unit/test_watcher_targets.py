@@ -654,13 +654,20 @@ def test_activating_an_mrd_wakes_activation_and_the_package_waiting_on_its_crd()
     assert [t.workflow_id for t in targets] == ["activate:definitions:q", f"{CFG}:q"]
 
 
-def test_a_crd_written_signals_activation_only_when_its_generation_moved() -> None:
-    """An MRD's CRD being Established is no business of the activation workflow."""
+def test_an_mrds_crd_written_signals_activation_for_the_policies_established() -> None:
+    """An MRD's CRD being Established (a status write) moves its policies' ``Established``
+    condition (issue 31); another CRD's write is none of the activation workflow's."""
     index = Index(task_queue="q")
     index.on_event(RES["ManagedResourceDefinition"], "ADDED", obj("things.x.io"))
     index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
+    index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("others.x.io"))
+    assert [t.workflow_id for t in index.on_event(
+        RES["CustomResourceDefinition"], "MODIFIED", crd("things.x.io", rv="2"))] == [
+        "activate:definitions:q"]
     assert index.on_event(RES["CustomResourceDefinition"], "MODIFIED",
-                          crd("things.x.io", rv="2")) == []
+                          crd("others.x.io", rv="2")) == []
+    assert index.on_event(RES["CustomResourceDefinition"], "MODIFIED",
+                          crd("things.x.io", rv="2")) == []  # not written again
 
 
 @pytest.mark.parametrize(("crds", "api", "expected"), [
