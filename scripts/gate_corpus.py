@@ -4,12 +4,16 @@ For each git repository given (a clone or bare mirror of, e.g.,
 crossplane-contrib/provider-upjet-aws), takes its release tags (``vX.Y.Z``, pre-releases
 left out) in version order and compares the CRDs of ``package/crds`` of every consecutive
 pair with the plan's comparison (:mod:`lockwright.upgrade.corpus`). Only files git says
-changed between the two tags are read, straight from the object store.
+changed between the two tags are read, straight from the object store. Where a tag builds
+its package with ``package/kustomize`` (the upjet providers), each CRD gets the conversion
+webhook that build patches in, as the package ships it.
 
     python scripts/gate_corpus.py GITDIR... [--last N] [--every K] [--json OUT]
 
 ``--last N`` keeps each repository's last N pairs; ``--every K`` keeps one CRD file in K
-(by a hash of its path, the same files in every pair) for the big upjet providers.
+(by a hash of its path, the same files in every pair) of repositories with more than
+100 CRDs (the upjet providers); ``--sample`` writes the first CRD pairs showing each
+verdict and change kind, cut to the fields that changed (what the unit test runs over).
 Prints the pairs, the counts per verdict, the top change kinds of each verdict and an
 example of each; ``--json`` writes the same with each repository's origin (tags, commits).
 """
@@ -25,6 +29,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,9 @@ from lockwright.upgrade.gate import VERDICTS, verdict_of
 
 Obj = dict[str, Any]
 CRDS = "package/crds"
+KUSTOMIZE = "package/kustomize/webhook.yaml"
+#: Repositories with more CRDs than this at their last tag are sampled (``--every``).
+BIG = 100
 SOURCE = ("CRD pairs from the release tags of the repositories named, package/crds, cut to "
           "the fields that changed by scripts/gate_corpus.py --sample")
 _RELEASE = re.compile(r"v(\d+)\.(\d+)\.(\d+)")
@@ -105,6 +113,28 @@ def as_v1(crd: Obj) -> Obj:
     return {**crd, "apiVersion": "apiextensions.k8s.io/v1", "spec": spec}
 
 
+def conversion(repo: Path, tag: str) -> Obj | None:
+    """The ``spec.conversion`` the tag's package build patches into every CRD.
+
+    The upjet providers build their package with ``package/kustomize``: every CRD of
+    ``package/crds`` gets ``webhook.yaml``'s conversion webhook, so the CRDs they ship
+    convert between versions with the runtime's webhook, not ``None``.
+    """
+    try:
+        text = git(repo, "show", f"{tag}:{KUSTOMIZE}")
+    except subprocess.CalledProcessError:
+        return None
+    found = (yaml.safe_load(text) or {}).get("spec", {}).get("conversion")
+    return found if isinstance(found, dict) else None
+
+
+def patched(crd: Obj, conversion: Obj | None) -> Obj:
+    """``crd`` with the package build's ``conversion``, if any."""
+    if not conversion or not crd:
+        return crd
+    return {**crd, "spec": {**crd.get("spec", {}), "conversion": conversion}}
+
+
 def pairs(repo: Path, tags: list[str], every: int
           ) -> Iterator[tuple[str, str, dict[str, Obj], dict[str, Obj]]]:
     """``(old tag, new tag, old CRDs, new CRDs)``: only the files that differ."""
@@ -113,12 +143,13 @@ def pairs(repo: Path, tags: list[str], every: int
         for old, new in zip(tags, tags[1:], strict=False):
             olds: dict[str, Obj] = {}
             news: dict[str, Obj] = {}
+            patches = conversion(repo, old), conversion(repo, new)
             for status, path in changed(repo, old, new, every):
                 if status != "A":
-                    crd = blobs.crd(f"{old}:{path}")
+                    crd = patched(blobs.crd(f"{old}:{path}"), patches[0])
                     olds[name_of(crd)] = crd
                 if status != "D":
-                    crd = blobs.crd(f"{new}:{path}")
+                    crd = patched(blobs.crd(f"{new}:{path}"), patches[1])
                     news[name_of(crd)] = crd
             yield old, new, olds, news
     finally:
@@ -199,27 +230,34 @@ class Sampler:
                            "changes": found(changes)})
 
 
-def run_repo(repo: Path, tally: Tally, last: int, every: int,
-             sampler: Sampler | None = None) -> Obj:
-    """Tally one repository's release pairs; returns its origin and counts."""
+def run_repo(repo: Path, last: int, every: int, per_kind: int
+             ) -> tuple[Obj, Tally, list[Obj]]:
+    """One repository's release pairs: its origin and counts, the tally, sampled pairs.
+
+    ``every`` applies to repositories of more than :data:`BIG` CRDs at their last tag.
+    """
     tags = releases(repo)
     tags = tags[-(last + 1):] if last else tags
-    before = tally.to_dict()["verdicts"]
-    started = time.monotonic()
+    every = every if tags and crd_count(repo, tags[-1]) > BIG else 1
+    tally, sampler, started = Tally(), Sampler(per_kind), time.monotonic()
     for old, new, olds, news in pairs(repo, tags, every):
         n = len(tally.examples)
         tally.add_pair(olds, news)
-        for name in (n for n in sorted(news) if sampler and n in olds and olds[n] != news[n]):
-            assert sampler
+        for name in (n for n in sorted(news) if per_kind and n in olds and olds[n] != news[n]):
             sampler.offer({"repo": _origin(repo), "from": old, "to": new, "crd": name},
                           olds[name], news[name], changes_of(olds[name], news[name]))
         print(f"  {repo.parent.name} {old} -> {new}: {len(news)} changed CRD file(s)"
               + (" (new kinds seen)" if len(tally.examples) > n else ""), file=sys.stderr)
-    counts = {v: tally.verdicts[v] - before[v] for v in VERDICTS}
-    return {"repo": _origin(repo), "tags": tags, "pairs": max(len(tags) - 1, 0),
-            "commits": {t: git(repo, "rev-list", "-n1", t).strip() for t in tags},
-            "every": every, "verdicts": counts,
-            "seconds": round(time.monotonic() - started, 1)}
+    origin = {"repo": _origin(repo), "tags": tags, "pairs": max(len(tags) - 1, 0),
+              "commits": {t: git(repo, "rev-list", "-n1", t).strip() for t in tags},
+              "every": every, "crds": tally.crds, "verdicts": dict(tally.verdicts),
+              "seconds": round(time.monotonic() - started, 1)}
+    return origin, tally, sampler.pairs
+
+
+def crd_count(repo: Path, tag: str) -> int:
+    """How many CRD files the tag has."""
+    return len(git(repo, "ls-tree", "--name-only", f"{tag}:{CRDS}").split())
 
 
 def _origin(repo: Path) -> str:
@@ -243,6 +281,18 @@ def report(tally: Tally, repos: list[Obj]) -> str:
     return "\n".join(lines)
 
 
+def keep(per_kind: int, found: list[Obj]) -> list[Obj]:
+    """The sampled pairs, at most ``per_kind`` a verdict and kind across repositories."""
+    seen: Counter[str] = Counter()
+    out = []
+    for pair in found:
+        keys = {f"{v}/{k}" for v, k, _, _ in pair["changes"]}
+        if any(seen[k] < per_kind for k in keys):
+            seen.update(keys)
+            out.append(pair)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the report; exit 1 when a change is unclassified."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -252,15 +302,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the counts and origins here")
     parser.add_argument("--sample", type=Path, help="write trimmed CRD pairs here")
     parser.add_argument("--per-kind", type=int, default=2, help="pairs kept per kind")
+    parser.add_argument("--jobs", type=int, default=2, help="repositories run at once")
     args = parser.parse_args(argv)
+    per_kind = args.per_kind if args.sample else 0
+    if args.jobs > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            runs = list(pool.map(run_repo, args.repos, *zip(
+                *[(args.last, args.every, per_kind)] * len(args.repos), strict=True)))
+    else:
+        runs = [run_repo(r, args.last, args.every, per_kind) for r in args.repos]
     tally = Tally()
-    sampler = Sampler(args.per_kind) if args.sample else None
-    repos = [run_repo(r, tally, args.last, args.every, sampler) for r in args.repos]
+    for _, part, _ in runs:
+        tally.merge(part)
+    repos = [origin for origin, _, _ in runs]
     print(report(tally, repos))
     if args.json:
         args.json.write_text(json.dumps({"repos": repos, **tally.to_dict()}, indent=1) + "\n")
-    if args.sample and sampler:
-        args.sample.write_text(json.dumps({"source": SOURCE, "pairs": sampler.pairs},
+    if args.sample:
+        kept = keep(args.per_kind, [p for _, _, found in runs for p in found])
+        args.sample.write_text(json.dumps({"source": SOURCE, "pairs": kept},
                                           indent=None, separators=(",", ":")) + "\n")
     return 1 if tally.verdicts["unclassified"] else 0
 

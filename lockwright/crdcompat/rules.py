@@ -209,7 +209,7 @@ _LIST_TYPES = ("atomic", "set", "map")
 
 
 def _list_type(path: str, old: Any, new: Any) -> list[Found] | None:
-    # set and map add uniqueness (docs/design.md "List types in the upgrade gate"): whether
+    # set and map add uniqueness (docs/design.md, "The upgrade gate's verdicts"): whether
     # existing lists keep to it depends on their values, which the plan checks one by one
     was, now = ("atomic" if v is MISSING else v for v in (old, new))
     if was not in _LIST_TYPES or now not in _LIST_TYPES:

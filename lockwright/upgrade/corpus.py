@@ -72,6 +72,17 @@ class Tally:
         for name in sorted(n for n in new if n in old and old[n] != new[n]):
             self.add_crd(old[name], new[name])
 
+    def merge(self, other: Tally) -> None:
+        """Add ``other``'s counts (its examples only where this has none)."""
+        self.pairs += other.pairs
+        self.crds += other.crds
+        self.added += other.added
+        self.removed += other.removed
+        self.verdicts.update(other.verdicts)
+        self.kinds.update(other.kinds)
+        for key, text in other.examples.items():
+            self.examples.setdefault(key, text)
+
     def top(self, verdict: str, limit: int = 10) -> list[tuple[str, int]]:
         """The most common change kinds of ``verdict``, most common first."""
         prefix = f"{verdict}/"
