@@ -9,6 +9,7 @@ removed; enums added or values removed; bounds tightened; patterns and formats c
 
     verdict = compare(live_crd, packaged_crd)
     verdict.blocking, [c.message for c in verdict.blockers()], verdict.fields
+    new_rules_only(live_schema, new_schema)  # what existing resources are checked against
 
 No I/O; results are frozen dataclasses of JSON-shaped data.
 """
@@ -24,9 +25,10 @@ from lockwright.crdcompat.crd import (
     versions_of,
 )
 from lockwright.crdcompat.model import BLOCKING, Change, FieldSummary, Kind, Report, Verdict
+from lockwright.crdcompat.recheck import new_rules_only
 
 __all__ = [
     "BLOCKING", "SUMMARY_PATHS", "Change", "FieldSummary", "Kind", "Report", "Verdict",
-    "compare", "compare_all", "crd_changes", "name_of", "schema_of", "served_pair_changes",
-    "versions_of",
+    "compare", "compare_all", "crd_changes", "name_of", "new_rules_only", "schema_of",
+    "served_pair_changes", "versions_of",
 ]
