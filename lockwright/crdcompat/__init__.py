@@ -4,8 +4,10 @@ A pure function over the old and the new CRD as the Kubernetes API returns them 
 dicts), covering at least what OLM's crdify checks: scope; stored and served versions
 dropped; fields removed; fields becoming required; type changes; defaults added, changed or
 removed; enums added or values removed; bounds tightened; patterns and formats changed;
-``x-kubernetes-validations`` rules added or changed; anything else that changes is
-"unknown" and blocks. Descriptions and new optional fields pass.
+``x-kubernetes-validations`` rules added or changed; lists made ``set`` or ``map`` and
+list-map keys changed, and ``x-kubernetes-preserve-unknown-fields`` removed; anything else
+that changes is "unknown" and blocks. Descriptions, new optional fields, map types and
+lists made ``atomic`` pass.
 
     verdict = compare(live_crd, packaged_crd)
     verdict.blocking, [c.message for c in verdict.blockers()], verdict.fields

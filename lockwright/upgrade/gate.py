@@ -37,7 +37,9 @@ WHOLE_CRD = frozenset({Kind.SCOPE_CHANGED, Kind.STORED_VERSION_REMOVED,
 #: A default added, changed or removed changes what existing resources read without making
 #: them invalid; the validator cannot tell which would read differently.
 DEFAULTS = frozenset({Kind.DEFAULT_ADDED, Kind.DEFAULT_CHANGED, Kind.DEFAULT_REMOVED})
-
+#: Changes no check of single resources clears yet: values the new schema does not name
+#: would be pruned, and the validator prunes them silently.
+UNCHECKED = frozenset({Kind.PRESERVE_UNKNOWN_REMOVED})
 
 #: The gate's verdict on one change: passes; cleared or held by checking each existing
 #: resource against the new schema; held whenever the CRD has resources; held always.
@@ -56,9 +58,6 @@ def verdict_of(change: Change) -> str:
     if change.kind in WHOLE_CRD | DEFAULTS | UNCHECKED or " -> " in change.version:
         return BREAKING
     return CHECKED
-#: Changes no check of single resources clears yet: values the new schema does not name
-#: would be pruned, and the validator prunes them silently.
-UNCHECKED = frozenset({Kind.PRESERVE_UNKNOWN_REMOVED})
 
 
 class Outcome(StrEnum):
