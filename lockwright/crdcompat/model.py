@@ -39,6 +39,13 @@ class Kind(StrEnum):
     NULLABLE_REMOVED = "nullable-removed"
     VALIDATION_RULES_CHANGED = "validation-rules-changed"
     VALIDATION_RULES_REMOVED = "validation-rules-removed"
+    LIST_TYPE_TIGHTENED = "list-type-tightened"
+    LIST_TYPE_LOOSENED = "list-type-loosened"
+    LIST_MAP_KEYS_CHANGED = "list-map-keys-changed"
+    LIST_MAP_KEYS_ADDED = "list-map-keys-added"
+    MAP_TYPE_CHANGED = "map-type-changed"
+    PRESERVE_UNKNOWN_ADDED = "preserve-unknown-fields-added"
+    PRESERVE_UNKNOWN_REMOVED = "preserve-unknown-fields-removed"
     UNKNOWN = "unknown"
 
 
@@ -48,7 +55,8 @@ BLOCKING: frozenset[str] = frozenset({
     Kind.PROPERTY_REMOVED, Kind.REQUIRED_ADDED, Kind.TYPE_CHANGED, Kind.DEFAULT_ADDED,
     Kind.DEFAULT_CHANGED, Kind.DEFAULT_REMOVED, Kind.ENUM_ADDED, Kind.ENUM_VALUE_REMOVED,
     Kind.BOUND_TIGHTENED, Kind.PATTERN_CHANGED, Kind.FORMAT_CHANGED, Kind.NULLABLE_REMOVED,
-    Kind.VALIDATION_RULES_CHANGED, Kind.UNKNOWN,
+    Kind.VALIDATION_RULES_CHANGED, Kind.LIST_TYPE_TIGHTENED, Kind.LIST_MAP_KEYS_CHANGED,
+    Kind.PRESERVE_UNKNOWN_REMOVED, Kind.UNKNOWN,
 })
 
 

@@ -205,11 +205,63 @@ def _validations(path: str, old: Any, new: Any) -> list[Found] | None:
                   f"removed: {show(sorted(olds - news))}")] if olds - news else []
 
 
-def _defaulted(value: str) -> Rule:
-    """A keyword whose absence means ``value``: only a change between the two is harmless."""
-    def rule(path: str, old: Any, new: Any) -> list[Found] | None:
-        return [] if all(v is MISSING or v == value for v in (old, new)) else None
-    return rule
+_LIST_TYPES = ("atomic", "set", "map")
+
+
+def _list_type(path: str, old: Any, new: Any) -> list[Found] | None:
+    # set and map add uniqueness (docs/design.md, "The upgrade gate's verdicts"): whether
+    # existing lists keep to it depends on their values, which the plan checks one by one
+    was, now = ("atomic" if v is MISSING else v for v in (old, new))
+    if was not in _LIST_TYPES or now not in _LIST_TYPES:
+        return None
+    if was == now:
+        return []
+    if now == "atomic":
+        return [Found(Kind.LIST_TYPE_LOOSENED, path, f"list type {was} is now atomic")]
+    unique = "unique items" if now == "set" else "unique map keys, each item an object"
+    return [Found(Kind.LIST_TYPE_TIGHTENED, path,
+                  f"x-kubernetes-list-type changed from {was} to {now}: lists need {unique}",
+                  f"keep {path} a list of type {was}, or make every existing list's "
+                  f"items unique by the new rule first")]
+
+
+def _map_keys(path: str, old: Any, new: Any) -> list[Found] | None:
+    # keys appear and disappear with list type map: the list-type change says it all
+    if old is MISSING or new is MISSING:
+        return []
+    if not isinstance(old, list) or not isinstance(new, list):
+        return None
+    if set(map(str, old)) <= set(map(str, new)):
+        # more keys tell more items apart; a new key must be required or defaulted, which
+        # the required and default rules check
+        return [Found(Kind.LIST_MAP_KEYS_ADDED, path,
+                      f"x-kubernetes-list-map-keys {show(old)} widened to {show(new)}")]
+    return [Found(Kind.LIST_MAP_KEYS_CHANGED, path,
+                  f"x-kubernetes-list-map-keys changed from {show(old)} to {show(new)}: "
+                  "items must be unique by the new keys",
+                  f"keep the keys of {path} at {show(old)}, or add to them only")]
+
+
+def _map_type(path: str, old: Any, new: Any) -> list[Found] | None:
+    # granular or atomic only changes how server-side apply merges the object: no value
+    # becomes invalid
+    was, now = ("granular" if v is MISSING else v for v in (old, new))
+    if was not in ("granular", "atomic") or now not in ("granular", "atomic"):
+        return None
+    return [] if was == now else [Found(Kind.MAP_TYPE_CHANGED, path,
+                                        f"x-kubernetes-map-type changed from {was} to {now}")]
+
+
+def _preserve(path: str, old: Any, new: Any) -> list[Found] | None:
+    if not all(v is MISSING or isinstance(v, bool) for v in (old, new)):
+        return None
+    if (old is True) == (new is True):
+        return []
+    if new is True:
+        return [Found(Kind.PRESERVE_UNKNOWN_ADDED, path, "unknown fields now kept")]
+    return [Found(Kind.PRESERVE_UNKNOWN_REMOVED, path,
+                  "x-kubernetes-preserve-unknown-fields removed: values the schema does not "
+                  "name would be pruned", f"keep x-kubernetes-preserve-unknown-fields on {path}")]
 
 
 RULES: dict[str, Rule] = {
@@ -223,8 +275,9 @@ RULES: dict[str, Rule] = {
     "exclusiveMaximum": _exclusive("exclusiveMaximum"),
     "pattern": _pattern, "format": _format, "nullable": _nullable, "required": _required,
     "x-kubernetes-validations": _validations,
-    "x-kubernetes-list-type": _defaulted("atomic"),
-    "x-kubernetes-map-type": _defaulted("granular"),
+    "x-kubernetes-list-type": _list_type, "x-kubernetes-list-map-keys": _map_keys,
+    "x-kubernetes-preserve-unknown-fields": _preserve,
+    "x-kubernetes-map-type": _map_type,
 }
 
 

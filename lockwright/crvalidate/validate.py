@@ -2,10 +2,12 @@
 
 The API server's order: prune, drop non-nullable nulls, default (``normalize``), then
 validate with kube-openapi's rules as apiextensions-apiserver configures them, then the
-embedded-resource and list-type checks, then CEL. CEL (``x-kubernetes-validations``) cannot
-run here: a value it would judge makes the verdict ``cannot-check``, and so does any
-corner this port does not reproduce exactly (see ``formats``, ``embedded``, regular
-expressions RE2 and Python read differently). The caller fails closed on it.
+embedded-resource and list-type checks, then CEL. Only the rules of
+:mod:`lockwright.crvalidate.cel`'s small grammar (upjet's required-parameter rules) run
+here; any other ``x-kubernetes-validations`` rule on a value makes the verdict
+``cannot-check``, and so does any corner this port does not reproduce exactly (see
+``formats``, ``embedded``, regular expressions RE2 and Python read differently). The
+caller fails closed on it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lockwright.crvalidate import embedded, scalars
+from lockwright.crvalidate import cel, embedded, scalars
 from lockwright.crvalidate.normalize import normalize
 from lockwright.crvalidate.scalars import Judgement, show
 from lockwright.crvalidate.scalars import key as canonical
@@ -132,9 +134,22 @@ def _check(run: _Run, x: Any, s: Schema, path: str) -> None:
     if "enum" in s:
         run.judge(scalars.in_enum(x, s["enum"]), path, f"must be one of {show(s['enum'])}")
     if s.get("x-kubernetes-validations"):
-        rules = [str(r.get("rule")) for r in s["x-kubernetes-validations"]
-                 if isinstance(r, dict)]
-        run.doubt(path, f"x-kubernetes-validations rules not evaluated here: {show(rules)}")
+        _check_rules(run, x, s["x-kubernetes-validations"], path)
+
+
+def _check_rules(run: _Run, x: Any, rules: Any, path: str) -> None:
+    """The rules of ``cel``'s grammar judged; any other left as a doubt (fails closed)."""
+    unsure = []
+    for r in rules if isinstance(rules, list) else [rules]:
+        text = str(r.get("rule")) if isinstance(r, dict) else str(r)
+        found = cel.evaluate(text, x)
+        if found is False or found == cel.ERROR:
+            message = r.get("message") if isinstance(r, dict) else None
+            run.fail(path, str(message or f"failed rule: {text}"))
+        elif found is not True:
+            unsure.append(text)
+    if unsure:
+        run.doubt(path, f"x-kubernetes-validations rules not evaluated here: {show(unsure)}")
 
 
 def _check_kind(run: _Run, x: Any, s: Schema, path: str) -> None:

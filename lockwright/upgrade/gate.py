@@ -37,6 +37,27 @@ WHOLE_CRD = frozenset({Kind.SCOPE_CHANGED, Kind.STORED_VERSION_REMOVED,
 #: A default added, changed or removed changes what existing resources read without making
 #: them invalid; the validator cannot tell which would read differently.
 DEFAULTS = frozenset({Kind.DEFAULT_ADDED, Kind.DEFAULT_CHANGED, Kind.DEFAULT_REMOVED})
+#: Changes no check of single resources clears yet: values the new schema does not name
+#: would be pruned, and the validator prunes them silently.
+UNCHECKED = frozenset({Kind.PRESERVE_UNKNOWN_REMOVED})
+
+#: The gate's verdict on one change: passes; cleared or held by checking each existing
+#: resource against the new schema; held whenever the CRD has resources; held always.
+COMPATIBLE, CHECKED = "compatible", "checked against live resources"
+BREAKING, UNCLASSIFIED = "breaking", "unclassified"
+VERDICTS = (COMPATIBLE, CHECKED, BREAKING, UNCLASSIFIED)
+
+
+def verdict_of(change: Change) -> str:
+    """How the evidence gate treats ``change`` (one of :data:`VERDICTS`), as `unproven`
+    does once resources were listed and checked."""
+    if not change.blocking:
+        return COMPATIBLE
+    if change.kind == Kind.UNKNOWN:
+        return UNCLASSIFIED
+    if change.kind in WHOLE_CRD | DEFAULTS | UNCHECKED or " -> " in change.version:
+        return BREAKING
+    return CHECKED
 
 
 class Outcome(StrEnum):
@@ -94,6 +115,8 @@ def _unproven(change: Change, checked: Checked) -> str:
         return ""  # no resource exists for it to break
     if change.kind in DEFAULTS:
         return "existing resources would read another value; they cannot be told apart here"
+    if change.kind in UNCHECKED:
+        return "values outside the schema would be pruned; they are not checked here"
     if " -> " in change.version or (change.crd, change.version) not in checked:
         return "the existing resources were not checked against this version's schema"
     return ""  # every resource was checked; the ones it breaks are in ``rejected``

@@ -64,6 +64,9 @@ def field(schema: Obj) -> Obj:
 
 
 X = ".spec.x"
+LIST: Obj = {"type": "array", "items": S}
+CONDS: Obj = {"type": "array", "items": obj({"type": S, "status": S}, required=["type"])}
+MAP_BY_TYPE: Obj = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
 BLOCK, PASS = True, False
 
 # (id, old .spec.x, new .spec.x, [(kind, path, blocking)])
@@ -112,14 +115,48 @@ FIELD_CASES: list[tuple[str, Obj, Obj, list[tuple[str, str, bool]]]] = [
      [(Kind.VALIDATION_RULES_REMOVED, X, PASS)]),
     ("description-only-passes", {**S, "description": "a"}, {**S, "description": "b",
                                                               "title": "t", "example": "e"}, []),
-    ("unknown-blocks", obj(), {**obj(), "x-kubernetes-preserve-unknown-fields": True},
+    ("unknown-blocks", I, {**I, "x-kubernetes-int-or-string": True},
      [(Kind.UNKNOWN, X, BLOCK)]),
     ("unknown-blocks-multipleOf", I, {**I, "multipleOf": 2}, [(Kind.UNKNOWN, X, BLOCK)]),
-    ("unknown-blocks-list-type-set", {"type": "array", "items": S},
-     {"type": "array", "items": S, "x-kubernetes-list-type": "set"}, [(Kind.UNKNOWN, X, BLOCK)]),
+    ("unknown-blocks-list-type-not-a-list-type", LIST, {**LIST, "x-kubernetes-list-type": "bag"},
+     [(Kind.UNKNOWN, X, BLOCK)]),
     # atomic is what a list without x-kubernetes-list-type already is
-    ("list-type-atomic-added-passes", {"type": "array", "items": S},
-     {"type": "array", "items": S, "x-kubernetes-list-type": "atomic"}, []),
+    ("list-type-atomic-added-passes", LIST, {**LIST, "x-kubernetes-list-type": "atomic"}, []),
+    # set and map add uniqueness: blocking, and the plan checks the existing lists
+    ("list-type-set-added-blocks", LIST, {**LIST, "x-kubernetes-list-type": "set"},
+     [(Kind.LIST_TYPE_TIGHTENED, X, BLOCK)]),
+    ("list-type-map-added-blocks-once-for-type-and-keys", CONDS, {**CONDS, **MAP_BY_TYPE},
+     [(Kind.LIST_TYPE_TIGHTENED, X, BLOCK)]),
+    ("list-type-set-to-map-blocks", {**CONDS, "x-kubernetes-list-type": "set"},
+     {**CONDS, **MAP_BY_TYPE}, [(Kind.LIST_TYPE_TIGHTENED, X, BLOCK)]),
+    ("list-type-map-removed-passes", {**CONDS, **MAP_BY_TYPE}, CONDS,
+     [(Kind.LIST_TYPE_LOOSENED, X, PASS)]),
+    ("list-type-set-to-atomic-passes", {**LIST, "x-kubernetes-list-type": "set"},
+     {**LIST, "x-kubernetes-list-type": "atomic"}, [(Kind.LIST_TYPE_LOOSENED, X, PASS)]),
+    ("list-map-keys-changed-blocks", {**CONDS, **MAP_BY_TYPE},
+     {**CONDS, **MAP_BY_TYPE, "x-kubernetes-list-map-keys": ["reason"]},
+     [(Kind.LIST_MAP_KEYS_CHANGED, X, BLOCK)]),
+    ("list-map-keys-fewer-blocks", {**CONDS, **MAP_BY_TYPE,
+                                    "x-kubernetes-list-map-keys": ["type", "reason"]},
+     {**CONDS, **MAP_BY_TYPE}, [(Kind.LIST_MAP_KEYS_CHANGED, X, BLOCK)]),
+    ("list-map-keys-more-passes", {**CONDS, **MAP_BY_TYPE},
+     {**CONDS, **MAP_BY_TYPE, "x-kubernetes-list-map-keys": ["type", "reason"]},
+     [(Kind.LIST_MAP_KEYS_ADDED, X, PASS)]),
+    ("list-map-keys-not-a-list-blocks", {**CONDS, **MAP_BY_TYPE},
+     {**CONDS, **MAP_BY_TYPE, "x-kubernetes-list-map-keys": "type"},
+     [(Kind.UNKNOWN, X, BLOCK)]),
+    # map-type changes how server-side apply merges, never what is valid
+    ("map-type-atomic-passes", obj(), {**obj(), "x-kubernetes-map-type": "atomic"},
+     [(Kind.MAP_TYPE_CHANGED, X, PASS)]),
+    ("map-type-granular-added-passes-silently", obj(),
+     {**obj(), "x-kubernetes-map-type": "granular"}, []),
+    ("map-type-unknown-value-blocks", obj(), {**obj(), "x-kubernetes-map-type": "deep"},
+     [(Kind.UNKNOWN, X, BLOCK)]),
+    ("preserve-unknown-added-passes", obj(),
+     {**obj(), "x-kubernetes-preserve-unknown-fields": True},
+     [(Kind.PRESERVE_UNKNOWN_ADDED, X, PASS)]),
+    ("preserve-unknown-removed-blocks", {**obj(), "x-kubernetes-preserve-unknown-fields": True},
+     obj(), [(Kind.PRESERVE_UNKNOWN_REMOVED, X, BLOCK)]),
     ("items-type-blocks", {"type": "array", "items": S}, {"type": "array", "items": I},
      [(Kind.TYPE_CHANGED, X + "[*]", BLOCK)]),
     ("map-values-type-blocks", {**obj(), "additionalProperties": S},

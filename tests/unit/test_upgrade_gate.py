@@ -25,6 +25,12 @@ def change(kind: str, version: str = "v1", path: str = ".spec.color") -> Change:
     (Kind.TYPE_CHANGED, "v1", {(W, "v1"): 3}, False),
     (Kind.VALIDATION_RULES_CHANGED, "v1", {(W, "v1"): 3}, False),  # CEL fails closed there
     (Kind.REQUIRED_ADDED, "v1", {(W, "v1"): 0}, False),
+    (Kind.LIST_TYPE_TIGHTENED, "v1", {(W, "v1"): 3}, False),  # duplicates come as rejected
+    (Kind.LIST_MAP_KEYS_CHANGED, "v1", {(W, "v1"): 3}, False),
+    (Kind.LIST_TYPE_TIGHTENED, "v1", {}, True),
+    # Pruned values are not checked one by one: held while resources exist.
+    (Kind.PRESERVE_UNKNOWN_REMOVED, "v1", {(W, "v1"): 3}, True),
+    (Kind.PRESERVE_UNKNOWN_REMOVED, "v1", {(W, "v1"): 0}, False),
     # Not checked at that version (not served before) while resources exist: held.
     (Kind.TYPE_CHANGED, "v2", {(W, "v1"): 3}, True),
     (Kind.PROPERTY_REMOVED, "v1", {}, True),  # nothing could be listed
@@ -51,6 +57,28 @@ def test_which_breaking_changes_existing_resources_do_not_clear(
     assert bool(found) is held, found
     if held:
         assert found[0].startswith(f"CustomResourceDefinition {W}") and "(" in found[0]
+
+
+@pytest.mark.parametrize("kind, version, verdict", [
+    (Kind.ENUM_VALUE_ADDED, "v1", gate.COMPATIBLE),
+    (Kind.LIST_TYPE_LOOSENED, "v1", gate.COMPATIBLE),
+    (Kind.PROPERTY_REMOVED, "v1", gate.CHECKED),
+    (Kind.LIST_TYPE_TIGHTENED, "v1", gate.CHECKED),
+    (Kind.LIST_MAP_KEYS_CHANGED, "v1", gate.CHECKED),
+    (Kind.VALIDATION_RULES_CHANGED, "v1", gate.CHECKED),
+    (Kind.PROPERTY_REMOVED, "v1 -> v2", gate.BREAKING),
+    (Kind.DEFAULT_ADDED, "v1", gate.BREAKING),
+    (Kind.PRESERVE_UNKNOWN_REMOVED, "v1", gate.BREAKING),
+    (Kind.SCOPE_CHANGED, "", gate.BREAKING),
+    (Kind.UNKNOWN, "v1", gate.UNCLASSIFIED),
+])
+def test_verdict_of_agrees_with_what_unproven_holds(kind: str, version: str,
+                                                    verdict: str) -> None:
+    assert gate.verdict_of(change(kind, version)) == verdict
+    # checked changes are cleared by a check of every resource; breaking ones are not
+    held = gate.unproven([Verdict(W, [change(kind, version)])], [],
+                         {(W, "v1"): 3, (W, "v2"): 3})
+    assert bool(held) is (verdict in (gate.BREAKING, gate.UNCLASSIFIED))
 
 
 def test_resources_the_new_schema_breaks_hold_and_are_named() -> None:
