@@ -244,19 +244,25 @@ class EnsureRuntimeResult:
 
 @dataclass(frozen=True)
 class CheckHealthInput:
-    """Activity ``check_health``: one look at the runtime Deployment; no waiting inside."""
+    """Activity ``check_health``: one look at the runtime Deployment or, with ``watch_s``,
+    a watch of it until it is Available or ``watch_s`` seconds have passed."""
 
     kind: str = ""
     package: str = ""
     revision: str = ""
+    watch_s: float = 0.0
 
 
 @dataclass(frozen=True)
 class CheckHealthResult:
-    """``healthy`` plus the runtime's own message when it is not."""
+    """``healthy`` plus the runtime's own message when it is not.
+
+    ``watched``: the whole ``watch_s`` window was watched (the workflow need not poll).
+    """
 
     healthy: bool = False
     message: str = ""
+    watched: bool = False
 
 
 @dataclass(frozen=True)
