@@ -137,7 +137,7 @@ class InstallRevision:
                 c.EnsureTlsResult, f"tls secrets for {inp.package}")
         established = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
-            control=inp.active), c.EstablishObjectsResult,
+            control=inp.active, trust=inp.checked), c.EstablishObjectsResult,
             f"establish {parsed.objects} objects ({'control' if inp.active else 'owner'})")
         if inp.kind == c.PROVIDER:
             await self._run(inp, c.ENSURE_RBAC, c.EnsureRbacInput(
@@ -176,7 +176,7 @@ class InstallRevision:
                                      + (f": {plan.summary()}" if plan else ""))
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=checked.objects, dependencies=dependencies,
-                                       healthy=True, plan=plan)
+                                       healthy=True, plan=plan, checked=checked.checked)
 
     async def _plan(self, inp: c.InstallRevisionInput) -> Plan | None:
         """What the switch would change against the active revision (none when nothing
