@@ -62,33 +62,40 @@ def watch_health(kube: Kube, namespace: str, name: str, kind: str, window_s: flo
     selector = f"metadata.name={name}"
     page = next(kube.list_pages(path, [("fieldSelector", selector)]))
     items = page.get("items") or []
-    last: Obj | None = items[0] if items else None
-    version = str(page["metadata"]["resourceVersion"])
+    state = _State(items[0] if items else None, str(page["metadata"]["resourceVersion"]))
     try:
-        while not judged(last, kind)[0] and (left := deadline - time.monotonic()) > 0:
-            last, version = _follow(kube, path, selector, version, last, kind, left)
+        while not judged(state.last, kind)[0] and (left := deadline - time.monotonic()) > 0:
+            _follow(kube, path, selector, state, kind, left)
     except LockwrightError:
         if time.monotonic() < deadline:  # broken before the window ended: poll instead
-            return Seen(*runtime.deployment_health(last, kind), watched=False)
-    return Seen(*runtime.deployment_health(last, kind), watched=True)
+            return Seen(*runtime.deployment_health(state.last, kind), watched=False)
+    return Seen(*runtime.deployment_health(state.last, kind), watched=True)
 
 
-def _follow(kube: Kube, path: str, selector: str, version: str, last: Obj | None,
-            kind: str, left: float) -> tuple[Obj | None, str]:
+@dataclass
+class _State:
+    """The Deployment as last seen, and the version to watch on from: kept outside the
+    stream, since the window's end interrupts it with an error."""
+
+    last: Obj | None
+    version: str
+
+
+def _follow(kube: Kube, path: str, selector: str, state: _State, kind: str,
+            left: float) -> None:
     """One watch request, ended by the server, by health, or at ``left`` seconds."""
-    with kwatch.watch(kube, path, version, max(1, math.ceil(left)),
+    with kwatch.watch(kube, path, state.version, max(1, math.ceil(left)),
                       field_selector=selector) as stream:
         # The server's timeout is whole seconds; the window's end shuts the stream.
         timer = threading.Timer(left, stream.interrupt)
         timer.start()
         try:
             for event in stream:
-                version = event.resource_version or version
+                state.version = event.resource_version or state.version
                 if event.type == kwatch.BOOKMARK:
                     continue
-                last = None if event.type == "DELETED" else event.obj
-                if judged(last, kind)[0]:
-                    break
+                state.last = None if event.type == "DELETED" else event.obj
+                if judged(state.last, kind)[0]:
+                    return
         finally:
             timer.cancel()
-    return last, version

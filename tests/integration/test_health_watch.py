@@ -17,7 +17,7 @@ import pytest
 from lockwright.activities import health
 from lockwright.errors import KubernetesUnavailable
 from lockwright.k8s import Kube, Obj
-from tests.helpers import unique
+from tests.helpers import unique, wait_for
 
 SIMULATE = "devcluster.lockwright.dev/simulate"
 
@@ -83,9 +83,37 @@ def test_a_window_without_availability_ends_unhealthy_with_the_runtime_message(
         kube: Kube, unavailable: tuple[str, str]) -> None:
     """The window ends: not healthy, the runtime's words, and it was watched (no poll)."""
     namespace, name = unavailable
-    result = health.watch_health(kube, namespace, name, "Provider", 0.5)
+    unavailable_reported(kube, namespace, name)
+    result = health.watch_health(kube, namespace, name, "Provider", 1.0)
     assert (result.healthy, result.watched) == (False, True)
-    assert result.message.startswith("provider package deployment "), result.message
+    assert result.message == ("provider package deployment is unavailable with message: "
+                              "Deployment does not have minimum availability."), result.message
+
+
+def test_the_answer_is_the_deployment_as_last_seen_on_the_watch(
+        kube: Kube, unavailable: tuple[str, str]) -> None:
+    """A change during the window (here: the Deployment deleted) is what the window's end
+    reports, not the Deployment as listed when it began."""
+    namespace, name = unavailable
+    unavailable_reported(kube, namespace, name)
+    listed = Listed(kube)
+    with ThreadPoolExecutor(1) as pool:
+        seen: Future[health.Seen] = pool.submit(health.watch_health, listed, namespace, name,
+                                                "Provider", 3.0)
+        assert listed.listed.wait(30)
+        kube.delete("apps/v1", "Deployment", name, namespace)
+        result = seen.result(60)
+    assert (result.healthy, result.watched) == (False, True)
+    assert result.message == 'provider package deployment has no condition of type ' \
+        '"Available" yet', result.message
+
+
+def unavailable_reported(kube: Kube, namespace: str, name: str) -> None:
+    """Wait until the Deployment's controller has reported it unavailable."""
+    def reported() -> bool:
+        live = kube.get("apps/v1", "Deployment", name, namespace) or {}
+        return "is unavailable" in health.judged(live, "Provider")[1]
+    wait_for(reported, timeout=30, what=f"Deployment {name} reported unavailable")
 
 
 def test_a_broken_watch_hands_over_to_the_poll(
