@@ -7,9 +7,11 @@ starts a stack. No target is asserted (the machine is shared and the sizes are n
 benchmark's): the run must end without a traceback, with exit 0 (targets met) or 1 (a
 target missed), and print its table, its numbers beside a floor where it has one.
 
-Cost, measured one after another on the shared 2-core machine (load 5-20): the stackless
-scripts 3-15 s each; api_sum 45 s, install 100 s, upgrade 60 s, health 60 s (two
-stacks), activation 170 s (four stacks), faults (the Temporal cluster) the longest.
+Cost, measured on the shared 2-core machine (load average 12-20, so an idle CI machine
+should do better): the stackless scripts 12-48 s each (devcluster, index_build, resolve,
+xpkg, plan); upgrade 40 s, install 33 s, api_sum 55 s, health 58 s (two stacks),
+activation 69 s (four stacks), faults 120 s (the Temporal cluster, baseline only): about
+9 minutes of test time, 5 on CI's two xdist workers.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ RUNS: dict[str, tuple[tuple[str, ...], re.Pattern[str]]] = {
     "activation": ((*SMALL, "--activate", "2", "--control-plane", "devcluster"), TABLE),
     "api_sum": ((*SMALL, "--rounds", "1", "--control-plane", "devcluster"), TABLE),
     "devcluster": (("--objects", "50", "--crds", "20"), TABLE),
-    "faults": (("--kills", "1", "--components", "worker", "--control-plane", "devcluster"),
+    # The baseline only (no kill): one kill of the worker made it 330 s.
+    "faults": (("--kills", "0", "--control-plane", "devcluster"),
                re.compile(r"^\| component \| kills \|", re.MULTILINE)),
     "health": (("--installs", "1"), TABLE),
     "index_build": (("--providers", "1", "--versions", "2", *SMALL),
