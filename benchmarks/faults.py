@@ -107,7 +107,8 @@ def table(rows: list[tuple[str, ...]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kills", type=int, default=10, help="kills of each component")
+    parser.add_argument("--kills", type=int, default=10,
+                        help="kills of each component (0: only the baseline, no kill)")
     parser.add_argument("--components", default="", help="comma-separated (default: all)")
     parser.add_argument("--control-plane", choices=("kube", "devcluster"), default="kube")
     args = parser.parse_args()
@@ -122,7 +123,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="lockwright-bench-faults-") as tmp, \
             asyncio.Runner() as runner, servers(Path(tmp), runner, args.control_plane) as (
                 stack, tc, client):
-        for component in [None, *wanted]:
+        for component in [None, *(wanted if args.kills else [])]:  # 0 kills: the baseline
             outcomes = []
             for i in range(1 if component is None else args.kills):
                 o = fault.run(stack, tc, component, Path(tmp) / f"{component}-{i}")

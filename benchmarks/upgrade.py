@@ -417,17 +417,28 @@ class UpgradeFloor(Floor):
         return est.sort_object_refs(refs)
 
     def take(self, obj: Obj, rev: Revision) -> None:
-        """One adoption: v1 stays a plain owner, ``rev`` becomes the controller."""
+        """One adoption: v1 stays a plain owner, ``rev`` becomes the controller.
+
+        Read again and retried on a conflict: kube-apiserver's CRD controller writes a new
+        CRD's status moments after the floor's v1 created it (lockwright's establish is
+        retried so too)."""
+        from lockwright.errors import KubeConflict
         from lockwright.objects import establish as est
 
-        live = self.kube.get(str(obj["apiVersion"]), str(obj["kind"]),
-                             str(obj["metadata"]["name"]))
-        lmeta = (live or {}).get("metadata") or {}
-        owners = [{**r, "controller": False} for r in lmeta.get("ownerReferences") or []
-                  if r.get("uid") != rev.uid]
-        meta = {**obj["metadata"], "resourceVersion": lmeta.get("resourceVersion"),
-                "ownerReferences": [*owners, est.controller_ref(rev)]}
-        self.kube.update({**obj, "metadata": meta})
+        for attempt in range(5):
+            live = self.kube.get(str(obj["apiVersion"]), str(obj["kind"]),
+                                 str(obj["metadata"]["name"]))
+            lmeta = (live or {}).get("metadata") or {}
+            owners = [{**r, "controller": False} for r in lmeta.get("ownerReferences") or []
+                      if r.get("uid") != rev.uid]
+            meta = {**obj["metadata"], "resourceVersion": lmeta.get("resourceVersion"),
+                    "ownerReferences": [*owners, est.controller_ref(rev)]}
+            try:
+                self.kube.update({**obj, "metadata": meta})
+                return
+            except KubeConflict:
+                if attempt == 4:
+                    raise
 
     def finish(self, old: str, new: str, ref: str) -> None:
         """Delete v1's Deployment, then swap v1's Lock entry for v2's."""

@@ -47,6 +47,7 @@ from lockwright.activities.base import (
 )
 from lockwright.activities.contents import Contents
 from lockwright.activities.definitions import Definitions
+from lockwright.activities import trust
 from lockwright.activities.errors import edge
 from lockwright.activities.reads import PackageReader, RuntimeConfigs
 from lockwright import names
@@ -104,6 +105,10 @@ class Checked:
     #: The current UID of each revision a live object's controller reference named
     #: (None: gone), read once per establish.
     current: dict[str, str | None] = field(default_factory=dict)
+    #: Per batch, the fingerprint of its planned writes (lockwright.activities.trust).
+    prints: list[str] = field(default_factory=list)
+    #: Objects whose dry run was skipped: the preparation dry-ran the same writes.
+    trusted: int = 0
 
     def add(self, plan: est.Plan, live: dict[ObjectKey, Obj],
             findings: list[crdcheck.Finding]) -> None:
@@ -157,23 +162,29 @@ class Establisher:
         with ThreadPoolExecutor(self.workers) as pool, self.saying_why(rev):
             fresh = self._fresh(pool, inp, revision, documents, (ca, service))
             stale: list[holders.Stale] = []
+            trusted = 0
             if fresh is not None:
                 refs, counts = fresh
             else:
-                refs, checked = self._check(pool, revision, documents, ca, service)
+                start = trust.basis(self.kube, self.reader.package(inp.kind, inp.package),
+                                    inp.digest, inp.revision)
+                refs, checked = self._check(pool, revision, documents, ca, service,
+                                            (start, inp.trust))
                 if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
-                    return _checked(refs, checked.seen)
+                    return _checked(refs, checked)
                 counts = self._write_all(pool, revision, documents, checked.seen, ca, service)
-                stale = checked.stale
+                stale, trusted = checked.stale, checked.trusted
         self.say_adopted(rev, stale)
         refs, (definitions, active) = self._record(inp, rev, revision, refs)
         created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "objects.established", objects=len(refs), created=created, updated=updated,
-            owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(stale))
+            owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(stale),
+            trusted=trusted)
         return c.EstablishObjectsResult(objects=len(refs), created=created,
                                         updated=updated + counts[est.Op.OWN],
-                                        definitions=definitions, active_definitions=active)
+                                        definitions=definitions, active_definitions=active,
+                                        trusted=trusted)
 
     def _record(self, inp: c.EstablishObjectsInput, rev: Obj, revision: est.Revision,
                 refs: list[dict[str, str]]
@@ -332,19 +343,33 @@ class Establisher:
                 time.sleep(UNDO_POLL_S)  # polling the API for the deletion, not a test
 
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
-               ca: bytes | None, service: str
+               ca: bytes | None, service: str,
+               prepared: tuple[bytes, list[str]] = (b"", [])
                ) -> tuple[list[dict[str, str]], Checked]:
-        """Read, plan, preflight and dry-run every object; raise before any write."""
+        """Read, plan, preflight and dry-run every object; raise before any write.
+
+        ``prepared``: the fingerprints' basis, and those of the preparation's dry run: a
+        batch whose fingerprint is the preparation's is not dry-run again
+        (:mod:`lockwright.activities.trust`).
+        """
         checked, dry = Checked(), self.kube.dry_runs()
-        for batch in batches(revision, documents):
+        start, trusted = prepared
+        for i, batch in enumerate(batches(revision, documents)):
             plan, live = self._plan(pool, revision, batch, ca, service, checked.current)
             findings = crdcheck.preflight(batch, live) if revision.active else []
             if checked.clean and not plan.conflicts and not findings:
                 # Only while nothing forbids writing: once the attempt will fail, dry
-                # runs would be wasted.
-                plan, live = self._dry_run(pool, dry, revision, batch, (plan, live),
-                                           (ca, service), checked.current)
-                findings = crdcheck.preflight(batch, live) if revision.active else []
+                # runs would be wasted. A batch planned as the preparation dry-ran it is
+                # trusted; any other is dry-run (re-read and re-planned on a 409).
+                prints = trust.fingerprint(start, plan.actions)
+                if i < len(trusted) and trusted[i] == prints:
+                    checked.trusted += len(plan.actions)
+                else:
+                    plan, live = self._dry_run(pool, dry, revision, batch, (plan, live),
+                                               (ca, service), checked.current)
+                    findings = crdcheck.preflight(batch, live) if revision.active else []
+                    prints = trust.fingerprint(start, plan.actions)
+                checked.prints.append(prints)
             checked.add(plan, live, findings)
             activity.heartbeat()
         _refuse(checked)
@@ -475,13 +500,13 @@ class Establisher:
         return released
 
 
-def _checked(refs: list[dict[str, str]], seen: dict[ObjectKey, est.Seen]
-             ) -> c.EstablishObjectsResult:
-    """What a dry run found it would write."""
-    ops = [s.op for s in seen.values()]
+def _checked(refs: list[dict[str, str]], checked: Checked) -> c.EstablishObjectsResult:
+    """What a dry run found it would write, and the fingerprints of what it dry-ran."""
+    ops = [s.op for s in checked.seen.values()]
     return c.EstablishObjectsResult(
         objects=len(refs), created=ops.count(est.Op.CREATE),
-        updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.OWN)))
+        updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.OWN)),
+        checked=checked.prints, trusted=checked.trusted)
 
 
 def _refuse(checked: Checked) -> None:

@@ -29,6 +29,7 @@ from lockwright.activities.base import (
     spec,
 )
 from lockwright.activities.contents import Contents
+from lockwright.activities import health
 from lockwright.activities.errors import edge
 from lockwright.activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright import names
@@ -194,14 +195,24 @@ class RuntimeActivities:
     @activity.defn(name=c.CHECK_HEALTH)
     @edge
     def check_health(self, inp: c.CheckHealthInput) -> c.CheckHealthResult:
-        """One look at the runtime: the Deployment's Available condition, or External's word."""
+        """The runtime's health: the Deployment's Available condition, or External's word.
+
+        With ``watch_s`` the Deployment is watched until Available or the window ends
+        (:mod:`lockwright.activities.health`); without, one look.
+        """
         rev = self.reader.revision(inp.kind, inp.revision)
         if external.is_external(self.package_runtime):
             healthy, message = external.external_health(
                 (rev.get("status") or {}).get("conditions"))
             return c.CheckHealthResult(healthy=healthy, message=message)
         drc, _ = self.runtime_configs.runtime_config(rev, required=False)
-        deployment = self.observed_deployment(deployment_name(inp.revision, drc))
+        name = deployment_name(inp.revision, drc)
+        if inp.watch_s > 0:
+            seen = health.watch_health(self.kube, self.namespace, name, kind_of(inp.kind),
+                                       inp.watch_s)
+            return c.CheckHealthResult(healthy=seen.healthy, message=seen.message,
+                                       watched=seen.watched)
+        deployment = self.observed_deployment(name)
         healthy, message = runtime.deployment_health(deployment, kind_of(inp.kind))
         return c.CheckHealthResult(healthy=healthy, message=message)
 

@@ -34,6 +34,8 @@ class InstallRevisionInput:
     # Preparing: the active revision (and its digest) the plan compares against.
     against: str = ""
     against_digest: str = ""
+    # A switch: the fingerprints of its preparation's dry run (EstablishObjectsResult).
+    checked: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class InstallRevisionResult:
     plan: Plan | None = None
     # Crossplane v2: how many of its ManagedResourceDefinitions were Active when installed.
     active_definitions: int = 0
+    # Preparing: the fingerprints of what its dry run checked, for the switch to trust.
+    checked: list[str] = field(default_factory=list)
 
 
 
@@ -184,6 +188,9 @@ class EstablishObjectsInput:
     control: bool = True
     # Preparing an upgrade: check everything and dry-run every write; write nothing.
     dry_run: bool = False
+    # A switch: the preparation's fingerprints (EstablishObjectsResult.checked); a batch
+    # whose planned writes fingerprint the same is not dry-run again.
+    trust: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,10 @@ class EstablishObjectsResult:
     # Crossplane v2: the ManagedResourceDefinitions among them, and how many are Active.
     definitions: int = 0
     active_definitions: int = 0
+    # A dry run's fingerprints, per batch of objects (lockwright.activities.trust).
+    checked: list[str] = field(default_factory=list)
+    # Objects not dry-run again: their fingerprint was the preparation's.
+    trusted: int = 0
 
 
 @dataclass(frozen=True)
@@ -244,19 +255,25 @@ class EnsureRuntimeResult:
 
 @dataclass(frozen=True)
 class CheckHealthInput:
-    """Activity ``check_health``: one look at the runtime Deployment; no waiting inside."""
+    """Activity ``check_health``: one look at the runtime Deployment or, with ``watch_s``,
+    a watch of it until it is Available or ``watch_s`` seconds have passed."""
 
     kind: str = ""
     package: str = ""
     revision: str = ""
+    watch_s: float = 0.0
 
 
 @dataclass(frozen=True)
 class CheckHealthResult:
-    """``healthy`` plus the runtime's own message when it is not."""
+    """``healthy`` plus the runtime's own message when it is not.
+
+    ``watched``: the whole ``watch_s`` window was watched (the workflow need not poll).
+    """
 
     healthy: bool = False
     message: str = ""
+    watched: bool = False
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ class Watch:
 
 
 def watch(kube: Kube, path: str, resource_version: str, timeout_s: int, *,
-          metadata_only: bool = False) -> Watch:
+          metadata_only: bool = False, field_selector: str = "") -> Watch:
     """Open a watch of collection ``path`` from ``resource_version``, bookmarks on.
 
     Args:
@@ -144,6 +144,7 @@ def watch(kube: Kube, path: str, resource_version: str, timeout_s: int, *,
         resource_version: where to start (a list's, or the last event's).
         timeout_s: the server ends the stream after this many seconds.
         metadata_only: ask for ``PartialObjectMetadata`` events instead of whole objects.
+        field_selector: only the objects it selects (``metadata.name=x``: one object).
 
     Raises:
         KubeGone: ``resource_version`` is older than the server keeps: list again.
@@ -152,6 +153,8 @@ def watch(kube: Kube, path: str, resource_version: str, timeout_s: int, *,
     # "true" as text: older clients would send Python's "True", which not all servers take
     query = [("watch", "true"), ("resourceVersion", resource_version),
              ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_s))]
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
     accept = METADATA_WATCH if metadata_only else JSON
     timeout = (CONNECT_TIMEOUT_S, timeout_s + READ_SLACK_S)
     return Watch(kube.stream(path, query, accept, timeout), path)

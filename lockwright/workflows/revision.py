@@ -6,11 +6,15 @@ validate, lint → Crossplane version check → take the Lock (dependencies reco
 (active Providers/Functions) → establish objects → RBAC (Providers) → runtime → wait
 healthy → write the revision's status.
 
-**Health wait.** A short ``check_health`` activity, then a durable timer, repeated up to
-``Tuning.health_polls`` times. Chosen over one long heartbeating activity because each
-look is visible in the UI, a changed runtime message goes onto the revision's and the
-package's status while we wait, no worker slot is held for minutes, and cancellation needs
-no heartbeat. A runtime that never becomes healthy is not an error: the revision is
+**Health wait.** ``check_health`` watches the runtime's Deployment for a window of at most
+``HEALTH_WATCH_S`` and answers as soon as it is Available, again until the polls' span
+(``Tuning.health_polls`` × ``health_poll_s``, or a switch's deadline) is spent; only a
+window it could not watch is followed by a durable timer of ``health_poll_s`` (the poll,
+kept as the fallback; runs before PATCH_HEALTH_WATCH polled only). Short windows rather
+than one long heartbeating activity because each look is visible in the UI, a changed
+runtime message goes onto the revision's and the package's status between windows, no
+worker slot is held for minutes, and cancellation needs no heartbeat (docs/design.md,
+"Health as it happens"). A runtime that never becomes healthy is not an error: the revision is
 installed, its ``RuntimeHealthy`` is False with the runtime's own message, and the parent
 re-checks later.
 
@@ -54,6 +58,14 @@ PATCH_DEPENDENCY_GATE = "dependency-gate"
 PATCH_SKIP_KEEPS_CLAIM = "skip-dependencies-keeps-claim"
 # A prepared upgrade is planned (plan_revision) before its status is written.
 PATCH_UPGRADE_PLAN = "upgrade-plan"
+# The health wait watches the runtime (check_health with watch_s) and polls only when a
+# watch fails (docs/design.md, "Health as it happens"); runs before polled every
+# Tuning.health_poll_s.
+PATCH_HEALTH_WATCH = "health-watch"
+#: The longest window one check_health watches: within the workflow task's timeout (10 s),
+#: since check_health runs as a local activity.
+HEALTH_WATCH_S = 5.0
+_EPSILON_S = 1e-6
 
 
 @workflow.defn
@@ -125,7 +137,7 @@ class InstallRevision:
                 c.EnsureTlsResult, f"tls secrets for {inp.package}")
         established = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
-            control=inp.active), c.EstablishObjectsResult,
+            control=inp.active, trust=inp.checked), c.EstablishObjectsResult,
             f"establish {parsed.objects} objects ({'control' if inp.active else 'owner'})")
         if inp.kind == c.PROVIDER:
             await self._run(inp, c.ENSURE_RBAC, c.EnsureRbacInput(
@@ -164,7 +176,7 @@ class InstallRevision:
                                      + (f": {plan.summary()}" if plan else ""))
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=checked.objects, dependencies=dependencies,
-                                       healthy=True, plan=plan)
+                                       healthy=True, plan=plan, checked=checked.checked)
 
     async def _plan(self, inp: c.InstallRevisionInput) -> Plan | None:
         """What the switch would change against the active revision (none when nothing
@@ -232,6 +244,8 @@ class InstallRevision:
         polls = max(1, inp.tuning.health_polls)
         if inp.health_deadline_s:  # a switch's health gate
             polls = max(1, math.ceil(inp.health_deadline_s / inp.tuning.health_poll_s))
+        if workflow.patched(PATCH_HEALTH_WATCH):
+            return await self._watch_healthy(inp, (polls - 1) * inp.tuning.health_poll_s)
         shown = ""
         health = c.CheckHealthResult()
         for poll in range(polls):
@@ -251,6 +265,34 @@ class InstallRevision:
             await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
                                  summary="wait for the runtime to become available")
         return health
+
+    async def _watch_healthy(self, inp: c.InstallRevisionInput,
+                             budget_s: float) -> c.CheckHealthResult:
+        """The health wait since PATCH_HEALTH_WATCH: ``check_health`` watches the runtime
+        for windows of at most ``HEALTH_WATCH_S`` until it is healthy or ``budget_s`` (the
+        polls' span) is spent; a window it could not watch is followed by one poll's timer.
+
+        The budget is counted from the results, not ``workflow.now()``: local activities in
+        one workflow task do not move the workflow's clock.
+        """
+        shown, left, window = "", budget_s, 0
+        while True:
+            watch_s = max(0.0, min(HEALTH_WATCH_S, left))
+            window += 1
+            health = await self._run(inp, c.CHECK_HEALTH, c.CheckHealthInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, watch_s=watch_s),
+                c.CheckHealthResult, f"health of {inp.revision} (watch {window})")
+            left -= watch_s if health.watched else 0.0
+            if health.healthy or left <= _EPSILON_S:  # sums of floats: 0.3 - 3 × 0.1 > 0
+                return health
+            if health.message != shown:  # as in the poll: the runtime's words while we wait
+                shown = health.message
+                await self._write(inp, status.revision_ok(True, False, health.message))
+                await self._write_package(inp, health.message)
+            if not health.watched:  # the fallback: poll
+                await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
+                                     summary="wait for the runtime to become available")
+                left -= inp.tuning.health_poll_s
 
     async def _run(self, inp: c.InstallRevisionInput, name: str, arg: object,
                    result_type: type[R], summary: str) -> R:

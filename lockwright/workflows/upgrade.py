@@ -67,6 +67,7 @@ class Install:
     active: bool
     prepare: bool = False
     deadline_s: float = 0.0  # a switch's health gate
+    checked: tuple[str, ...] = ()  # a switch: its preparation's dry-run fingerprints
 
     @property
     def summary(self) -> str:
@@ -159,7 +160,7 @@ class Upgrader:
         if prepared.plan is not None and not prepared.plan.compatible and not (
                 await self._through_gate(pkg, new, prepared.plan)):
             return
-        await self._switch(pkg, new)
+        await self._switch(pkg, replace(new, checked=tuple(prepared.checked)))
 
     async def audit(self, pkg: c.ReadPackageResult, rev: str, step: Step,
                     by_hand: bool) -> None:

@@ -60,6 +60,8 @@ SHAPES |= {"activation_pass_and_nudge", "revision_awaiting_activation"}
 # package's child on a queue of its own (tests/integration/test_task_queue_ids.py).
 QUEUE_IDS = {"package_install_queue_ids"}
 SHAPES |= QUEUE_IDS
+# Recorded before PATCH_HEALTH_WATCH (the health wait polled): they must still replay.
+SHAPES |= {"revision_install_provider_polled", "revision_install_unhealthy_polled"}
 
 
 def load(shape: str) -> WorkflowHistory:

@@ -1,0 +1,54 @@
+"""One dry run per switch-over: what establish compares with its preparation's dry run.
+
+An upgrade's preparation dry-runs every write of the new revision (as if active); its
+switch, moments later, used to dry-run the same writes again before making them. Now the
+preparation returns, per batch of objects, a fingerprint of what it dry-ran: every planned
+write as it would be sent (the object, with the ``resourceVersion`` of the live object it
+replaces) together with its basis (the package's digest, the package object's UID and
+generation, and the Lock's entries but the revision's own). The switch's checking pass
+fingerprints its own plan the same way and skips the dry run of a batch whose
+fingerprint is the preparation's. Anything changed in between, an object written by
+someone (its ``resourceVersion``), the Lock, the package, gives another fingerprint, and
+that batch is dry-run again (docs/design.md, "One dry run per switch-over").
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+
+from lockwright.k8s import Kube, Obj
+from lockwright.objects import establish as est
+from lockwright.objects.lock import LOCK_NAME
+
+LOCK_API = "pkg.crossplane.io/v1beta1"
+#: Hex digits kept of each SHA-256: small in history, far beyond any collision by chance.
+PRINT_HEX = 32
+
+
+def basis(kube: Kube, package: Obj, digest: str, revision: str) -> bytes:
+    """What every batch's fingerprint starts from: the package and the Lock as they are.
+
+    Args:
+        kube: the connection (one read, of the Lock).
+        package: the package object, as establish read it.
+        digest: the revision's package digest.
+        revision: the revision's name; its own Lock entry is left out, since the switch
+            writes it between the preparation and its establish.
+    """
+    meta = package.get("metadata") or {}
+    lock = kube.get(LOCK_API, "Lock", LOCK_NAME) or {}
+    others = sorted((e for e in lock.get("packages") or [] if e.get("name") != revision),
+                    key=lambda e: str(e.get("name")))
+    return orjson.dumps([digest, meta.get("uid"), meta.get("generation"), others],
+                        option=orjson.OPT_SORT_KEYS)
+
+
+def fingerprint(start: bytes, actions: list[est.Action]) -> str:
+    """The fingerprint of one batch's planned writes over ``start`` (see :func:`basis`)."""
+    digest = hashlib.sha256(start)
+    for action in actions:
+        digest.update(action.op.value.encode())
+        digest.update(orjson.dumps(action.object, option=orjson.OPT_SORT_KEYS))
+    return digest.hexdigest()[:PRINT_HEX]

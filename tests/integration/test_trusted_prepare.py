@@ -1,0 +1,121 @@
+"""One dry run per switch-over (issue 33): establish trusts the preparation's dry run unless
+something changed in between (lockwright.activities.trust).
+
+The real activities against devcluster, called in the order an upgrade calls them: v1
+installed; v2 prepared (fetch, parse, the Lock checked, every write dry-run as if active);
+the hand-off (v2 Active, v1 Inactive, v1 keeping its runtime); then the switch's Lock and
+TLS, and establish with the preparation's fingerprints. Unchanged, no object is dry-run
+again; an object written by someone else, or the Lock changed, and its writes are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lockwright import contracts as c
+from lockwright.k8s import Kube
+from lockwright.objects import lock as lk
+from tests.activity_view import Activities
+from tests.helpers import unique
+from tests.integration.test_activities import (  # noqa: F401 - fixtures used by name
+    PKG,
+    Pushed,
+    acts,
+    apply_package,
+    install,
+    kube,
+    provider,
+    provider_root,
+    push,
+    run,
+)
+
+pytestmark = pytest.mark.registry
+
+
+def prepare(acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed,
+            name: str) -> tuple[c.ResolveDigestResult, str, c.EstablishObjectsResult]:
+    """v1 installed, v2 applied and prepared: (v2 resolved, v2's revision, its dry run)."""
+    apply_package(kube, "Provider", name, provider.ref)
+    install(acts, c.PROVIDER, name)
+    root = provider_root(tmp_path, provider.group)
+    (root / "crossplane.yaml").write_text((root / "crossplane.yaml").read_text().replace(
+        "A tiny provider for tests.", "A tiny provider for tests, version two."))
+    v2 = push(registry, root, tmp_path, provider.group)
+    kube.patch(PKG, "Provider", name, {"spec": {"package": v2.ref}})
+    pkg = run(acts.read_package, c.ReadPackageInput(c.PROVIDER, name))
+    resolved = run(acts.resolve_digest, c.ResolveDigestInput(c.PROVIDER, name, pkg.source))
+    rev = run(acts.ensure_revision, c.EnsureRevisionInput(
+        c.PROVIDER, name, pkg.source, resolved.digest, pkg.generation)).revision
+    source, digest = resolved.resolved_source, resolved.digest
+    run(acts.fetch_package, c.FetchPackageInput(c.PROVIDER, name, rev, source, digest))
+    run(acts.parse_package, c.ParsePackageInput(c.PROVIDER, rev, digest))
+    run(acts.take_lock, c.TakeLockInput(c.PROVIDER, name, rev, source, digest,
+                                        check_only=True))
+    prepared = run(acts.establish_objects, c.EstablishObjectsInput(
+        c.PROVIDER, name, rev, digest, control=True, dry_run=True))
+    return resolved, rev, prepared
+
+
+def switch(acts: Activities, name: str, rev: str, resolved: c.ResolveDigestResult,
+           trust: list[str]) -> c.EstablishObjectsResult:
+    """The hand-off, then the switch's steps up to establish, given ``trust``."""
+    run(acts.set_active_revision, c.SetActiveRevisionInput(c.PROVIDER, name, rev,
+                                                           keep_runtime=True))
+    run(acts.take_lock, c.TakeLockInput(c.PROVIDER, name, rev, resolved.resolved_source,
+                                        resolved.digest))
+    run(acts.ensure_tls, c.EnsureTlsInput(c.PROVIDER, name, rev))
+    result: c.EstablishObjectsResult = run(acts.establish_objects, c.EstablishObjectsInput(
+        c.PROVIDER, name, rev, resolved.digest, control=True, trust=trust))
+    return result
+
+
+def lock(kube: Kube) -> dict[str, Any]:
+    """The Lock as it is."""
+    return kube.get("pkg.crossplane.io/v1beta1", "Lock", lk.LOCK_NAME) or lk.new_lock()
+
+
+def controller(kube: Kube, group: str) -> str:
+    """The name of the revision controlling the package's widgets CRD."""
+    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                   f"widgets.{group}") or {}
+    return next(r["name"] for r in crd["metadata"]["ownerReferences"] if r.get("controller"))
+
+
+def test_a_switch_right_after_its_preparation_dry_runs_nothing_again(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
+    """Nothing changed since the preparation: every write is made, none dry-run again."""
+    name = unique("trust")
+    resolved, rev, prepared = prepare(acts, kube, registry, tmp_path, provider, name)
+    assert prepared.checked and prepared.trusted == 0
+
+    done = switch(acts, name, rev, resolved, prepared.checked)
+
+    assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
+    assert controller(kube, provider.group) == rev  # and the writes were made
+
+
+@pytest.mark.parametrize("change", ["object", "lock"])
+def test_a_change_since_the_preparation_dry_runs_again(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed,
+        change: str) -> None:
+    """An object written since (its resourceVersion moved), or the Lock changed: the
+    switch's establish dry-runs the writes again, then makes them."""
+    name = unique("trust")
+    resolved, rev, prepared = prepare(acts, kube, registry, tmp_path, provider, name)
+    if change == "object":
+        kube.patch("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                   f"widgets.{provider.group}", {"metadata": {"labels": {"touched": "yes"}}})
+    else:  # another package's entry, as if it had been installed meanwhile
+        other = lk.lock_entry(unique("other"), "Provider", "example.org/other:v1", [])
+        kube.update(lk.upsert_entry(lock(kube), other) or {})
+
+    done = switch(acts, name, rev, resolved, prepared.checked)
+    if change == "lock":
+        kube.update(lk.remove_entry(lock(kube), other["name"]) or {})
+
+    assert done.trusted == 0 and done.objects == prepared.objects
+    assert controller(kube, provider.group) == rev
