@@ -26,7 +26,7 @@ from lockwright.activities.base import (
 from lockwright.activities.errors import edge
 from lockwright.activities.reads import PackageReader, Registries
 from lockwright.activities.verify import Outcome, Verifier
-from lockwright import conditions, names
+from lockwright import conditions
 from lockwright.errors import (
     KubeAlreadyExists,
     KubeConflict,
@@ -54,9 +54,13 @@ def revision_spec(kind: str, pkg: Obj, source: str, package_runtime: str) -> Obj
     return rv.revision_spec(kind_of(kind), pkg, source, package_runtime == DEPLOYMENT_RUNTIME)
 
 
-def revision_metadata(package: str, digest: str) -> Obj:
-    """The labels and annotations a package's revision of ``digest`` carries."""
-    return {"labels": {LABEL_PACKAGE: package}, "annotations": {c.DIGEST_ANNOTATION: digest}}
+def revision_metadata(package: str, digest: str, generation: int | None = None) -> Obj:
+    """The labels and annotations a package's revision of ``digest`` carries, and, named by
+    generation, the package ``generation`` it is for."""
+    annotations = {c.DIGEST_ANNOTATION: digest}
+    if generation is not None:
+        annotations[rv.GENERATION_ANNOTATION] = str(generation)
+    return {"labels": {LABEL_PACKAGE: package}, "annotations": annotations}
 
 
 def pull_secrets(pkg: Obj, resolution: Resolution) -> list[str]:
@@ -70,9 +74,11 @@ class PackageActivities:
 
     def __init__(self, kube: Kube, reader: PackageReader, registries: Registries,
                  verifier: Verifier, cache: PackageCache, package_runtime: str,
-                 upgrade_gate: str = gate.EVIDENCE) -> None:
-        """Make revisions for ``package_runtime`` (``Deployment`` or ``External``); gate
-        upgrades with ``upgrade_gate`` unless a package's annotation says otherwise."""
+                 upgrade_gate: str = gate.EVIDENCE,
+                 revision_names: str = rv.BY_GENERATION) -> None:
+        """Make revisions for ``package_runtime`` (``Deployment`` or ``External``), named
+        as ``revision_names`` says; gate upgrades with ``upgrade_gate`` unless a
+        package's annotation says otherwise."""
         self.kube = kube
         self.reader = reader
         self.registries = registries
@@ -80,6 +86,7 @@ class PackageActivities:
         self.cache = cache
         self.package_runtime = package_runtime
         self.upgrade_gate = upgrade_gate
+        self.revision_names = revision_names
 
     @activity.defn(name=c.READ_PACKAGE)
     @edge
@@ -189,13 +196,14 @@ class PackageActivities:
     @activity.defn(name=c.ENSURE_REVISION)
     @edge
     def ensure_revision(self, inp: c.EnsureRevisionInput) -> c.EnsureRevisionResult:
-        """Create ``<package>-<digest12>`` Inactive, or bring an existing one up to date."""
+        """Create the package's revision of ``inp.digest`` at its generation Inactive, or
+        bring an existing one up to date (``rv.current_name`` names it)."""
         pkg = self.reader.package(inp.kind, inp.package)
-        name = names.revision_name(inp.package, inp.digest)
         revs = self.adopt_orphans(inp.kind, pkg, self.reader.revisions_of(inp.kind, inp.package))
         top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
-        existing = next((r for r in revs if meta(r)["name"] == name), None)
         wanted = revision_spec(inp.kind, pkg, inp.source, self.package_runtime)
+        name = rv.current_name(inp.package, inp.digest, pkg, revs, wanted, self.revision_names)
+        existing = next((r for r in revs if meta(r)["name"] == name), None)
         if existing is None:
             try:
                 created = self.kube.create(self.new_revision(inp, pkg, name, wanted, top + 1))
@@ -236,8 +244,15 @@ class PackageActivities:
                      number: int) -> Obj:
         """A new Inactive revision controlled by its package."""
         return rv.new_revision(revision_kind(inp.kind), name,
-                               revision_metadata(inp.package, inp.digest),
-                               rv.package_owner(kind_of(inp.kind), pkg), wanted, number)
+                               self.metadata(inp, pkg), rv.package_owner(kind_of(inp.kind), pkg),
+                               wanted, number)
+
+    def metadata(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
+        """:func:`revision_metadata` of the package's revision, with its generation when
+        revisions are named by generation."""
+        by_generation = self.revision_names == rv.BY_GENERATION
+        return revision_metadata(inp.package, inp.digest,
+                                 int(meta(pkg).get("generation") or 0) if by_generation else None)
 
     def refresh_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, rev: Obj, wanted: Obj,
                          top: int) -> c.EnsureRevisionResult:
@@ -247,7 +262,7 @@ class PackageActivities:
         if controller.get("uid") != meta(pkg)["uid"]:
             raise KubeConflict(f"revision {meta(rev)['name']} exists but is not controlled "
                                f"by UID {meta(pkg)['uid']}")
-        body, number = rv.refresh(rev, wanted, top, revision_metadata(inp.package, inp.digest))
+        body, number = rv.refresh(rev, wanted, top, self.metadata(inp, pkg))
         if body:
             rev = self.kube.patch(PKG_V1, revision_kind(inp.kind), meta(rev)["name"], body)
         installed = conditions.get_condition((rev.get("status") or {}).get("conditions"),

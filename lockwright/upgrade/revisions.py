@@ -23,6 +23,64 @@ COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraint
 #: The fields only a revision with a Deployment runtime has.
 RUNTIME_FIELDS = ("runtimeConfigRef", "tlsServerSecretName", "tlsClientSecretName")
 KINDS_WITH_RUNTIME = ("Provider", "Function")
+#: How revisions are named (the worker's ``revision_names`` setting): by the digest and the
+#: package's generation (Crossplane main), or by the digest alone (Crossplane ≤ v2.4).
+BY_GENERATION, BY_DIGEST = "Generation", "Digest"
+NAMINGS = (BY_GENERATION, BY_DIGEST)
+#: A revision's annotation: the package generation it was made for (or kept at).
+GENERATION_ANNOTATION = "lockwright.dev/package-generation"
+
+
+def current_name(package: str, digest: str, pkg: Obj, revs: list[Obj], wanted: Obj,
+                 naming: str = BY_GENERATION) -> str:
+    """The name of ``pkg``'s revision for ``digest`` at the package's generation.
+
+    By generation, a revision named by the digest alone (made before this naming) stays
+    the package's revision until the package's next spec change, so upgrading lockwright
+    switches no package (docs/design.md, "Revision names"): it is kept while it is
+    recorded for this generation, or, not yet recorded, while it is the package's
+    ``status.currentRevision`` and already says what the package's spec asks of it.
+
+    Args:
+        package: the package's name.
+        digest: the digest the pass resolved.
+        pkg: the package object.
+        revs: the package's revisions.
+        wanted: the revision spec the package asks for (:func:`revision_spec`).
+        naming: :data:`BY_GENERATION` or :data:`BY_DIGEST`.
+    """
+    legacy = names.digest_revision_name(package, digest)
+    if naming == BY_DIGEST:
+        return legacy
+    generation = int((pkg.get("metadata") or {}).get("generation") or 0)
+    old = next((r for r in revs if r["metadata"]["name"] == legacy), None)
+    current = str((pkg.get("status") or {}).get("currentRevision") or "")
+    if old is not None and keeps_digest_name(old, wanted, generation, current == legacy):
+        return legacy
+    return names.revision_name(package, digest, generation)
+
+
+def keeps_digest_name(rev: Obj, wanted: Obj, generation: int, current: bool) -> bool:
+    """Whether a revision named by its digest stays the package's at ``generation``.
+
+    Recorded for a generation (:data:`GENERATION_ANNOTATION`): only at that one. Not
+    recorded (made before revisions were named by generation): while it is the package's
+    ``current`` revision and its spec already says all ``wanted`` does.
+    """
+    recorded = ((rev.get("metadata") or {}).get("annotations") or {}).get(
+        GENERATION_ANNOTATION)
+    if recorded is not None:
+        return str(recorded) == str(generation)
+    return current and not spec_changes(rev.get("spec") or {}, wanted)
+
+
+def spec_changes(current: Obj, wanted: Obj) -> Obj:
+    """The fields of a revision's spec ``current`` that ``wanted`` sets otherwise, with
+    copied or runtime fields it no longer wants set to None (the number left out)."""
+    patch: Obj = {k: v for k, v in wanted.items() if current.get(k) != v}
+    patch.update({k: None for k in (*COPIED, *RUNTIME_FIELDS)
+                  if k not in wanted and k in current})
+    return patch
 
 
 def revision_spec(package_kind: str, pkg: Obj, source: str, deployment_runtime: bool) -> Obj:
@@ -103,9 +161,7 @@ def refresh(rev: Obj, wanted: Obj, top: int, metadata: Obj) -> tuple[Obj, int]:
     current = rev.get("spec") or {}
     number = int(current.get("revision") or 0)
     number = top + 1 if number < top else number
-    patch: Obj = {k: v for k, v in wanted.items() if current.get(k) != v}
-    patch.update({k: None for k in (*COPIED, *RUNTIME_FIELDS)
-                  if k not in wanted and k in current})
+    patch = spec_changes(current, wanted)
     if number != current.get("revision"):
         patch["revision"] = number
     body: Obj = {"spec": patch} if patch else {}
@@ -153,9 +209,9 @@ def owned_by_package(rev: Obj, package_kind: str, package: str) -> bool:
 def gone_entries(lock: Obj, package_kind: str, package: str, staying: set[str]) -> list[str]:
     """The Lock entries of the package's revisions that are not ``staying``.
 
-    An entry is the package's when its name is the package's revision name for the
-    digest its name ends in.
+    An entry is the package's when its name is ``<package>-<12 hex>``, as both namings
+    (by digest, by generation) form it.
     """
     return [str(e["name"]) for e in lock.get("packages") or []
             if (e.get("kind") or e.get("type")) == package_kind and e["name"] not in staying
-            and e.get("name") == names.revision_name(package, str(e["name"])[-12:])]
+            and names.is_revision_name_of(package, str(e["name"]))]
