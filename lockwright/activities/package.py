@@ -202,7 +202,8 @@ class PackageActivities:
         revs = self.adopt_orphans(inp.kind, pkg, self.reader.revisions_of(inp.kind, inp.package))
         top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
         wanted = revision_spec(inp.kind, pkg, inp.source, self.package_runtime)
-        name = rv.current_name(inp.package, inp.digest, pkg, revs, wanted, self.revision_names)
+        name = rv.current_name(inp.package, inp.digest, generation_of(inp, pkg), pkg, revs,
+                               wanted, self.revision_names)
         existing = next((r for r in revs if meta(r)["name"] == name), None)
         if existing is None:
             try:
@@ -252,7 +253,7 @@ class PackageActivities:
         revisions are named by generation."""
         by_generation = self.revision_names == rv.BY_GENERATION
         return revision_metadata(inp.package, inp.digest,
-                                 int(meta(pkg).get("generation") or 0) if by_generation else None)
+                                 generation_of(inp, pkg) if by_generation else None)
 
     def refresh_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, rev: Obj, wanted: Obj,
                          top: int) -> c.EnsureRevisionResult:
@@ -293,6 +294,12 @@ class PackageActivities:
             self.reader.event(pkg, NORMAL, "ReconciliationPaused",
                        "Reconciliation is paused via the pause annotation")
         return c.WritePackageStatusResult(changed=True)
+
+
+def generation_of(inp: c.EnsureRevisionInput, pkg: Obj) -> int:
+    """The generation the pass resolved its digest at (the package's now when the input
+    does not say): a spec changed since names the next pass's revision, not this one."""
+    return inp.generation or int(meta(pkg).get("generation") or 0)
 
 
 def _count(raw: object) -> int:

@@ -31,9 +31,9 @@ NAMINGS = (BY_GENERATION, BY_DIGEST)
 GENERATION_ANNOTATION = "lockwright.dev/package-generation"
 
 
-def current_name(package: str, digest: str, pkg: Obj, revs: list[Obj], wanted: Obj,
-                 naming: str = BY_GENERATION) -> str:
-    """The name of ``pkg``'s revision for ``digest`` at the package's generation.
+def current_name(package: str, digest: str, generation: int, pkg: Obj, revs: list[Obj],
+                 wanted: Obj, naming: str = BY_GENERATION) -> str:
+    """The name of ``pkg``'s revision for ``digest`` at ``generation``.
 
     By generation, a revision named by the digest alone (made before this naming) stays
     the package's revision until the package's next spec change, so upgrading lockwright
@@ -44,6 +44,7 @@ def current_name(package: str, digest: str, pkg: Obj, revs: list[Obj], wanted: O
     Args:
         package: the package's name.
         digest: the digest the pass resolved.
+        generation: the package's generation the pass resolved it at.
         pkg: the package object.
         revs: the package's revisions.
         wanted: the revision spec the package asks for (:func:`revision_spec`).
@@ -52,7 +53,6 @@ def current_name(package: str, digest: str, pkg: Obj, revs: list[Obj], wanted: O
     legacy = names.digest_revision_name(package, digest)
     if naming == BY_DIGEST:
         return legacy
-    generation = int((pkg.get("metadata") or {}).get("generation") or 0)
     old = next((r for r in revs if r["metadata"]["name"] == legacy), None)
     current = str((pkg.get("status") or {}).get("currentRevision") or "")
     if old is not None and keeps_digest_name(old, wanted, generation, current == legacy):

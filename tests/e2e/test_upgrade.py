@@ -17,6 +17,7 @@ from kubernetes import client, watch
 
 from lockwright import contracts as c
 from tests.e2e.test_failures import crd_exists, provider_dir, push_unlinted, unique_group
+from tests.e2e.test_install import revision_name_for
 from tests.fixtures.stack import PKG_GROUP, Stack
 from tests.helpers import unique, wait_for
 
@@ -310,15 +311,10 @@ def new_manual_version(stack: Stack, tmp: Path, name: str, group: str, repo: str
         current = (pkg.get("status") or {}).get("currentRevision", "")
         conds = stack.conditions("Provider", name)
         inactive = conds.get("Installed", {}).get("reason") == "InactivePackageRevision"
-        return current if inactive and current.endswith(_digest12(stack, ref)) else None
+        return current if inactive and current == revision_name_for(
+            stack, "Provider", name, ref) else None
 
     return wait_for(prepared, timeout=90, interval=0.2, what=f"{tag} prepared, waiting")
-
-
-def _digest12(stack: Stack, ref: str) -> str:
-    from tests.e2e.test_install import manifest_digest
-
-    return manifest_digest(stack, ref).removeprefix("sha256:")[:12]
 
 
 def wait_active(stack: Stack, name: str, revision: str) -> None:
@@ -501,9 +497,9 @@ def test_pull_policy_always_picks_up_a_moved_tag(stack: Stack, tmp_path: Path) -
     # The tag moves; Kubernetes sees no change at all.
     assert provider(stack, tmp_path, group, repo, "stable",
                     GOOD_IMAGE.format(tag="v2")) == ref
-    moved = _digest12(stack, ref)
-    assert not first["metadata"]["name"].endswith(moved)
-    wait_for(lambda: any(r["metadata"]["name"].endswith(moved)
+    moved = revision_name_for(stack, "Provider", name, ref)  # generation 1, another digest
+    assert first["metadata"]["name"] != moved
+    wait_for(lambda: any(r["metadata"]["name"] == moved
                          and r["spec"]["desiredState"] == "Active"
                          for r in stack.revisions("Provider", name)), timeout=90,
              interval=0.2, what="the moved tag installed")

@@ -212,7 +212,8 @@ def rev_named(name: str, recorded: int | None = None, **spec: Any) -> Obj:
     (pkg_at(3, named(2)), [rev_named(named(2), 2)], rv.BY_GENERATION, named(3)),
 ])
 def test_current_name(pkg: Obj, revs: list[Obj], naming: str, want: str) -> None:
-    assert rv.current_name("nop", DIGEST, pkg, revs, WANTED, naming) == want
+    generation = pkg["metadata"]["generation"]
+    assert rv.current_name("nop", DIGEST, generation, pkg, revs, WANTED, naming) == want
 
 
 @pytest.mark.parametrize(("current", "wanted", "changes"), [
