@@ -23,6 +23,7 @@ from lockwright.upgrade.revisions import GENERATION_ANNOTATION
 from tests.e2e.test_install import (
     PACKAGES,
     SIMULATE,
+    allow_secrets,
     copy_package,
     manifest_digest,
     provider_root,
@@ -55,6 +56,7 @@ def runtime_config(stack: Stack, broken: bool = False, replicas: int | None = No
 def push_package(stack: Stack, kind: str, tmp: Path) -> str:
     """The example Provider or Function, in an API group of its own."""
     if kind == "Provider":
+        allow_secrets(stack)  # what the example provider asks for
         root, _ = provider_root(tmp)
     else:
         root = copy_package(PACKAGES / "function", tmp / "function",
@@ -74,6 +76,13 @@ def apply(stack: Stack, kind: str, name: str, ref: str, drc: str = "",
 def use_runtime_config(stack: Stack, kind: str, name: str, drc: str) -> None:
     stack.kubectl("patch", f"{PLURALS[kind]}.pkg.crossplane.io", name, "--type", "merge",
                   "-p", json.dumps({"spec": {"runtimeConfigRef": {"name": drc}}}))
+
+
+def settled_on(stack: Stack, kind: str, name: str, revision: str) -> bool:
+    """The switch to ``revision`` finished: the package's current revision, Healthy."""
+    pkg = stack.get_package(kind, name) or {}
+    healthy = stack.conditions(kind, name).get("Healthy", {}).get("status")
+    return (pkg.get("status") or {}).get("currentRevision") == revision and healthy == "True"
 
 
 def states(stack: Stack, kind: str, name: str) -> dict[str, str]:
@@ -114,11 +123,10 @@ def test_a_runtime_config_change_rolls_a_new_revision(stack: Stack, tmp_path: Pa
     second = names.revision_name(name, digest, 2)  # same digest, the next generation
     wait_for(lambda: states(stack, kind, name) == {first: "Inactive", second: "Active"},
              timeout=120, interval=0.2, what="the new revision Active, the old Inactive")
-    stack.wait_healthy(kind, name, timeout=120)
-    pkg = stack.get_package(kind, name) or {}
-    assert pkg["status"]["currentRevision"] == second
+    wait_for(lambda: settled_on(stack, kind, name, second), timeout=120, interval=0.2,
+             what="the switch finished, Healthy")
     rev = next(r for r in stack.revisions(kind, name) if r["metadata"]["name"] == second)
-    assert rev["spec"]["runtimeConfigRef"] == {"name": second_config}
+    assert rev["spec"]["runtimeConfigRef"]["name"] == second_config
     assert rev["metadata"]["annotations"][GENERATION_ANNOTATION] == "2"
     assert rendered_by(deployment(stack, second)) == second_config
     wait_for(lambda: deployment(stack, first) is None, timeout=60, interval=0.2,
@@ -180,7 +188,8 @@ def test_upgrading_lockwright_across_the_naming_switches_no_package(
     new = names.revision_name(name, manifest_digest(stack, refs[kind]), 2)
     wait_for(lambda: states(stack, kind, name) == {legacy[kind]: "Inactive", new: "Active"},
              timeout=120, interval=0.2, what="the next spec change: a revision by generation")
-    stack.wait_healthy(kind, name, timeout=120)
+    wait_for(lambda: settled_on(stack, kind, name, new), timeout=120, interval=0.2,
+             what="the switch finished, Healthy")
 
 
 def _recorded(stack: Stack, kind: str, name: str, revision: str) -> str | None:
