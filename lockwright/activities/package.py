@@ -54,12 +54,14 @@ def revision_spec(kind: str, pkg: Obj, source: str, package_runtime: str) -> Obj
     return rv.revision_spec(kind_of(kind), pkg, source, package_runtime == DEPLOYMENT_RUNTIME)
 
 
-def revision_metadata(package: str, digest: str, generation: int | None = None) -> Obj:
+def revision_metadata(package: str, digest: str, made_for: tuple[str, int] | None = None
+                      ) -> Obj:
     """The labels and annotations a package's revision of ``digest`` carries, and, named by
-    generation, the package ``generation`` it is for."""
+    generation, the package object (UID) and generation it is for (``made_for``)."""
     annotations = {c.DIGEST_ANNOTATION: digest}
-    if generation is not None:
-        annotations[rv.GENERATION_ANNOTATION] = str(generation)
+    if made_for is not None:
+        annotations[rv.PACKAGE_UID_ANNOTATION] = made_for[0]
+        annotations[rv.GENERATION_ANNOTATION] = str(made_for[1])
     return {"labels": {LABEL_PACKAGE: package}, "annotations": annotations}
 
 
@@ -199,11 +201,12 @@ class PackageActivities:
         """Create the package's revision of ``inp.digest`` at its generation Inactive, or
         bring an existing one up to date (``rv.current_name`` names it)."""
         pkg = self.reader.package(inp.kind, inp.package)
-        revs = self.adopt_orphans(inp.kind, pkg, self.reader.revisions_of(inp.kind, inp.package))
+        revs, adopted = self.adopt_orphans(inp.kind, pkg,
+                                           self.reader.revisions_of(inp.kind, inp.package))
         top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
         wanted = revision_spec(inp.kind, pkg, inp.source, self.package_runtime)
         name = rv.current_name(inp.package, inp.digest, generation_of(inp, pkg), pkg, revs,
-                               wanted, self.revision_names)
+                               wanted, self.revision_names, adopted)
         existing = next((r for r in revs if meta(r)["name"] == name), None)
         if existing is None:
             try:
@@ -220,15 +223,17 @@ class PackageActivities:
             raise ObjectGone(f"{revision_kind(inp.kind)} {name} is being deleted")
         return self.refresh_revision(inp, pkg, existing, wanted, top)
 
-    def adopt_orphans(self, kind: str, pkg: Obj, revs: list[Obj]) -> list[Obj]:
+    def adopt_orphans(self, kind: str, pkg: Obj, revs: list[Obj]
+                      ) -> tuple[list[Obj], frozenset[str]]:
         """Revisions of this package's name that nobody controls, or that a package of
         this name but another UID controlled, become the package's (``rv.adopted_owners``).
 
         They are what a package deleted with ``propagationPolicy: Orphan`` left, or what a
         restore from a backup brought back; a new package of the same name takes them
-        over, as Kubernetes controllers adopt orphans.
+        over, as Kubernetes controllers adopt orphans. Returns the revisions, and the names
+        of those adopted now.
         """
-        out = []
+        out, adopted = [], set()
         for rev in revs:
             refs = meta(rev).get("ownerReferences") or []
             owners = rv.adopted_owners(refs, kind_of(kind), pkg)
@@ -238,8 +243,9 @@ class PackageActivities:
                                  "resourceVersion": meta(rev)["resourceVersion"]}})
                 log(package=meta(pkg)["name"], revision=meta(rev)["name"]).info(
                     "revision.adopted", stale_uids=[r.get("uid") for r in refs])
+                adopted.add(str(meta(rev)["name"]))
             out.append(rev)
-        return out
+        return out, frozenset(adopted)
 
     def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
                      number: int) -> Obj:
@@ -249,11 +255,11 @@ class PackageActivities:
                                wanted, number)
 
     def metadata(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
-        """:func:`revision_metadata` of the package's revision, with its generation when
-        revisions are named by generation."""
+        """:func:`revision_metadata` of the package's revision, with the package's UID and
+        generation when revisions are named by generation."""
         by_generation = self.revision_names == rv.BY_GENERATION
-        return revision_metadata(inp.package, inp.digest,
-                                 generation_of(inp, pkg) if by_generation else None)
+        return revision_metadata(inp.package, inp.digest, (
+            str(meta(pkg)["uid"]), generation_of(inp, pkg)) if by_generation else None)
 
     def refresh_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, rev: Obj, wanted: Obj,
                          top: int) -> c.EnsureRevisionResult:

@@ -27,19 +27,22 @@ KINDS_WITH_RUNTIME = ("Provider", "Function")
 #: package's generation (Crossplane main), or by the digest alone (Crossplane ≤ v2.4).
 BY_GENERATION, BY_DIGEST = "Generation", "Digest"
 NAMINGS = (BY_GENERATION, BY_DIGEST)
-#: A revision's annotation: the package generation it was made for (or kept at).
+#: A revision's annotations: the package generation and the package object (its UID) it
+#: was made for, or kept at.
 GENERATION_ANNOTATION = "lockwright.dev/package-generation"
+PACKAGE_UID_ANNOTATION = "lockwright.dev/package-uid"
+DIGEST_ANNOTATION = "lockwright.dev/digest"
 
 
 def current_name(package: str, digest: str, generation: int, pkg: Obj, revs: list[Obj],
-                 wanted: Obj, naming: str = BY_GENERATION) -> str:
+                 wanted: Obj, naming: str = BY_GENERATION,
+                 adopted: frozenset[str] = frozenset()) -> str:
     """The name of ``pkg``'s revision for ``digest`` at ``generation``.
 
-    By generation, a revision named by the digest alone (made before this naming) stays
-    the package's revision until the package's next spec change, so upgrading lockwright
-    switches no package (docs/design.md, "Revision names"): it is kept while it is
-    recorded for this generation, or, not yet recorded, while it is the package's
-    ``status.currentRevision`` and already says what the package's spec asks of it.
+    By generation, an existing revision of ``digest`` under another name stays the
+    package's revision until the package's next spec change (docs/design.md, "Revision
+    names"), so neither upgrading lockwright nor re-creating a package switches it:
+    :func:`kept` says which.
 
     Args:
         package: the package's name.
@@ -49,29 +52,48 @@ def current_name(package: str, digest: str, generation: int, pkg: Obj, revs: lis
         revs: the package's revisions.
         wanted: the revision spec the package asks for (:func:`revision_spec`).
         naming: :data:`BY_GENERATION` or :data:`BY_DIGEST`.
+        adopted: the revisions this pass adopted (another package object controlled them).
     """
     legacy = names.digest_revision_name(package, digest)
     if naming == BY_DIGEST:
         return legacy
-    old = next((r for r in revs if r["metadata"]["name"] == legacy), None)
+    name = names.revision_name(package, digest, generation)
+    if any(r["metadata"]["name"] == name for r in revs):
+        return name
     current = str((pkg.get("status") or {}).get("currentRevision") or "")
-    if old is not None and keeps_digest_name(old, wanted, generation, current == legacy):
-        return legacy
-    return names.revision_name(package, digest, generation)
+    uid = str((pkg.get("metadata") or {}).get("uid") or "")
+    for rev in revs:
+        rname = str(rev["metadata"]["name"])
+        ours = _annotations(rev).get(DIGEST_ANNOTATION) == digest or rname == legacy
+        if ours and kept(rev, wanted, generation, uid, rname in adopted
+                         or (rname == legacy and current == legacy)):
+            return rname
+    return name
 
 
-def keeps_digest_name(rev: Obj, wanted: Obj, generation: int, current: bool) -> bool:
-    """Whether a revision named by its digest stays the package's at ``generation``.
+def kept(rev: Obj, wanted: Obj, generation: int, uid: str, unrecorded_ok: bool) -> bool:
+    """Whether ``rev``, a revision of the pass's digest under another name, stays the
+    package's at ``generation``.
 
-    Recorded for a generation (:data:`GENERATION_ANNOTATION`): only at that one. Not
-    recorded (made before revisions were named by generation): while it is the package's
-    ``current`` revision and its spec already says all ``wanted`` does.
+    Recorded for this package object (:data:`PACKAGE_UID_ANNOTATION`): only at the
+    generation recorded. Recorded for another package object (the package was deleted
+    with its revisions orphaned, or restored from a backup) and Active; or adopted from
+    one, or named by its digest and the package's current revision, made before revisions
+    were named by generation (``unrecorded_ok``): while its spec already says all
+    ``wanted`` does.
     """
-    recorded = ((rev.get("metadata") or {}).get("annotations") or {}).get(
-        GENERATION_ANNOTATION)
-    if recorded is not None:
+    notes = _annotations(rev)
+    recorded, owner = notes.get(GENERATION_ANNOTATION), notes.get(PACKAGE_UID_ANNOTATION)
+    if recorded is not None and owner in (None, uid):
         return str(recorded) == str(generation)
-    return current and not spec_changes(rev.get("spec") or {}, wanted)
+    elsewhere = owner is not None and owner != uid
+    active = (rev.get("spec") or {}).get("desiredState") == ACTIVE
+    return ((elsewhere and active) or unrecorded_ok) and not spec_changes(
+        rev.get("spec") or {}, wanted)
+
+
+def _annotations(rev: Obj) -> dict[str, str]:
+    return dict((rev.get("metadata") or {}).get("annotations") or {})
 
 
 def spec_changes(current: Obj, wanted: Obj) -> Obj:

@@ -236,8 +236,9 @@ def test_the_controller_digest_is_the_image_the_runtime_runs(stack: Stack,
                "selector": {}, "template": {"spec": {"containers": [
                    {"name": "package-runtime", "image": image}]}}}}}}
     stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(drc))
-    stack.kubectl("patch", "provider", release.name, "--type", "merge", "-p",
-                  json.dumps({"spec": {"runtimeConfigRef": {"name": release.name}}}))
+    # The full resource name: another test's CRD may claim the short name.
+    stack.kubectl("patch", "providers.pkg.crossplane.io", release.name, "--type", "merge",
+                  "-p", json.dumps({"spec": {"runtimeConfigRef": {"name": release.name}}}))
 
     def recorded() -> tuple[Obj, Obj] | None:
         now = active_revision(stack, release.name)

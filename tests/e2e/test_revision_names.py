@@ -28,6 +28,7 @@ from tests.e2e.test_install import (
     manifest_digest,
     provider_root,
 )
+from tests.e2e.test_upgrade import Runtimes
 from tests.fixtures.stack import PLURALS, Stack
 from tests.helpers import unique, wait_for
 
@@ -142,14 +143,20 @@ def test_a_runtime_config_that_breaks_the_runtime_is_reverted(stack: Stack,
     digest = manifest_digest(stack, ref)
     old, new = names.revision_name(name, digest, 1), names.revision_name(name, digest, 2)
 
-    use_runtime_config(stack, "Provider", name, runtime_config(stack, broken=True))
+    runtimes = Runtimes(stack, name)  # every change of the runtimes, as it happens
+    try:
+        use_runtime_config(stack, "Provider", name, runtime_config(stack, broken=True))
 
-    def reverted() -> Obj | None:
-        healthy = stack.conditions("Provider", name).get("Healthy", {})
-        return healthy if f"reverted to {old}" in healthy.get("message", "") else None
+        def reverted() -> Obj | None:
+            healthy = stack.conditions("Provider", name).get("Healthy", {})
+            return healthy if f"reverted to {old}" in healthy.get("message", "") else None
 
-    healthy = wait_for(reverted, timeout=150, interval=0.2, what="the switch reverted")
-    assert healthy["status"] == "False"
+        healthy = wait_for(reverted, timeout=150, interval=0.2, what="the switch reverted")
+    finally:
+        runtimes.stop()
+    assert runtimes.least >= 1, runtimes.events  # never without an available runtime
+    assert any(dep == new for _, dep, _ in runtimes.events)  # the new one was tried
+    assert healthy is not None and healthy["status"] == "False"
     assert states(stack, "Provider", name) == {old: "Active", new: "Inactive"}
     assert available(deployment(stack, old))  # the old runtime kept running
     assert (stack.get_package("Provider", name) or {})["status"]["currentRevision"] == new
