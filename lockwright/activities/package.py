@@ -1,7 +1,9 @@
 """Package-level activities: read the package, resolve its digest, ensure its revision, status.
 
 Each re-reads the package object (docs/design.md invariant 1). Revisions are named
-``<package>-<first 12 hex of the digest>`` (v1.x), created Inactive with a controller
+``<package>-<first 12 hex of sha256(digest|generation)>`` as Crossplane's main branch names
+them (an existing revision of the digest under another name may stay the package's:
+``lockwright.upgrade.revisions.current_name``), created Inactive with a controller
 reference to the package and numbered one above the highest; only ``activate_revision``
 changes which one is Active.
 """
