@@ -1,11 +1,16 @@
 """Names Crossplane derives from packages: revisions, TLS secrets, DNS labels, references.
 
-Everything here is a pure function of strings and follows Crossplane v1.x (see the
-docs/crossplane.md §3.3): revision names are ``<package>-<first 12 hex of the digest>``.
+Everything here is a pure function of strings. Revision names follow Crossplane's main
+branch (the v2.5 line, ``packageRevisionID``): ``<package>-<first 12 hex of
+sha256(digest + "|" + generation)>``, so every spec change of a package (a new
+``metadata.generation``) names a new revision. Crossplane v1.x to v2.4 named them
+``<package>-<first 12 hex of the digest>`` (docs/crossplane.md §3.3); that name is kept
+for revisions made so (:func:`digest_revision_name`, docs/design.md, "Revision names").
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import NamedTuple
 
@@ -84,14 +89,44 @@ def friendly_id(name: str, identifier: str) -> str:
     return to_dns_label(f"{name[:50]}-{identifier[:12]}")
 
 
-def revision_name(package_name: str, digest: str) -> str:
-    """Return the v1.x revision name ``<package>-<first 12 hex of the digest>``.
+def revision_id(digest: str, generation: int) -> str:
+    """Crossplane's ``packageRevisionID``: hex sha256 of ``<digest hex>|<generation>``.
+
+    Args:
+        digest: the image digest, with or without the ``sha256:`` prefix (Crossplane
+            hashes ``DigestHex()``, the hex alone).
+        generation: the package's ``metadata.generation``.
+    """
+    hexes = digest.split(":", 1)[-1]
+    return hashlib.sha256(f"{hexes}|{generation}".encode()).hexdigest()
+
+
+def revision_name(package_name: str, digest: str, generation: int) -> str:
+    """Return the revision name ``<package>-<first 12 hex of revision_id>`` (Crossplane's
+    main branch): one revision per digest and per spec of the package.
+
+    Args:
+        package_name: ``metadata.name`` of the Provider, Configuration or Function.
+        digest: the image digest, with or without the ``sha256:`` prefix.
+        generation: the package's ``metadata.generation``.
+    """
+    return friendly_id(package_name, revision_id(digest, generation))
+
+
+def digest_revision_name(package_name: str, digest: str) -> str:
+    """Return the revision name of Crossplane v1.x to v2.4 (and lockwright before it named
+    by generation): ``<package>-<first 12 hex of the digest>``.
 
     Args:
         package_name: ``metadata.name`` of the Provider, Configuration or Function.
         digest: the image digest, with or without the ``sha256:`` prefix.
     """
     return friendly_id(package_name, digest.split(":", 1)[-1])
+
+
+def is_revision_name_of(package_name: str, name: str) -> bool:
+    """True when ``name`` is ``<package>-<12 hex>`` as either naming forms it."""
+    return name == friendly_id(package_name, name[-12:])
 
 
 def tls_server_secret_name(package_name: str) -> str:

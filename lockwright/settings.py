@@ -21,6 +21,7 @@ from lockwright.managed.match import well_formed
 
 RUNTIMES = ("Deployment", "External")
 UPGRADE_GATES = ("Evidence", "Strict")  # lockwright.upgrade.gate.GATES
+REVISION_NAMES = ("Generation", "Digest")  # lockwright.upgrade.revisions.NAMINGS
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 # REGISTRY/REPOSITORY[:TAG][@sha256:HEX]: a host with a dot or port, then a path.
@@ -117,6 +118,10 @@ SPECS: tuple[Spec, ...] = (
          "(only existing resources it would break, or a check that cannot be made) or "
          "Strict (any breaking change); the package annotation lockwright.dev/upgrade-gate "
          "overrides it"),
+    Spec("revision_names", "--revision-names", "LOCKWRIGHT_REVISION_NAMES", "Generation",
+         "worker: name a package's revisions by its digest and generation, a new revision "
+         "on every spec change, as Crossplane's main branch does (Generation), or by the "
+         "digest alone, as Crossplane v1.x to v2.4 did (Digest)"),
     Spec("package_indexes", "--package-indexes", "LOCKWRIGHT_PACKAGE_INDEXES", "",
          "comma-separated OCI references of the package indexes to search (lockwright "
          "search, install --api, the resolver), read through the ImageConfigs' rewrite, "
@@ -160,6 +165,7 @@ class Settings:
     managed_resource_definitions: bool = True
     default_activations: tuple[str, ...] = ("*",)
     package_indexes: tuple[str, ...] = ()
+    revision_names: str = "Generation"
 
     def __post_init__(self) -> None:
         if not self.cache_dir:
@@ -212,6 +218,9 @@ def _check_choices(s: Settings) -> None:
     if s.upgrade_gate not in UPGRADE_GATES:
         raise _fail("upgrade_gate", f"{s.upgrade_gate!r} is not an upgrade gate",
                     f"use one of {', '.join(UPGRADE_GATES)}")
+    if s.revision_names not in REVISION_NAMES:
+        raise _fail("revision_names", f"{s.revision_names!r} is not a naming",
+                    f"use one of {', '.join(REVISION_NAMES)}")
 
 
 def _check_values(s: Settings) -> None:

@@ -124,7 +124,7 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache,
     return Wiring(
         settings, x,
         PackageActivities(k, x.reader, x.registries, x.verifier, cache, runtime,
-                          settings.upgrade_gate, x.runtime_configs),
+                          settings.upgrade_gate, settings.revision_names, x.runtime_configs),
         RevisionActivities(k, x.reader, x.contents, x.identity, settings.crossplane_version,
                            runtime),
         LifecycleActivities(k, ns, x.reader, x.keeper, x.establisher, x.dropped),
@@ -138,7 +138,7 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache,
         DependencyActivities(k, x.reader, x.keeper, x.registries, x.contents, x.verifier,
                              policy),
         PlanActivities(k, x.reader, x.contents, x.registries, x.verifier, x.keeper,
-                       x.establisher, x.identity, runtime),
+                       x.establisher, x.identity, runtime, settings.revision_names),
         ActivationActivities(k, x.reader, x.definitions))
 
 

@@ -233,7 +233,7 @@ class Establisher:
             ConflictError, PreflightError, KubeInvalid: as the preparation would.
         """
         inp = c.EstablishObjectsInput(kind=kind, package=package, digest=digest, control=True,
-                                      revision=names.revision_name(package, digest))
+                                      revision=str(meta(rev)["name"]))
         documents = self.contents.cached(kind, rev, digest).documents
         revision = replace(self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}}),
                            conversion=self.definitions.conversion(kind, rev, digest, documents))

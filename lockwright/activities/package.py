@@ -1,7 +1,9 @@
 """Package-level activities: read the package, resolve its digest, ensure its revision, status.
 
 Each re-reads the package object (docs/design.md invariant 1). Revisions are named
-``<package>-<first 12 hex of the digest>`` (v1.x), created Inactive with a controller
+``<package>-<first 12 hex of sha256(digest|generation)>`` as Crossplane's main branch names
+them (an existing revision of the digest under another name may stay the package's:
+``lockwright.upgrade.revisions.current_name``), created Inactive with a controller
 reference to the package and numbered one above the highest; only ``activate_revision``
 changes which one is Active.
 """
@@ -26,7 +28,7 @@ from lockwright.activities.base import (
 from lockwright.activities.errors import edge
 from lockwright.activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright.activities.verify import Outcome, Verifier
-from lockwright import conditions, names
+from lockwright import conditions
 from lockwright.errors import (
     KubeAlreadyExists,
     KubeConflict,
@@ -54,9 +56,15 @@ def revision_spec(kind: str, pkg: Obj, source: str, package_runtime: str) -> Obj
     return rv.revision_spec(kind_of(kind), pkg, source, package_runtime == DEPLOYMENT_RUNTIME)
 
 
-def revision_metadata(package: str, digest: str) -> Obj:
-    """The labels and annotations a package's revision of ``digest`` carries."""
-    return {"labels": {LABEL_PACKAGE: package}, "annotations": {c.DIGEST_ANNOTATION: digest}}
+def revision_metadata(package: str, digest: str, made_for: tuple[str, int] | None = None
+                      ) -> Obj:
+    """The labels and annotations a package's revision of ``digest`` carries, and, named by
+    generation, the package object (UID) and generation it is for (``made_for``)."""
+    annotations = {c.DIGEST_ANNOTATION: digest}
+    if made_for is not None:
+        annotations[rv.PACKAGE_UID_ANNOTATION] = made_for[0]
+        annotations[rv.GENERATION_ANNOTATION] = str(made_for[1])
+    return {"labels": {LABEL_PACKAGE: package}, "annotations": annotations}
 
 
 def pull_secrets(pkg: Obj, resolution: Resolution) -> list[str]:
@@ -71,10 +79,12 @@ class PackageActivities:
     def __init__(self, kube: Kube, reader: PackageReader, registries: Registries,
                  verifier: Verifier, cache: PackageCache, package_runtime: str,
                  upgrade_gate: str = gate.EVIDENCE,
+                 revision_names: str = rv.BY_GENERATION,
                  runtime_configs: RuntimeConfigs | None = None) -> None:
-        """Make revisions for ``package_runtime`` (``Deployment`` or ``External``); gate
-        upgrades with ``upgrade_gate`` unless a package's annotation says otherwise;
-        ``runtime_configs`` says which DRC an active runtime is rendered from."""
+        """Make revisions for ``package_runtime`` (``Deployment`` or ``External``), named
+        as ``revision_names`` says; gate upgrades with ``upgrade_gate`` unless a
+        package's annotation says otherwise; ``runtime_configs`` says which DRC a
+        package's runtime is rendered from."""
         self.kube = kube
         self.reader = reader
         self.registries = registries
@@ -82,6 +92,7 @@ class PackageActivities:
         self.cache = cache
         self.package_runtime = package_runtime
         self.upgrade_gate = upgrade_gate
+        self.revision_names = revision_names
         self.runtime_configs = runtime_configs
 
     @activity.defn(name=c.READ_PACKAGE)
@@ -204,13 +215,16 @@ class PackageActivities:
     @activity.defn(name=c.ENSURE_REVISION)
     @edge
     def ensure_revision(self, inp: c.EnsureRevisionInput) -> c.EnsureRevisionResult:
-        """Create ``<package>-<digest12>`` Inactive, or bring an existing one up to date."""
+        """Create the package's revision of ``inp.digest`` at its generation Inactive, or
+        bring an existing one up to date (``rv.current_name`` names it)."""
         pkg = self.reader.package(inp.kind, inp.package)
-        name = names.revision_name(inp.package, inp.digest)
-        revs = self.adopt_orphans(inp.kind, pkg, self.reader.revisions_of(inp.kind, inp.package))
+        revs, adopted = self.adopt_orphans(inp.kind, pkg,
+                                           self.reader.revisions_of(inp.kind, inp.package))
         top = max((int(spec(r).get("revision") or 0) for r in revs), default=0)
-        existing = next((r for r in revs if meta(r)["name"] == name), None)
         wanted = revision_spec(inp.kind, pkg, inp.source, self.package_runtime)
+        name = rv.current_name(inp.package, inp.digest, generation_of(inp, pkg), pkg, revs,
+                               wanted, self.revision_names, adopted)
+        existing = next((r for r in revs if meta(r)["name"] == name), None)
         if existing is None:
             try:
                 created = self.kube.create(self.new_revision(inp, pkg, name, wanted, top + 1))
@@ -226,15 +240,17 @@ class PackageActivities:
             raise ObjectGone(f"{revision_kind(inp.kind)} {name} is being deleted")
         return self.refresh_revision(inp, pkg, existing, wanted, top)
 
-    def adopt_orphans(self, kind: str, pkg: Obj, revs: list[Obj]) -> list[Obj]:
+    def adopt_orphans(self, kind: str, pkg: Obj, revs: list[Obj]
+                      ) -> tuple[list[Obj], frozenset[str]]:
         """Revisions of this package's name that nobody controls, or that a package of
         this name but another UID controlled, become the package's (``rv.adopted_owners``).
 
         They are what a package deleted with ``propagationPolicy: Orphan`` left, or what a
         restore from a backup brought back; a new package of the same name takes them
-        over, as Kubernetes controllers adopt orphans.
+        over, as Kubernetes controllers adopt orphans. Returns the revisions, and the names
+        of those adopted now.
         """
-        out = []
+        out, adopted = [], set()
         for rev in revs:
             refs = meta(rev).get("ownerReferences") or []
             owners = rv.adopted_owners(refs, kind_of(kind), pkg)
@@ -244,15 +260,23 @@ class PackageActivities:
                                  "resourceVersion": meta(rev)["resourceVersion"]}})
                 log(package=meta(pkg)["name"], revision=meta(rev)["name"]).info(
                     "revision.adopted", stale_uids=[r.get("uid") for r in refs])
+                adopted.add(str(meta(rev)["name"]))
             out.append(rev)
-        return out
+        return out, frozenset(adopted)
 
     def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
                      number: int) -> Obj:
         """A new Inactive revision controlled by its package."""
         return rv.new_revision(revision_kind(inp.kind), name,
-                               revision_metadata(inp.package, inp.digest),
-                               rv.package_owner(kind_of(inp.kind), pkg), wanted, number)
+                               self.metadata(inp, pkg), rv.package_owner(kind_of(inp.kind), pkg),
+                               wanted, number)
+
+    def metadata(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
+        """:func:`revision_metadata` of the package's revision, with the package's UID and
+        generation when revisions are named by generation."""
+        by_generation = self.revision_names == rv.BY_GENERATION
+        return revision_metadata(inp.package, inp.digest, (
+            str(meta(pkg)["uid"]), generation_of(inp, pkg)) if by_generation else None)
 
     def refresh_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, rev: Obj, wanted: Obj,
                          top: int) -> c.EnsureRevisionResult:
@@ -262,7 +286,7 @@ class PackageActivities:
         if controller.get("uid") != meta(pkg)["uid"]:
             raise KubeConflict(f"revision {meta(rev)['name']} exists but is not controlled "
                                f"by UID {meta(pkg)['uid']}")
-        body, number = rv.refresh(rev, wanted, top, revision_metadata(inp.package, inp.digest))
+        body, number = rv.refresh(rev, wanted, top, self.metadata(inp, pkg))
         if body:
             rev = self.kube.patch(PKG_V1, revision_kind(inp.kind), meta(rev)["name"], body)
         installed = conditions.get_condition((rev.get("status") or {}).get("conditions"),
@@ -293,6 +317,12 @@ class PackageActivities:
             self.reader.event(pkg, NORMAL, "ReconciliationPaused",
                        "Reconciliation is paused via the pause annotation")
         return c.WritePackageStatusResult(changed=True)
+
+
+def generation_of(inp: c.EnsureRevisionInput, pkg: Obj) -> int:
+    """The generation the pass resolved its digest at (the package's now when the input
+    does not say): a spec changed since names the next pass's revision, not this one."""
+    return inp.generation or int(meta(pkg).get("generation") or 0)
 
 
 def _count(raw: object) -> int:

@@ -42,6 +42,7 @@ from lockwright.objects.lock import LOCK_NAME, ObjectKey
 from lockwright.oci.reference import parse
 from lockwright.upgrade import gate
 from lockwright.upgrade import plan as pl
+from lockwright.upgrade import revisions as rv
 from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta
 
@@ -57,9 +58,10 @@ class PlanActivities:
 
     def __init__(self, kube: Kube, reader: PackageReader, contents: Contents,
                  registries: Registries, verifier: Verifier, keeper: LockKeeper,
-                 establisher: Establisher, identity: Identity, package_runtime: str) -> None:
+                 establisher: Establisher, identity: Identity, package_runtime: str,
+                 revision_names: str = rv.BY_GENERATION) -> None:
         """Plan candidates' revisions as ``ensure_revision`` would make them under
-        ``package_runtime``."""
+        ``package_runtime``, named as ``revision_names`` says."""
         self.kube = kube
         self.reader = reader
         self.contents = contents
@@ -69,6 +71,7 @@ class PlanActivities:
         self.establisher = establisher
         self.identity = identity
         self.package_runtime = package_runtime
+        self.revision_names = revision_names
 
     @activity.defn(name=c.PLAN_REVISION)
     @edge
@@ -105,11 +108,20 @@ class PlanActivities:
         client = self.registries.registry(pull_secrets(pkg, resolution))
         digest = client.resolve(parse(resolution.resolved))
         self.verifier.verify(resolution, digest, client)
-        rev = {"metadata": {"name": names.revision_name(inp.package, digest)},
+        rev = {"metadata": {"name": self._candidate_name(inp, pkg, digest)},
                "spec": revision_spec(inp.kind, pkg, inp.candidate,
                                      self.package_runtime)}
         self._prepare(inp.kind, inp.package, rev, digest)
         return rev, digest
+
+    def _candidate_name(self, inp: c.PlanRevisionInput, pkg: Obj, digest: str) -> str:
+        """The name the candidate's revision would get: applying another ``spec.package``
+        is a spec change, one more generation."""
+        if self.revision_names == rv.BY_DIGEST:
+            return names.digest_revision_name(inp.package, digest)
+        generation = int(meta(pkg).get("generation") or 0)
+        moved = inp.candidate != str((pkg.get("spec") or {}).get("package", ""))
+        return names.revision_name(inp.package, digest, generation + int(moved))
 
     def _pin(self, inp: c.PlanRevisionInput, rev: Obj, digest: str) -> str:
         """A candidate's refusal by its package's API pin ("" when it passes); a prepared

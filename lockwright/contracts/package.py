@@ -227,7 +227,8 @@ class ResolveDigestResult:
 
 @dataclass(frozen=True)
 class EnsureRevisionInput:
-    """Activity ``ensure_revision``: create or update ``<package>-<digest12>``.
+    """Activity ``ensure_revision``: create or update the package's revision of ``digest``
+    at ``generation`` (``<package>-<12 hex of sha256(digest|generation)>``).
 
     A new revision is created Inactive with an owner reference to its package; the
     activity never changes which revision is active (that is ``set_active_revision``).

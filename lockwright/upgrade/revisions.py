@@ -23,6 +23,86 @@ COPIED = ("packagePullSecrets", "packagePullPolicy", "ignoreCrossplaneConstraint
 #: The fields only a revision with a Deployment runtime has.
 RUNTIME_FIELDS = ("runtimeConfigRef", "tlsServerSecretName", "tlsClientSecretName")
 KINDS_WITH_RUNTIME = ("Provider", "Function")
+#: How revisions are named (the worker's ``revision_names`` setting): by the digest and the
+#: package's generation (Crossplane main), or by the digest alone (Crossplane ≤ v2.4).
+BY_GENERATION, BY_DIGEST = "Generation", "Digest"
+NAMINGS = (BY_GENERATION, BY_DIGEST)
+#: A revision's annotations: the package generation and the package object (its UID) it
+#: was made for, or kept at.
+GENERATION_ANNOTATION = "lockwright.dev/package-generation"
+PACKAGE_UID_ANNOTATION = "lockwright.dev/package-uid"
+DIGEST_ANNOTATION = "lockwright.dev/digest"
+
+
+def current_name(package: str, digest: str, generation: int, pkg: Obj, revs: list[Obj],
+                 wanted: Obj, naming: str = BY_GENERATION,
+                 adopted: frozenset[str] = frozenset()) -> str:
+    """The name of ``pkg``'s revision for ``digest`` at ``generation``.
+
+    By generation, an existing revision of ``digest`` under another name stays the
+    package's revision until the package's next spec change (docs/design.md, "Revision
+    names"), so neither upgrading lockwright nor re-creating a package switches it:
+    :func:`kept` says which.
+
+    Args:
+        package: the package's name.
+        digest: the digest the pass resolved.
+        generation: the package's generation the pass resolved it at.
+        pkg: the package object.
+        revs: the package's revisions.
+        wanted: the revision spec the package asks for (:func:`revision_spec`).
+        naming: :data:`BY_GENERATION` or :data:`BY_DIGEST`.
+        adopted: the revisions this pass adopted (another package object controlled them).
+    """
+    legacy = names.digest_revision_name(package, digest)
+    if naming == BY_DIGEST:
+        return legacy
+    name = names.revision_name(package, digest, generation)
+    if any(r["metadata"]["name"] == name for r in revs):
+        return name
+    current = str((pkg.get("status") or {}).get("currentRevision") or "")
+    uid = str((pkg.get("metadata") or {}).get("uid") or "")
+    for rev in revs:
+        rname = str(rev["metadata"]["name"])
+        ours = _annotations(rev).get(DIGEST_ANNOTATION) == digest or rname == legacy
+        if ours and kept(rev, wanted, generation, uid, rname in adopted
+                         or (rname == legacy and current == legacy)):
+            return rname
+    return name
+
+
+def kept(rev: Obj, wanted: Obj, generation: int, uid: str, unrecorded_ok: bool) -> bool:
+    """Whether ``rev``, a revision of the pass's digest under another name, stays the
+    package's at ``generation``.
+
+    Recorded for this package object (:data:`PACKAGE_UID_ANNOTATION`): only at the
+    generation recorded. Recorded for another package object (the package was deleted
+    with its revisions orphaned, or restored from a backup) and Active; or adopted from
+    one, or named by its digest and the package's current revision, made before revisions
+    were named by generation (``unrecorded_ok``): while its spec already says all
+    ``wanted`` does.
+    """
+    notes = _annotations(rev)
+    recorded, owner = notes.get(GENERATION_ANNOTATION), notes.get(PACKAGE_UID_ANNOTATION)
+    if recorded is not None and owner in (None, uid):
+        return str(recorded) == str(generation)
+    elsewhere = owner is not None and owner != uid
+    active = (rev.get("spec") or {}).get("desiredState") == ACTIVE
+    return ((elsewhere and active) or unrecorded_ok) and not spec_changes(
+        rev.get("spec") or {}, wanted)
+
+
+def _annotations(rev: Obj) -> dict[str, str]:
+    return dict((rev.get("metadata") or {}).get("annotations") or {})
+
+
+def spec_changes(current: Obj, wanted: Obj) -> Obj:
+    """The fields of a revision's spec ``current`` that ``wanted`` sets otherwise, with
+    copied or runtime fields it no longer wants set to None (the number left out)."""
+    patch: Obj = {k: v for k, v in wanted.items() if current.get(k) != v}
+    patch.update({k: None for k in (*COPIED, *RUNTIME_FIELDS)
+                  if k not in wanted and k in current})
+    return patch
 
 
 def revision_spec(package_kind: str, pkg: Obj, source: str, deployment_runtime: bool) -> Obj:
@@ -103,9 +183,7 @@ def refresh(rev: Obj, wanted: Obj, top: int, metadata: Obj) -> tuple[Obj, int]:
     current = rev.get("spec") or {}
     number = int(current.get("revision") or 0)
     number = top + 1 if number < top else number
-    patch: Obj = {k: v for k, v in wanted.items() if current.get(k) != v}
-    patch.update({k: None for k in (*COPIED, *RUNTIME_FIELDS)
-                  if k not in wanted and k in current})
+    patch = spec_changes(current, wanted)
     if number != current.get("revision"):
         patch["revision"] = number
     body: Obj = {"spec": patch} if patch else {}
@@ -153,9 +231,9 @@ def owned_by_package(rev: Obj, package_kind: str, package: str) -> bool:
 def gone_entries(lock: Obj, package_kind: str, package: str, staying: set[str]) -> list[str]:
     """The Lock entries of the package's revisions that are not ``staying``.
 
-    An entry is the package's when its name is the package's revision name for the
-    digest its name ends in.
+    An entry is the package's when its name is ``<package>-<12 hex>``, as both namings
+    (by digest, by generation) form it.
     """
     return [str(e["name"]) for e in lock.get("packages") or []
             if (e.get("kind") or e.get("type")) == package_kind and e["name"] not in staying
-            and e.get("name") == names.revision_name(package, str(e["name"])[-12:])]
+            and names.is_revision_name_of(package, str(e["name"]))]

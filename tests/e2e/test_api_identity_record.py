@@ -236,23 +236,27 @@ def test_the_controller_digest_is_the_image_the_runtime_runs(stack: Stack,
                "selector": {}, "template": {"spec": {"containers": [
                    {"name": "package-runtime", "image": image}]}}}}}}
     stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(drc))
-    stack.kubectl("patch", "provider", release.name, "--type", "merge", "-p",
-                  json.dumps({"spec": {"runtimeConfigRef": {"name": release.name}}}))
+    # The full resource name: another test's CRD may claim the short name.
+    stack.kubectl("patch", "providers.pkg.crossplane.io", release.name, "--type", "merge",
+                  "-p", json.dumps({"spec": {"runtimeConfigRef": {"name": release.name}}}))
 
     def recorded() -> tuple[Obj, Obj] | None:
         now = active_revision(stack, release.name)
-        entry = lock_entries(stack).get(rev["metadata"]["name"], {})
+        entry = lock_entries(stack).get(now["metadata"]["name"], {}) if now else {}
         return (now, entry) if now and annotation(now, names.CONTROLLER_DIGEST) == digest \
             and entry.get("controllerDigest") == digest else None
 
-    now, entry = wait_for(recorded, timeout=60, interval=0.2, what="the DRC image's digest")
-    assert now["metadata"]["name"] == rev["metadata"]["name"]  # the same revision
+    now, entry = wait_for(recorded, timeout=90, interval=0.2, what="the DRC image's digest")
+    # A spec change rolls a new revision of the same package digest (docs/design.md,
+    # "Revision names"): another name, the same API.
+    assert now["metadata"]["name"] != rev["metadata"]["name"]
+    assert annotation(now, "lockwright.dev/digest") == package_digest
     assert annotation(now, names.API_DIGEST) == entry["apiDigest"] == annotation(
         rev, names.API_DIGEST)
 
     def images() -> list[str]:
         deployment = kubectl_json(stack, "deployment", "-n", "crossplane-system",
-                                  rev["metadata"]["name"])
+                                  now["metadata"]["name"])
         return [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
 
     # What the digest was taken of is what runs. The digest is recorded when the package is

@@ -460,9 +460,22 @@ async def test_crossplane_version_constraint_then_ignored(stack: Stack, tmp_path
 
     stack.custom.patch_cluster_custom_object("pkg.crossplane.io", "v1", "providers", name,
                                              {"spec": {"ignoreCrossplaneConstraints": True}})
+    # A spec change: a new revision (docs/design.md, "Revision names"), switched to.
+    wait_for(lambda: _current(stack, name) not in ("", rev), timeout=60, interval=0.2,
+             what="the revision of the new spec")
     stack.wait_healthy("Provider", name)
-    assert revision_conditions(stack, name)["RevisionHealthy"]["status"] == "True"
+    new = next(r for r in stack.revisions("Provider", name)
+               if r["metadata"]["name"] == _current(stack, name))
+    assert new["spec"]["desiredState"] == "Active"
+    assert {x["type"]: x["status"] for x in new["status"]["conditions"]}[
+        "RevisionHealthy"] == "True"
     assert crd_exists(stack, f"gadgets.{group}") is not None
+
+
+def _current(stack: Stack, name: str) -> str:
+    """The Provider's ``status.currentRevision``."""
+    return str(((stack.get_package("Provider", name) or {}).get("status") or {}).get(
+        "currentRevision", ""))
 
 
 # --- 5. disallowed permission request --------------------------------------------------

@@ -28,6 +28,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from lockwright import contracts as c
+from lockwright import names
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
 
@@ -116,6 +117,14 @@ def manifest_digest(stack: Stack, ref: str) -> str:
         return str(resp.headers["Docker-Content-Digest"])
 
 
+def revision_name_for(stack: Stack, kind: str, name: str, ref: str) -> str:
+    """The revision name of package ``name`` for ``ref`` at the package's generation now:
+    ``<name>-<12 hex of sha256(digest|generation)>`` (Crossplane main's naming)."""
+    pkg = stack.get_package(kind, name) or {}
+    return names.revision_name(name, manifest_digest(stack, ref),
+                               int(pkg["metadata"]["generation"]))
+
+
 def get_revision(stack: Stack, kind: str, name: str) -> Obj:
     revisions = stack.revisions(kind, name)
     assert len(revisions) == 1, [r["metadata"]["name"] for r in revisions]
@@ -187,7 +196,7 @@ def allow_secrets(stack: Stack) -> None:
 def check_package_and_revision(stack: Stack, kind: str, name: str, ref: str) -> Obj:
     """The package's status and its single revision's spec, metadata and owner."""
     digest = manifest_digest(stack, ref)
-    rev_name = f"{name}-{digest.removeprefix('sha256:')[:12]}"
+    rev_name = revision_name_for(stack, kind, name, ref)
     rev = get_revision(stack, kind, name)
     pkg = stack.get_package(kind, name)
     assert pkg is not None

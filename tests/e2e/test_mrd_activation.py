@@ -302,3 +302,32 @@ def test_the_default_policy_activates_everything(default_policy_stack: Stack,
     stack.wait_healthy("Provider", name, timeout=120)
     rev = active_revision(stack, name)["metadata"]["name"]
     wait_for(lambda: replicas(stack, rev) == 1, timeout=60, what="the runtime scaled up")
+
+
+def test_a_safe_start_runtime_with_replicas_waits_at_zero_then_runs_them(
+        stack: Stack, tmp_path: Path) -> None:
+    """A DeploymentRuntimeConfig of 3 replicas: 0 until a policy activates an MRD, then 3
+    (issue 31; Crossplane scales safe-start runtimes so since v2.4)."""
+    group, name = f"{unique('ssr')}.activation.example.org", unique("safe")
+    drc = unique("drc")
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
+        "apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig",
+        "metadata": {"name": drc}, "spec": {"deploymentTemplate": {"spec": {
+            "replicas": 3, "selector": {}, "template": {"spec": {"containers": []}}}}}}))
+    ref = provider(stack, tmp_path, group, 2, capabilities=["safe-start"])
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
+        "apiVersion": "pkg.crossplane.io/v1", "kind": "Provider", "metadata": {"name": name},
+        "spec": {"package": ref, "runtimeConfigRef": {"name": drc}}}))
+    stack.wait_conditions("Provider", name, {"Installed": ("True", "ActivePackageRevision"),
+                                             "Healthy": ("True", AWAITING)}, timeout=120)
+    rev = active_revision(stack, name)["metadata"]["name"]
+    assert replicas(stack, rev) == 0  # the runtime config's 3 wait for an Active MRD
+
+    mrap = unique("mrap")
+    stack.kubectl("apply", "-f", "-", stdin=policy(mrap, f"thing00s.{group}"))
+    wait_for(lambda: replicas(stack, rev) == 3, timeout=90, what="the runtime at 3 replicas")
+    stack.wait_healthy("Provider", name, timeout=120)
+    stack.kubectl("delete", MRAPS, mrap)
+    # Once up, never back to zero: the policy gone, the MRD stays Active, the runtime at 3.
+    assert active(stack, group) == names(group, 0)
+    assert replicas(stack, rev) == 3

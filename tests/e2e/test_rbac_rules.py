@@ -198,20 +198,29 @@ def rbac_of(stack: Stack, name: str) -> tuple[Any, str, str]:
 
 
 def repair_drift(stack: Stack, name: str) -> None:
-    """Edit the Provider's system ClusterRole and binding by hand, then change the
-    package's spec: the pass that follows puts both back."""
+    """Edit the Provider's system ClusterRole and binding by hand, then pause and resume
+    the package: the full pass that follows puts both back (a spec change would roll a
+    new revision instead: docs/design.md, "Revision names")."""
     api, role, binding = rbac_of(stack, name)
     api.patch_cluster_role(role, {"rules": [{"apiGroups": [""], "resources": ["pods"],
                                               "verbs": ["get"]}]})
     api.patch_cluster_role_binding(binding, [{"op": "remove", "path": "/subjects"}])
-    stack.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "providers", name, {
-        "spec": {"revisionHistoryLimit": 2}})
+    pause(stack, name, "true")
+    wait_for(lambda: stack.conditions("Provider", name).get("Synced", {}).get("status")
+             == "False", timeout=60, interval=0.2, what="the Provider paused")
+    pause(stack, name, None)
 
     def repaired() -> bool:
         rules = api.read_cluster_role(role).rules or []
         return len(rules) > 1 and bool(api.read_cluster_role_binding(binding).subjects)
 
     wait_for(repaired, timeout=60, interval=0.2, what="the system role and binding repaired")
+
+
+def pause(stack: Stack, name: str, value: str | None) -> None:
+    """Set (or, with None, remove) the Provider's ``crossplane.io/paused`` annotation."""
+    stack.custom.patch_cluster_custom_object(PKG_GROUP, "v1", "providers", name, {
+        "metadata": {"annotations": {"crossplane.io/paused": value}}})
 
 
 def upgrade(stack: Stack, kind: str, name: str, ref: str) -> None:

@@ -16,7 +16,9 @@ import pytest
 from kubernetes import client, watch
 
 from lockwright import contracts as c
+from lockwright import names
 from tests.e2e.test_failures import crd_exists, provider_dir, push_unlinted, unique_group
+from tests.e2e.test_install import revision_name_for
 from tests.fixtures.stack import PKG_GROUP, Stack
 from tests.helpers import unique, wait_for
 
@@ -183,8 +185,11 @@ def test_broken_v2_leaves_v1_active_and_running(stack: Stack, tmp_path: Path,
     assert conds[says[0]]["status"] == "False"
 
 
-def test_rollback_to_the_old_tag_reactivates_its_revision(stack: Stack,
-                                                          tmp_path: Path) -> None:
+def test_rollback_to_the_old_tag_rolls_a_new_revision_of_its_digest(stack: Stack,
+                                                                   tmp_path: Path) -> None:
+    """Back to v1's tag is a spec change: a new revision of v1's digest at the package's
+    generation (Crossplane main's naming, docs/design.md, "Revision names"), switched to
+    without a moment without an available runtime."""
     name, group, repo, v1 = install_v1(stack, tmp_path)
     v1_ref = v1["spec"]["image"]
     v2_ref = provider(stack, tmp_path, group, repo, "v2.0.0", GOOD_IMAGE.format(tag="v2"))
@@ -192,22 +197,25 @@ def test_rollback_to_the_old_tag_reactivates_its_revision(stack: Stack,
     wait_for(lambda: (found := active_and_inactive(stack, name)) and
              found[0]["metadata"]["name"] != v1["metadata"]["name"], timeout=90,
              interval=0.2, what="v2 active")
+    again = names.revision_name(name, v1["metadata"]["annotations"]["lockwright.dev/digest"],
+                                3)  # applied, upgraded, rolled back: generation 3
     runtimes = Runtimes(stack, name)
     try:
         upgrade_to(stack, name, v1_ref)
         back = wait_for(lambda: (found := active_and_inactive(stack, name)) and
-                        found[0]["metadata"]["uid"] == v1["metadata"]["uid"] and
+                        found[0]["metadata"]["name"] == again and
                         len(runtimes.available) == 1 and found, timeout=90, interval=0.2,
-                        what="v1 active again")
+                        what="v1's digest active again")
     finally:
         runtimes.stop()
     assert runtimes.least >= 1, runtimes.events
-    assert back[0]["spec"]["revision"] == 3  # renumbered above v2, as Crossplane does
-    # "v1 active again" can hold while v2's runtime is the one available (v1 is Active from
-    # the switch's first step) and the package still says Healthy from v2: wait for the
-    # switch to take the CRD back rather than read it at that instant.
-    wait_for(lambda: controller_uid(stack, f"gadgets.{group}") == v1["metadata"]["uid"],
-             timeout=90, interval=0.2, what="v1 controlling its CRD again")
+    assert back[0]["spec"]["image"] == v1_ref
+    assert back[0]["spec"]["revision"] == 3  # numbered above v2, as Crossplane does
+    # "active again" can hold while v2's runtime is the one available (the new revision is
+    # Active from the switch's first step) and the package still says Healthy from v2: wait
+    # for the switch to take the CRD rather than read it at that instant.
+    wait_for(lambda: controller_uid(stack, f"gadgets.{group}") == back[0]["metadata"]["uid"],
+             timeout=90, interval=0.2, what="v1's digest controlling its CRD again")
     stack.wait_healthy("Provider", name)
 
 
@@ -310,15 +318,10 @@ def new_manual_version(stack: Stack, tmp: Path, name: str, group: str, repo: str
         current = (pkg.get("status") or {}).get("currentRevision", "")
         conds = stack.conditions("Provider", name)
         inactive = conds.get("Installed", {}).get("reason") == "InactivePackageRevision"
-        return current if inactive and current.endswith(_digest12(stack, ref)) else None
+        return current if inactive and current == revision_name_for(
+            stack, "Provider", name, ref) else None
 
     return wait_for(prepared, timeout=90, interval=0.2, what=f"{tag} prepared, waiting")
-
-
-def _digest12(stack: Stack, ref: str) -> str:
-    from tests.e2e.test_install import manifest_digest
-
-    return manifest_digest(stack, ref).removeprefix("sha256:")[:12]
 
 
 def wait_active(stack: Stack, name: str, revision: str) -> None:
@@ -501,9 +504,9 @@ def test_pull_policy_always_picks_up_a_moved_tag(stack: Stack, tmp_path: Path) -
     # The tag moves; Kubernetes sees no change at all.
     assert provider(stack, tmp_path, group, repo, "stable",
                     GOOD_IMAGE.format(tag="v2")) == ref
-    moved = _digest12(stack, ref)
-    assert not first["metadata"]["name"].endswith(moved)
-    wait_for(lambda: any(r["metadata"]["name"].endswith(moved)
+    moved = revision_name_for(stack, "Provider", name, ref)  # generation 1, another digest
+    assert first["metadata"]["name"] != moved
+    wait_for(lambda: any(r["metadata"]["name"] == moved
                          and r["spec"]["desiredState"] == "Active"
                          for r in stack.revisions("Provider", name)), timeout=90,
              interval=0.2, what="the moved tag installed")

@@ -179,7 +179,7 @@ class Work:
 
     def gated_done(self) -> bool:
         active = self.active(self.gated)
-        return bool(self.accepted and active and active.endswith(_digest12(self.gated_v2))
+        return bool(self.accepted and active and active == _revision(self.stack, self.gated, self.gated_v2)
                     and _healthy(self.stack, "Provider", self.gated))
 
     def progress(self) -> str:
@@ -200,12 +200,16 @@ class Work:
             return False
 
 
-def _digest12(ref: str) -> str:
+def _revision(stack: Stack, package: str, ref: str) -> str:
+    """The Provider ``package``'s revision name for ``ref`` at its generation now."""
+    from lockwright import names
     from lockwright.oci.client import RegistryClient
     from lockwright.oci.reference import parse
 
     host = ref.split("/", 1)[0]
-    return RegistryClient(insecure=[host]).resolve(parse(ref)).removeprefix("sha256:")[:12]
+    digest = RegistryClient(insecure=[host]).resolve(parse(ref))
+    pkg = stack.get_package("Provider", package) or {}
+    return names.revision_name(package, digest, int(pkg["metadata"]["generation"]))
 
 
 def _deployments(stack: Stack) -> list[Any]:

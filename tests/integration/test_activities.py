@@ -33,6 +33,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from lockwright import contracts as c
+from lockwright import names as revision_names
 from lockwright.errors import KubeAlreadyExists
 from lockwright.k8s import Kube
 from lockwright.k8s.crds import load_crds
@@ -138,10 +139,11 @@ def provider(acts: Activities, registry: Any, tmp_path: Path) -> Pushed:
     return push(registry, provider_root(tmp_path, group), tmp_path, group)
 
 
-def install_steps(acts: Activities, kind: str, name: str,
-                  digest: str, source: str) -> list[tuple[Callable[[Any], Any], Any]]:
-    """The install's activity calls after resolve and ensure_revision, in workflow order."""
-    rev = f"{name}-{digest.removeprefix('sha256:')[:12]}"
+def install_steps(acts: Activities, kind: str, name: str, digest: str, source: str,
+                  rev: str = "") -> list[tuple[Callable[[Any], Any], Any]]:
+    """The install's activity calls after resolve and ensure_revision, in workflow order;
+    ``rev`` by default the revision of a package applied once (generation 1)."""
+    rev = rev or revision_names.revision_name(name, digest, 1)
     steps: list[tuple[Callable[[Any], Any], Any]] = [
         (acts.set_active_revision, c.SetActiveRevisionInput(kind, name, rev)),
         (acts.fetch_package, c.FetchPackageInput(kind, name, rev, source, digest)),
@@ -166,7 +168,8 @@ def install(acts: Activities, kind: str, name: str,
     resolved = run(acts.resolve_digest, c.ResolveDigestInput(kind, name, pkg.source))
     ensured = run(acts.ensure_revision, c.EnsureRevisionInput(
         kind, name, pkg.source, resolved.digest, pkg.generation))
-    steps = install_steps(acts, kind, name, resolved.digest, resolved.resolved_source)
+    steps = install_steps(acts, kind, name, resolved.digest, resolved.resolved_source,
+                          ensured.revision)
     for fn, arg in steps:
         if fn.__name__ == until:
             break
@@ -199,7 +202,8 @@ def test_provider_installs_step_by_step(acts: Activities, kube: Kube, provider: 
     finish(acts, c.PROVIDER, name, rev_name)
 
     rev = kube.get(PKG, "ProviderRevision", rev_name)
-    assert rev is not None and rev_name == f"{name}-{provider.digest[7:19]}"
+    assert rev is not None and rev_name == revision_names.revision_name(
+        name, provider.digest, 1)
     assert rev["spec"]["desiredState"] == "Active" and rev["spec"]["revision"] == 1
     assert rev["spec"]["image"] == provider.ref
     assert rev["metadata"]["labels"]["pkg.crossplane.io/package"] == name
@@ -316,7 +320,7 @@ def test_second_package_sharing_a_crd_names_the_first_and_writes_nothing(
     assert (lost.value.type, lost.value.non_retryable) == ("ConflictError", False)
     assert lost.value.message == expected
 
-    loser_rev = f"{loser}-{second.digest[7:19]}"
+    loser_rev = revision_names.revision_name(loser, second.digest, 1)
     establish = c.EstablishObjectsInput(c.PROVIDER, loser, loser_rev, second.digest)
     with pytest.raises(ApplicationError) as lost_again:
         run(acts.establish_objects, establish)
@@ -354,7 +358,8 @@ def test_first_install_finding_a_name_taken_undoes_its_creates_and_names_the_hol
     with pytest.raises(ApplicationError):  # the Lock refuses it first
         install(acts, c.PROVIDER, loser, until="ensure_rbac")
     monkeypatch.setattr(kube, "create", counting_create)
-    establish = c.EstablishObjectsInput(c.PROVIDER, loser, f"{loser}-{second.digest[7:19]}",
+    establish = c.EstablishObjectsInput(c.PROVIDER, loser, revision_names.revision_name(
+        loser, second.digest, 1),
                                         second.digest)
     with pytest.raises(ApplicationError) as lost:
         run(acts.establish_objects, establish)
@@ -495,7 +500,7 @@ def test_lock_compare_and_swap_loses_no_entry_under_10_concurrent_writers(
     for name in names:
         apply_package(kube, "Function", name, pushed.ref)
         install(acts, c.FUNCTION, name, until="take_lock")
-    revs = [f"{n}-{pushed.digest[7:19]}" for n in names]
+    revs = [revision_names.revision_name(n, pushed.digest, 1) for n in names]
     inputs = [c.TakeLockInput(c.FUNCTION, n, r, pushed.ref, pushed.digest)
               for n, r in zip(names, revs, strict=True)]
     with ThreadPoolExecutor(10) as pool:

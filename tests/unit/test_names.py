@@ -24,14 +24,40 @@ def test_to_dns_label(text: str, want: str) -> None:
     assert names.to_dns_label(text) == want
 
 
+# Crossplane's packageRevisionID (internal/controller/pkg/manager/reconciler.go) run in Go
+# over the hex of DIGEST and generations 1 and 2.
+ID_1 = "4e58db4fd34367005989a859e658053a0d0f4d74ce8762b7e98cc5816012b6de"
+ID_2 = "9ae5b388429ee22fcc4c679a068435a7325802a04ea768b6334007e09ebbcc4a"
+
+
+@pytest.mark.parametrize(("digest", "generation", "want"), [
+    (DIGEST, 1, ID_1), (DIGEST.removeprefix("sha256:"), 1, ID_1), (DIGEST, 2, ID_2)])
+def test_revision_id_is_crossplanes(digest: str, generation: int, want: str) -> None:
+    assert names.revision_id(digest, generation) == want
+
+
+@pytest.mark.parametrize(("package", "digest", "generation", "want"), [
+    ("provider-nop", DIGEST, 1, "provider-nop-4e58db4fd343"),
+    ("provider-nop", DIGEST.removeprefix("sha256:"), 1, "provider-nop-4e58db4fd343"),
+    ("provider-nop", DIGEST, 2, "provider-nop-9ae5b388429e"),  # a spec change: a new name
+    ("p" * 60, DIGEST, 1, "p" * 50 + "-4e58db4fd343"),
+])
+def test_revision_name(package: str, digest: str, generation: int, want: str) -> None:
+    assert names.revision_name(package, digest, generation) == want
+    assert names.is_dns_label(want)
+    assert names.is_revision_name_of(package, want)
+
+
 @pytest.mark.parametrize(("package", "digest", "want"), [
     ("provider-nop", DIGEST, "provider-nop-552a394a8acc"),
     ("provider-nop", DIGEST.removeprefix("sha256:"), "provider-nop-552a394a8acc"),
     ("p" * 60, DIGEST, "p" * 50 + "-552a394a8acc"),
 ])
-def test_revision_name(package: str, digest: str, want: str) -> None:
-    assert names.revision_name(package, digest) == want
+def test_digest_revision_name(package: str, digest: str, want: str) -> None:
+    assert names.digest_revision_name(package, digest) == want
     assert names.is_dns_label(want)
+    assert names.is_revision_name_of(package, want)
+    assert not names.is_revision_name_of("other", want)
 
 
 @pytest.mark.parametrize(("package", "server", "client"), [

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from lockwright import names
 from lockwright.upgrade import revisions as rv
 
 Obj = dict[str, Any]
@@ -164,3 +165,80 @@ _CM = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "cm"}
 ])
 def test_adopted_owners(refs: list[Obj], want: list[Obj] | None) -> None:
     assert rv.adopted_owners(refs, "Provider", _PKG) == want
+
+
+# --- which name the package's revision has (docs/design.md, "Revision names") ------------
+DIGEST = "sha256:" + "ab" * 32
+LEGACY = "nop-" + "ab" * 6  # named by the digest alone, before naming by generation
+WANTED = {"image": IMAGE, "runtimeConfigRef": {"name": "default"}}
+
+
+def named(generation: int) -> str:
+    return names.revision_name("nop", DIGEST, generation)
+
+
+def pkg_at(generation: int, current: str = LEGACY) -> Obj:
+    return {"metadata": {"name": "nop", "uid": "u-1", "generation": generation},
+            "spec": {"package": IMAGE}, "status": {"currentRevision": current}}
+
+
+def rev_named(name: str, recorded: int | None = None, uid: str = "u-1",
+              state: str = "Active", **spec: Any) -> Obj:
+    annotations = {"lockwright.dev/digest": DIGEST}
+    if recorded is not None:
+        annotations |= {rv.GENERATION_ANNOTATION: str(recorded),
+                        rv.PACKAGE_UID_ANNOTATION: uid}
+    return {"metadata": {"name": name, "annotations": annotations},
+            "spec": {**WANTED, "revision": 1, "desiredState": state, **spec}}
+
+
+@pytest.mark.parametrize(("pkg", "revs", "naming", "adopted", "want"), [
+    # A first install: digest and generation.
+    (pkg_at(1, ""), [], rv.BY_GENERATION, set(), named(1)),
+    # By digest (the setting): the digest alone, whatever the generation.
+    (pkg_at(7, ""), [], rv.BY_DIGEST, set(), LEGACY),
+    (pkg_at(7), [rev_named(LEGACY)], rv.BY_DIGEST, set(), LEGACY),
+    # Upgrading lockwright: the current revision, named by its digest, still says what the
+    # package asks for: kept (no new revision, no switch)...
+    (pkg_at(4), [rev_named(LEGACY)], rv.BY_GENERATION, set(), LEGACY),
+    # ...and once recorded for this package at this generation, kept at it.
+    (pkg_at(4), [rev_named(LEGACY, 4)], rv.BY_GENERATION, set(), LEGACY),
+    # The next spec change names a new revision: recorded at another generation...
+    (pkg_at(5), [rev_named(LEGACY, 4)], rv.BY_GENERATION, set(), named(5)),
+    # ...or not yet recorded, but its spec says otherwise (a runtimeConfigRef changed).
+    (pkg_at(5), [rev_named(LEGACY, runtimeConfigRef={"name": "old"})], rv.BY_GENERATION,
+     set(), named(5)),
+    # A digest-named revision that is not the current one (the package went back to an old
+    # digest): a spec change, a new revision.
+    (pkg_at(6, "nop-cdcdcdcdcdcd"), [rev_named(LEGACY)], rv.BY_GENERATION, set(), named(6)),
+    # Revisions named by generation: the one of this generation, another for the next.
+    (pkg_at(2, named(2)), [rev_named(named(2), 2)], rv.BY_GENERATION, set(), named(2)),
+    (pkg_at(3, named(2)), [rev_named(named(2), 2)], rv.BY_GENERATION, set(), named(3)),
+    # A package re-created (orphaned revisions) or restored: the Active revision recorded
+    # for the package object before it is kept while it says what the spec asks...
+    (pkg_at(1, ""), [rev_named(named(3), 3, uid="u-0")], rv.BY_GENERATION, set(), named(3)),
+    # ...not an Inactive one, nor one whose spec says otherwise...
+    (pkg_at(1, ""), [rev_named(named(3), 3, uid="u-0", state="Inactive")], rv.BY_GENERATION,
+     set(), named(1)),
+    (pkg_at(1, ""), [rev_named(named(3), 3, uid="u-0", packagePullPolicy="Always")],
+     rv.BY_GENERATION, set(), named(1)),
+    # ...and one made before records, adopted by this pass, is kept too.
+    (pkg_at(1, ""), [rev_named(LEGACY)], rv.BY_GENERATION, {LEGACY}, LEGACY),
+    (pkg_at(1, ""), [rev_named(LEGACY)], rv.BY_GENERATION, set(), named(1)),
+])
+def test_current_name(pkg: Obj, revs: list[Obj], naming: str, adopted: set[str],
+                      want: str) -> None:
+    generation = pkg["metadata"]["generation"]
+    assert rv.current_name("nop", DIGEST, generation, pkg, revs, WANTED, naming,
+                           frozenset(adopted)) == want
+
+
+@pytest.mark.parametrize(("current", "wanted", "changes"), [
+    (WANTED, WANTED, {}),
+    ({**WANTED, "revision": 3, "desiredState": "Active"}, WANTED, {}),  # not spec fields
+    (WANTED, {**WANTED, "runtimeConfigRef": {"name": "big"}},
+     {"runtimeConfigRef": {"name": "big"}}),
+    ({**WANTED, "packagePullPolicy": "Always"}, WANTED, {"packagePullPolicy": None}),
+])
+def test_spec_changes(current: Obj, wanted: Obj, changes: Obj) -> None:
+    assert rv.spec_changes(current, wanted) == changes
