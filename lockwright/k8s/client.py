@@ -147,7 +147,8 @@ class Kube:
             if not self.ready():
                 raise KubernetesUnavailable(
                     f"{method} {path}: {resp.status} from a Kubernetes API server that is "
-                    f"not ready ({READYZ}); retried once it is")
+                    f"not ready ({READYZ} failed or was refused too; every user may read "
+                    f"it through the ClusterRole system:public-info-viewer); retried")
             resp, raw = self._answer(method, path, request, body, timeout)
         if not 200 <= resp.status < 300:
             raise status_error(resp.status, raw, method, path)
@@ -165,14 +166,19 @@ class Kube:
         return resp, raw
 
     def ready(self) -> bool:
-        """Whether the API server says it is ready (``/readyz``, which every user may
-        read); True when it cannot tell (no such endpoint, or not ours to read)."""
+        """Whether the API server says it is ready (``/readyz``); True when it cannot tell
+        (no such endpoint).
+
+        Every user may read ``/readyz`` (the bootstrap ClusterRole
+        ``system:public-info-viewer``), so a 401/403 for it too is an authorizer that has
+        not synced its roles yet (a restarted kube-apiserver: README, Faults), not ready.
+        """
         request = self._serialize("GET", READYZ, [], {"Accept": "text/plain"})
         try:
             resp, _ = self._answer("GET", READYZ, request, None, self._timeout)
         except KubernetesUnavailable:
             return False
-        return bool(resp.status < 500)
+        return bool(resp.status < 500 and resp.status not in FORBIDDEN)
 
     def _serialize(self, method: str, path: str, query: Query,
                    headers: dict[str, str]) -> tuple[str, str, dict[str, str]]:

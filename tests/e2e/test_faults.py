@@ -4,8 +4,7 @@ on each cluster ``LOCKWRIGHT_TEST_CLUSTER`` selects (etcd and kube-apiserver on 
 
 One stack per cluster serves every kill in turn (each kill's work has packages of its own);
 the scenario and its checks are tests/faults/. Runs when ``LOCKWRIGHT_TEST_TEMPORAL`` selects
-the cluster, as the rest of the cluster tier: the kube-apiserver kill does not converge yet
-(README, "Faults"), so CI's default command leaves the tier out until it does.
+the cluster, as the rest of the cluster tier (CI's default command does not select it).
 """
 
 from __future__ import annotations

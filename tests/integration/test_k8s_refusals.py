@@ -1,9 +1,9 @@
 """A refusal from an API server that is not ready is retried, not taken as RBAC's answer.
 
 A kube-apiserver restarted after a crash serves before its authorizer has synced and answers
-403 to requests RBAC allows (README, "Faults"): the fault tests saw it within a second of the
-restart, but no real server does it on demand, so a loopback stand-in answers 403 to
-everything, and /readyz as each test says.
+403 to requests RBAC allows, /readyz included (README, "Faults"): the fault tests saw it
+within a second of the restart, but no real server does it on demand, so a loopback
+stand-in answers 403 to everything, and /readyz as each test says.
 """
 
 from __future__ import annotations
@@ -72,6 +72,18 @@ def _kube(srv: Refusing) -> Kube:
 
 def test_a_refusal_while_not_ready_is_unavailable_and_retried(server: Refusing) -> None:
     server.ready_status = 500
+    with pytest.raises(KubernetesUnavailable, match="not ready"):
+        _kube(server).read_path(PATH)
+    assert server.seen[PATH] == 1 and server.seen["/readyz"] == 1
+
+
+@pytest.mark.parametrize("readyz", [401, 403])
+def test_a_refusal_while_readyz_is_refused_too_is_unavailable(server: Refusing,
+                                                               readyz: int) -> None:
+    # A restarted kube-apiserver whose RBAC cache has no roles yet refuses /readyz too
+    # (which every user may read): the audit log of the kube-apiserver fault showed 403s
+    # for /readyz itself, with "clusterrole system:public-info-viewer not found".
+    server.ready_status = readyz
     with pytest.raises(KubernetesUnavailable, match="not ready"):
         _kube(server).read_path(PATH)
     assert server.seen[PATH] == 1 and server.seen["/readyz"] == 1
