@@ -99,7 +99,7 @@ def reconcile(in_use: Iterable[ManagedType], existing: Iterable[str]) -> Changes
                    delete=tuple(sorted(set(existing) - set(wanted))))
 
 
-FIX = ("Delete the Provider's managed resources of that type first (the usage goes away "
+FIX = ("Delete the managed resources of that type first (the usage goes away "
        f"once they are gone), or turn deletion protection off ({SETTING}=false).")
 #: CEL: the refusal's words, Crossplane's webhook's (``%T`` and ``%q`` of the usage), and
 #: the fix. One parameter (usage) at a time, so the count of usages is not known here.
