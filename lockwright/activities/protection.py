@@ -50,8 +50,10 @@ class ProtectionActivities:
         self.kube.apply(p.binding(), force=True)
         types = Types(self.kube).managed()
         with ThreadPoolExecutor(READERS) as pool:
-            used = [t for t, n in zip(types, pool.map(self._in_use, types)) if n]
-        changes = p.reconcile(used, existing)
+            seen = dict(zip(types, pool.map(self._in_use, types)))
+        used = [t for t, n in seen.items() if n]
+        unknown = {p.usage_name(t.crd) for t, n in seen.items() if n is None}
+        changes = p.reconcile(used, [n for n in existing if n not in unknown])
         for obj in changes.apply:
             self.kube.apply(obj, p.FIELD_OWNER, force=True)
         gone = self._delete(changes.delete)
@@ -61,9 +63,12 @@ class ProtectionActivities:
             types=len(types), in_use=len(used), deleted=gone[:c.MAX_NAMES],
             applied=[str(o["metadata"]["name"]) for o in changes.apply][:c.MAX_NAMES])
 
-    def _in_use(self, t: Located) -> bool:
+    def _in_use(self, t: Located) -> bool | None:
         """Whether the type has a resource (in any namespace); a type no longer served
-        has none."""
+        has none; None when lockwright may not list it yet (its revision's RBAC comes
+        after its CRD): its usage, if any, stays as it is."""
+        if not self.kube.can_i("list", t.group, t.crd.split(".", 1)[0]):
+            return None
         try:
             page = next(self.kube.list_pages(t.path, limit=1, accept=METADATA_LIST))
         except KubeNotFound:

@@ -103,6 +103,10 @@ BUILTINS: tuple[ResourceType, ...] = (
                      {"name": "PolicyName", "type": "string", "jsonPath": ".spec.policyName"},
                      {"name": "ParamRef", "type": "string", "jsonPath": ".spec.paramRef"},
                      _AGE)),
+    # Answered, never stored (devcluster.guard.access_review).
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
+                 "selfsubjectaccessreviews", "selfsubjectaccessreview", False,
+                 verbs=("create",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True,
                  printer_columns=(
                      {"name": "Holder", "type": "string", "jsonPath": ".spec.holderIdentity"},

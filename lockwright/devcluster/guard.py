@@ -45,6 +45,24 @@ CURRENT: ContextVar[Attributes | None] = ContextVar("devcluster_request", defaul
 UsageKey = tuple[str, Source, tuple[str, ...]]
 
 
+SSAR_GROUP, SSAR = "authorization.k8s.io", "selfsubjectaccessreviews"
+SSAR_PATH = f"/apis/{SSAR_GROUP}/v1/{SSAR}"
+
+
+def _review_body(body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", "the body of the request was not a JSON object")
+    return body
+
+
+def access_review(body: Any, allowed: bool) -> Obj:
+    """The answer to a SelfSubjectAccessReview (created, never stored, as kube does)."""
+    review = _review_body(body)
+    return {"apiVersion": f"{SSAR_GROUP}/v1", "kind": "SelfSubjectAccessReview",
+            "metadata": {"creationTimestamp": None}, "spec": review.get("spec") or {},
+            "status": {"allowed": allowed}}
+
+
 class Record:
     """Which rule allowed what, and what was denied, since the server started."""
 
@@ -156,6 +174,17 @@ class Guard:
         """The guard's own routes: TokenRequest and the debug record; else None."""
         if not attrs.resource_request and attrs.path == DEBUG_PATH and method == "GET":
             return 200, self.record.document()
+        if (attrs.api_group, attrs.resource, method) == (SSAR_GROUP, SSAR, "POST"):
+            body = _review_body(body())
+            asked = (body.get("spec") or {}).get("resourceAttributes") or {}
+            question = Attributes(
+                attrs.user, str(asked.get("verb", "")), True, str(asked.get("group", "")),
+                str(asked.get("version", "")), str(asked.get("resource", "")),
+                str(asked.get("subresource", "")), str(asked.get("namespace", "")),
+                str(asked.get("name", "")))
+            # Not through decide(): a question is no use of the rule that would answer it.
+            allowed = attrs.user.privileged or self.snapshot().decide(question).allowed
+            return 201, access_review(body, allowed)
         if (attrs.resource, attrs.subresource, method) == ("serviceaccounts", "token", "POST"):
             rt = self.cluster.resource("", "v1", "serviceaccounts")
             account = self.cluster.store.get(self.cluster.key(rt, attrs.namespace, attrs.name))

@@ -28,17 +28,21 @@ def type_resource(crd: str) -> Resource:
 
 
 def served_version(kube: Kube, res: Resource) -> Resource:
-    """``res`` with the group's preferred version (discovery).
+    """``res`` with the group's preferred version (discovery), once lockwright may list and
+    watch it (the revision's RBAC is written after its CRDs: asking first keeps the list
+    from being refused).
 
     Raises:
-        LookupError: the group is not served (yet): the stream backs off and asks again.
+        LookupError: not served, or not readable, yet: the stream backs off and asks again.
     """
-    if res.version:
+    if res.role != MANAGED or res.version:
         return res
     doc = kube.read_path(f"/apis/{res.group}") or {}
     version = str((doc.get("preferredVersion") or {}).get("version") or "")
     if not version:
         raise LookupError(f"{res.group} is not served yet")
+    if not all(kube.can_i(verb, res.group, res.plural) for verb in ("list", "watch")):
+        raise LookupError(f"no right to list and watch {res.plural}.{res.group} yet")
     return Resource(res.kind, res.plural, version, res.role, group=res.group,
                     metadata_only=True)
 
