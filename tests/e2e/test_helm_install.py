@@ -129,7 +129,7 @@ def test_lockwright_works_under_the_charts_service_account(
     first = crds_install(kubeconfig)
     assert first.returncode == 0, first.stderr[-3000:]
     # helm applied the CRDs; lockwright marks them with their manifest's hash once.
-    assert first.stdout.strip() == "created 3, updated 11, unchanged 1"
+    assert first.stdout.strip() == "created 3, updated 12, unchanged 1"
     assert crds_install(kubeconfig).stdout.strip() == "created 0, updated 0, unchanged 16"
     assert kube.denials() == []
     assert kube.events_of(), "the audit log shows none of lockwright's requests"
