@@ -49,9 +49,9 @@ class Cluster:
         # runs too); raising refuses it. The RBAC guard's escalation check is one.
         self.write_checks: list[Callable[[ResourceType, Obj, Obj | None], None]] = []
         # ValidatingAdmissionPolicies: every create, update and delete passes them.
-        self.admission_policies = vap.Policies(self.store)
+        self.admission_policies = vap.Policies(self.store, self.served)
         self.listeners.append(self.admission_policies.on_event)
-        self.write_checks.append(self._admit_write)
+        self.write_checks.append(self.admission_policies.check_write)
         for rt in BUILTINS:
             self._types[(rt.group, rt.version, rt.plural)] = rt
         for _, obj in self.store.items(CRD_GROUP, CRD_PLURAL):
@@ -392,7 +392,7 @@ class Cluster:
             if old is None:
                 raise not_found(rt, name)
             _check_preconditions(rt, old, options.get("preconditions") or {})
-            self.admission_policies.admit(rt, "DELETE", None, old, self._params_of)
+            self.admission_policies.admit(rt, "DELETE", None, old)
             current = list(old["metadata"].get("finalizers") or [])
             finalizers = _gc_finalizers(current, _propagation(options))
             if not finalizers and not _is_namespace(rt):
@@ -400,22 +400,6 @@ class Cluster:
             if old["metadata"].get("deletionTimestamp") and finalizers == current:
                 return self.present(rt, old), False
             return self._commit(rt, key, self._mark_deleting(rt, old, finalizers), old, opts), False
-
-    def _admit_write(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-        """A create or update through the admission policies (marking an object deleting
-        is the delete's, admitted as such)."""
-        if old is not None and obj["metadata"].get("deletionTimestamp") and not old[
-                "metadata"].get("deletionTimestamp"):
-            return
-        self.admission_policies.admit(rt, "CREATE" if old is None else "UPDATE", obj, old,
-                                      self._params_of)
-
-    def _params_of(self, api_version: str, kind: str) -> list[Obj]:
-        """The stored objects of a kind: what a policy's ``paramRef`` chooses from."""
-        group, _, version = api_version.rpartition("/")
-        rt = next((t for t in self._types.values() if t.group == group
-                   and t.version == version and t.kind == kind), None)
-        return [o for _, o in self.store.items(rt.group, rt.plural)] if rt else []
 
     def _mark_deleting(self, rt: ResourceType, old: Obj, finalizers: list[str]) -> Obj:
         """A copy of ``old`` as kube-apiserver's markAsDeleting leaves it.

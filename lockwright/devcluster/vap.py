@@ -17,6 +17,7 @@ first one refuses the request in kube-apiserver's words:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import celpy
@@ -46,8 +47,9 @@ class Denied(Exception):
 class Policies:
     """The stored policies and bindings (kept current by the cluster's listener)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, served: Callable[[], list[ResourceType]]) -> None:
         self.store = store
+        self.served = served  # the types the server serves (paramKind lookups)
         self._lock = threading.Lock()
         self.policies = {k[3]: o for k, o in store.items(GROUP, POLICIES)}
         self.bindings = {k[3]: o for k, o in store.items(GROUP, BINDINGS)}
@@ -65,14 +67,24 @@ class Policies:
             else:
                 held[key[3]] = obj
 
-    def admit(self, rt: ResourceType, operation: str, obj: Obj | None, old: Obj | None,
-              params_of: Any) -> None:
-        """Refuse the request as kube-apiserver would, or return.
+    def check_write(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        """A create or update through the policies (marking an object deleting is the
+        delete's, admitted as such)."""
+        if old is not None and obj["metadata"].get("deletionTimestamp") and not old[
+                "metadata"].get("deletionTimestamp"):
+            return
+        self.admit(rt, "CREATE" if old is None else "UPDATE", obj, old)
 
-        Args:
-            params_of: called with (apiVersion, kind), returns the stored objects of that
-                kind (the parameters a ``paramRef`` chooses from).
-        """
+    def params_of(self, api_version: str, kind: str) -> list[Obj]:
+        """The stored objects of a kind: what a policy's ``paramRef`` chooses from."""
+        group, _, version = api_version.rpartition("/")
+        rt = next((t for t in self.served() if t.group == group and t.version == version
+                   and t.kind == kind), None)
+        return [o for _, o in self.store.items(rt.group, rt.plural)] if rt else []
+
+    def admit(self, rt: ResourceType, operation: str, obj: Obj | None, old: Obj | None
+              ) -> None:
+        """Refuse the request as kube-apiserver would, or return."""
         with self._lock:
             pairs = [(b, self.policies.get(str((b.get("spec") or {}).get("policyName", ""))))
                      for _, b in sorted(self.bindings.items())]
@@ -80,17 +92,17 @@ class Policies:
             if policy is None or not _applies(policy, binding, rt, operation):
                 continue
             try:
-                self._evaluate(policy, binding, rt, operation, obj, old, params_of)
+                self._evaluate(policy, binding, rt, operation, obj, old)
             except Denied as denied:
                 if "Deny" in ((binding.get("spec") or {}).get("validationActions") or []):
                     raise _refusal(rt, obj or old or {}, policy, binding, denied) from None
 
     def _evaluate(self, policy: Obj, binding: Obj, rt: ResourceType, operation: str,
-                  obj: Obj | None, old: Obj | None, params_of: Any) -> None:
+                  obj: Obj | None, old: Obj | None) -> None:
         spec = policy.get("spec") or {}
         request = _request(rt, operation, obj or old or {})
         base = {"object": obj, "oldObject": old, "request": request}
-        for params in self._params(spec, binding, params_of):
+        for params in self._params(spec, binding):
             names: Obj = {**base, "params": params, "variables": {}}
             for var in spec.get("variables") or []:
                 names["variables"][var["name"]] = self._run(spec, var["expression"], names)
@@ -109,12 +121,12 @@ class Policies:
             message = said if isinstance(said, str) and said.strip() else message
         raise Denied(message, str(rule.get("reason") or "Invalid"))
 
-    def _params(self, spec: Obj, binding: Obj, params_of: Any) -> list[Obj | None]:
+    def _params(self, spec: Obj, binding: Obj) -> list[Obj | None]:
         kind = spec.get("paramKind")
         if not kind:
             return [None]
         ref = (binding.get("spec") or {}).get("paramRef") or {}
-        found = [o for o in params_of(kind.get("apiVersion", ""), kind.get("kind", ""))
+        found = [o for o in self.params_of(kind.get("apiVersion", ""), kind.get("kind", ""))
                  if (o["metadata"]["name"] == ref["name"] if ref.get("name") else
                      selects(ref.get("selector") or {}, o["metadata"].get("labels") or {}))]
         if found or ref.get("parameterNotFoundAction") == "Allow":
