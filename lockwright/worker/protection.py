@@ -2,7 +2,7 @@
 
 The watcher already lists and watches CRDs (metadata only). Each CRD with a Provider owner
 (a plain owner reference of kind Provider) gets a stream of its own resources, metadata
-only, in any namespace, so the watcher knows when a Provider type gets its first resource
+only, in any namespace, once its Provider has been Healthy, so the watcher knows when a Provider type gets its first resource
 or loses its last: only those moments, a Provider type's CRD coming or going, and every
 full list of CRDs (start-up, resync) signal the protection workflow. A burst of resources
 costs no signal beyond the first. With protection off no resource is watched; the lists
@@ -47,6 +47,12 @@ def served_version(kube: Kube, res: Resource) -> Resource:
                     metadata_only=True)
 
 
+def healthy(provider: Obj) -> bool:
+    """Whether a Provider's ``Healthy`` condition is True."""
+    return any(c.get("type") == "Healthy" and c.get("status") == "True"
+               for c in (provider.get("status") or {}).get("conditions") or [])
+
+
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -68,6 +74,35 @@ class ProtectionIndex:
     enabled: bool = True
     providers: dict[str, str] = field(default_factory=dict)  # CRD name -> Provider
     resources: dict[str, set[str]] = field(default_factory=dict)  # CRD -> namespace/name
+    # Providers seen Healthy: only their types are streamed, so installing a Provider of
+    # thousands of CRDs is not slowed by a stream per CRD before it is up (its RBAC, which
+    # lets lockwright read them, comes after its CRDs anyway).
+    healthy: set[str] = field(default_factory=set)
+    streaming: set[str] = field(default_factory=set)  # CRDs whose stream runs
+
+    def _startable(self, crds: list[str]) -> list[str]:
+        out = sorted(c for c in crds if self.enabled and c not in self.streaming
+                     and self.providers.get(c) in self.healthy)
+        self.streaming.update(out)
+        return out
+
+    def _stopped(self, crds: list[str]) -> list[str]:
+        out = sorted(c for c in crds if c in self.streaming)
+        self.streaming.difference_update(out)
+        return out
+
+    def on_provider(self, name: str, healthy: bool, gone: bool = False) -> Streams:
+        """A Provider listed or changed: the first time it is Healthy, its types' streams
+        start (they are never stopped for a Provider turning unhealthy: only their CRD
+        going stops one)."""
+        if gone:
+            self.healthy.discard(name)
+            return Streams()
+        if not healthy or name in self.healthy:
+            return Streams()
+        self.healthy.add(name)
+        return Streams(start=self._startable([c for c, p in self.providers.items()
+                                              if p == name]))
 
     def on_crds(self, items: list[Obj], full: bool, signal_all: bool = False) -> Streams:
         """CRDs listed (``full``: ``items`` is every CRD) or one added or written: the
@@ -80,18 +115,17 @@ class ProtectionIndex:
             self.providers = {n: p for n, p in seen.items() if p}
         else:
             self.providers.update({n: p for n, p in seen.items() if p})
-        started = sorted(set(self.providers) - before)
         stopped = sorted(before - set(self.providers))
         for name in stopped:
             self.resources.pop(name, None)
-        return Streams(start=started if self.enabled else [], stop=stopped,
-                       signal=signal_all or bool(stopped))
+        return Streams(start=self._startable(sorted(set(self.providers) - before)),
+                       stop=self._stopped(stopped), signal=signal_all or bool(stopped))
 
     def crd_deleted(self, name: str) -> Streams:
         """A CRD is gone: stop its stream; signal when it was a Provider type."""
         was = self.providers.pop(name, None) is not None
         self.resources.pop(name, None)
-        return Streams(stop=[name] if was else [], signal=was)
+        return Streams(stop=self._stopped([name]), signal=was)
 
     def listed(self, crd: str, items: list[Obj]) -> bool:
         """A type's resources listed; signal when it had none before and has some now, or

@@ -39,6 +39,7 @@ from lockwright.settings import Settings
 from lockwright.worker.common import Backoff, connect, settings_or_exit, stop_on_signals
 from lockwright.worker.protection import (
     MANAGED,
+    healthy,
     ProtectionIndex,
     Streams,
     served_version,
@@ -267,11 +268,24 @@ class Watcher:
                 entry[0].interrupt()
         return streams.signal
 
+    def _provider_health(self, msg: Message) -> None:
+        """Providers' health, for which types protection streams (their first Healthy)."""
+        if isinstance(msg, Synced):
+            for obj in msg.items:
+                self._restream(self.protection.on_provider(
+                    str(obj["metadata"].get("name", "")), healthy(obj)))
+        else:
+            self._restream(self.protection.on_provider(
+                str(msg.obj["metadata"].get("name", "")), healthy(msg.obj),
+                gone=msg.type == "DELETED"))
+
     def _handle(self, msg: Message) -> None:
         if msg.res.role in (MANAGED, "crd"):
             self._queue_targets(self._protect(msg))
             if msg.res.role == MANAGED:
                 return
+        if msg.res.role == "package" and msg.res.kind == "Provider":
+            self._provider_health(msg)
         if isinstance(msg, Synced):
             targets = self.index.on_sync(msg.res, msg.items, msg.signal_all, msg.why)
             self.stats[f"list:{msg.why}"] += 1

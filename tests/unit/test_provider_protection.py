@@ -78,8 +78,20 @@ def crd(name: str, provider: str = "provider-w") -> Obj:
     return {"metadata": {"name": name, "ownerReferences": refs if provider else []}}
 
 
-def test_the_watcher_streams_provider_types_and_signals_only_on_first_and_last() -> None:
+def test_types_are_streamed_once_their_provider_has_been_healthy() -> None:
     index = ProtectionIndex()
+    assert index.on_crds([crd(W.crd)], full=True).start == []
+    assert index.on_provider("provider-w", healthy=False).start == []
+    assert index.on_provider("provider-w", healthy=True).start == [W.crd]
+    assert index.on_provider("provider-w", healthy=True).start == []  # once
+    assert index.on_provider("provider-w", healthy=False).stop == []  # never stopped so
+    assert index.on_crds([crd(G.crd)], full=False).start == [G.crd]  # healthy already
+    assert index.on_provider("provider-w", healthy=False, gone=True).stop == []
+    assert index.on_crds([crd("new.w.example.org")], full=False).start == []
+
+
+def test_the_watcher_streams_provider_types_and_signals_only_on_first_and_last() -> None:
+    index = ProtectionIndex(healthy={"provider-w"})
     listed = index.on_crds([crd(W.crd), crd("other.example.org", "")], full=True,
                            signal_all=True)
     assert (listed.start, listed.stop, listed.signal) == ([W.crd], [], True)
@@ -100,7 +112,7 @@ def test_the_watcher_streams_provider_types_and_signals_only_on_first_and_last()
 
 
 def test_with_protection_off_the_watcher_streams_nothing_but_still_signals_lists() -> None:
-    index = ProtectionIndex(enabled=False)
+    index = ProtectionIndex(enabled=False, healthy={"provider-w"})
     listed = index.on_crds([crd(W.crd)], full=True, signal_all=True)
     assert (listed.start, listed.signal) == ([], True)
 
