@@ -110,6 +110,11 @@ SPECS: tuple[Spec, ...] = (
          "LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS", "true",
          "worker: install a Provider's CRDs as ManagedResourceDefinitions, as Crossplane v2 "
          "does (false: plain CRDs, Crossplane v1's way)"),
+    Spec("provider_deletion_protection", "--provider-deletion-protection",
+         "LOCKWRIGHT_PROVIDER_DELETION_PROTECTION", "true",
+         "worker and watcher: refuse to delete a Provider while managed resources of its "
+         "types exist (a ClusterUsage per type, Crossplane's provider deletion protection); "
+         "false deletes as before"),
     Spec("default_activations", "--default-activations", "LOCKWRIGHT_DEFAULT_ACTIVATIONS",
          "*", "comma-separated MRD name patterns of the `default` activation policy made at "
          "start (Crossplane's --activation; empty: no default policy)"),
@@ -163,6 +168,7 @@ class Settings:
     temporal_api_key_file: str = ""
     metrics_address: str = ""
     managed_resource_definitions: bool = True
+    provider_deletion_protection: bool = True
     default_activations: tuple[str, ...] = ("*",)
     package_indexes: tuple[str, ...] = ()
     revision_names: str = "Generation"

@@ -34,6 +34,7 @@ from lockwright.activities.lock import LockActivities, LockKeeper
 from lockwright.activities.objects import Establisher, ObjectActivities
 from lockwright.activities.package import PackageActivities
 from lockwright.activities.plan import PlanActivities
+from lockwright.activities.protection import ProtectionActivities
 from lockwright.activities.rbac import RbacActivities
 from lockwright.activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright.activities.revision import RevisionActivities
@@ -97,6 +98,7 @@ class Wiring:
     dependencies: DependencyActivities
     plan: PlanActivities
     activation: ActivationActivities
+    protection: ProtectionActivities
 
     def all(self) -> list[Callable[..., Any]]:
         """Every activity as a bound method, in contract order."""
@@ -109,7 +111,7 @@ class Wiring:
                 rt.check_health, r.write_revision_status, p.record_event,
                 self.approval.record_approval, self.dependencies.resolve_dependencies,
                 self.dependencies.apply_resolution, self.plan.plan_revision,
-                self.activation.activate_definitions]
+                self.activation.activate_definitions, self.protection.protect_providers]
 
 
 def wire(settings: Settings, kube: Kube, cache: PackageCache,
@@ -139,7 +141,8 @@ def wire(settings: Settings, kube: Kube, cache: PackageCache,
                              policy),
         PlanActivities(k, x.reader, x.contents, x.registries, x.verifier, x.keeper,
                        x.establisher, x.identity, runtime, settings.revision_names),
-        ActivationActivities(k, x.reader, x.definitions))
+        ActivationActivities(k, x.reader, x.definitions),
+        ProtectionActivities(k, settings.provider_deletion_protection))
 
 
 def build(settings: Settings, kube: Kube | None = None,

@@ -82,6 +82,7 @@ RESOLVE_DEPENDENCIES = "resolve_dependencies"
 APPLY_RESOLUTION = "apply_resolution"
 PLAN_REVISION = "plan_revision"
 ACTIVATE_DEFINITIONS = "activate_definitions"
+PROTECT_PROVIDERS = "protect_providers"
 
 ALL_ACTIVITY_NAMES = (
     READ_PACKAGE, RESOLVE_DIGEST, ENSURE_REVISION, SET_ACTIVE_REVISION, COLLECT_REVISIONS,
@@ -89,6 +90,7 @@ ALL_ACTIVITY_NAMES = (
     CHECK_CROSSPLANE_VERSION, TAKE_LOCK, ENSURE_TLS, ESTABLISH_OBJECTS, ENSURE_RBAC,
     ENSURE_RUNTIME, CHECK_HEALTH, WRITE_REVISION_STATUS, RECORD_EVENT, RECORD_APPROVAL,
     RESOLVE_DEPENDENCIES, APPLY_RESOLUTION, PLAN_REVISION, ACTIVATE_DEFINITIONS,
+    PROTECT_PROVIDERS,
 )
 
 # --- signal, update and query names ----------------------------------------------------
@@ -162,6 +164,12 @@ def resolve_workflow_id(task_queue: str = TASK_QUEUE) -> str:
     ``resolve:lock:<task queue>``.
     """
     return _on_queue("resolve:lock", task_queue)
+
+
+def protection_workflow_id(task_queue: str = TASK_QUEUE) -> str:
+    """Return the id of the cluster's one provider deletion protection workflow:
+    ``protect:providers``, or ``protect:providers:<task queue>`` as for the resolver."""
+    return _on_queue("protect:providers", task_queue)
 
 
 def activation_workflow_id(task_queue: str = TASK_QUEUE) -> str:

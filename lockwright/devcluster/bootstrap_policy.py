@@ -2,7 +2,8 @@
 
 Only those devcluster's clients need: ``cluster-admin`` (bound to ``system:masters``),
 ``system:discovery`` (discovery and OpenAPI documents for every authenticated user) and
-``system:public-info-viewer`` (health and version for everyone, anonymous included).
+``system:public-info-viewer`` (health and version for everyone, anonymous included) and
+``system:basic-user`` (SelfSubjectAccessReviews for every authenticated user).
 Created when missing, as kube does, so an administrator may bind them too.
 """
 
@@ -27,11 +28,15 @@ ROLES: dict[str, list[Obj]] = {
                       {"nonResourceURLs": ["*"], "verbs": ["*"]}],
     "system:discovery": [{"nonResourceURLs": DISCOVERY, "verbs": ["get"]}],
     "system:public-info-viewer": [{"nonResourceURLs": PUBLIC_INFO, "verbs": ["get"]}],
+    "system:basic-user": [{"apiGroups": ["authorization.k8s.io"],
+                           "resources": ["selfsubjectaccessreviews",
+                                         "selfsubjectrulesreviews"], "verbs": ["create"]}],
 }
 BINDINGS: dict[str, list[str]] = {
     "cluster-admin": ["system:masters"],
     "system:discovery": ["system:authenticated"],
     "system:public-info-viewer": ["system:authenticated", "system:unauthenticated"],
+    "system:basic-user": ["system:authenticated"],
 }
 
 

@@ -89,6 +89,24 @@ BUILTINS: tuple[ResourceType, ...] = (
                  "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", False,
                  printer_columns=(
                      {"name": "Webhooks", "type": "integer", "jsonPath": ".webhooks"}, _AGE)),
+    ResourceType("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
+                 "validatingadmissionpolicies", "validatingadmissionpolicy", False,
+                 subresources=("status",),
+                 printer_columns=(
+                     {"name": "Validations", "type": "integer",
+                      "jsonPath": ".spec.validations"},
+                     {"name": "ParamKind", "type": "string", "jsonPath": ".spec.paramKind"},
+                     _AGE)),
+    ResourceType("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
+                 "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", False,
+                 printer_columns=(
+                     {"name": "PolicyName", "type": "string", "jsonPath": ".spec.policyName"},
+                     {"name": "ParamRef", "type": "string", "jsonPath": ".spec.paramRef"},
+                     _AGE)),
+    # Answered, never stored (devcluster.guard.access_review).
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
+                 "selfsubjectaccessreviews", "selfsubjectaccessreview", False,
+                 verbs=("create",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True,
                  printer_columns=(
                      {"name": "Holder", "type": "string", "jsonPath": ".spec.holderIdentity"},

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from lockwright.devcluster import apply, crd, patch, scale
+from lockwright.devcluster import apply, crd, patch, scale, vap
 from lockwright.devcluster.admission import (CRD_GROUP, CRD_PLURAL, WriteOptions, admit, now,
                                   prepare_body)
 from lockwright.devcluster.builtins import BUILTINS
@@ -48,6 +48,10 @@ class Cluster:
         # Called with (type, new object, old object) before any write is committed (dry
         # runs too); raising refuses it. The RBAC guard's escalation check is one.
         self.write_checks: list[Callable[[ResourceType, Obj, Obj | None], None]] = []
+        # ValidatingAdmissionPolicies: every create, update and delete passes them.
+        self.admission_policies = vap.Policies(self.store, self.served)
+        self.listeners.append(self.admission_policies.on_event)
+        self.write_checks.append(self.admission_policies.check_write)
         for rt in BUILTINS:
             self._types[(rt.group, rt.version, rt.plural)] = rt
         for _, obj in self.store.items(CRD_GROUP, CRD_PLURAL):
@@ -388,6 +392,7 @@ class Cluster:
             if old is None:
                 raise not_found(rt, name)
             _check_preconditions(rt, old, options.get("preconditions") or {})
+            self.admission_policies.admit(rt, "DELETE", None, old)
             current = list(old["metadata"].get("finalizers") or [])
             finalizers = _gc_finalizers(current, _propagation(options))
             if not finalizers and not _is_namespace(rt):

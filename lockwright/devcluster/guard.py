@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from lockwright.devcluster import auth, bootstrap_policy
-from lockwright.devcluster.errors import ApiError, not_found
+from lockwright.devcluster.errors import ApiError, invalid, not_found
 from lockwright.devcluster.policy import RBAC_GROUP, Decision, Snapshot, compile_policy
 from lockwright.devcluster.rbac import (
     Attributes,
@@ -43,6 +43,25 @@ MAX_DENIALS = 1000
 # The request being served on this thread, for the escalation check of role writes.
 CURRENT: ContextVar[Attributes | None] = ContextVar("devcluster_request", default=None)
 UsageKey = tuple[str, Source, tuple[str, ...]]
+
+
+SSAR_GROUP, SSAR = "authorization.k8s.io", "selfsubjectaccessreviews"
+VAP_GROUP = "admissionregistration.k8s.io"
+SSAR_PATH = f"/apis/{SSAR_GROUP}/v1/{SSAR}"
+
+
+def _review_body(body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", "the body of the request was not a JSON object")
+    return body
+
+
+def access_review(body: Any, allowed: bool) -> Obj:
+    """The answer to a SelfSubjectAccessReview (created, never stored, as kube does)."""
+    review = _review_body(body)
+    return {"apiVersion": f"{SSAR_GROUP}/v1", "kind": "SelfSubjectAccessReview",
+            "metadata": {"creationTimestamp": None}, "spec": review.get("spec") or {},
+            "status": {"allowed": allowed}}
 
 
 class Record:
@@ -156,6 +175,17 @@ class Guard:
         """The guard's own routes: TokenRequest and the debug record; else None."""
         if not attrs.resource_request and attrs.path == DEBUG_PATH and method == "GET":
             return 200, self.record.document()
+        if (attrs.api_group, attrs.resource, method) == (SSAR_GROUP, SSAR, "POST"):
+            body = _review_body(body())
+            asked = (body.get("spec") or {}).get("resourceAttributes") or {}
+            question = Attributes(
+                attrs.user, str(asked.get("verb", "")), True, str(asked.get("group", "")),
+                str(asked.get("version", "")), str(asked.get("resource", "")),
+                str(asked.get("subresource", "")), str(asked.get("namespace", "")),
+                str(asked.get("name", "")))
+            # Not through decide(): a question is no use of the rule that would answer it.
+            allowed = attrs.user.privileged or self.snapshot().decide(question).allowed
+            return 201, access_review(body, allowed)
         if (attrs.resource, attrs.subresource, method) == ("serviceaccounts", "token", "POST"):
             rt = self.cluster.resource("", "v1", "serviceaccounts")
             account = self.cluster.store.get(self.cluster.key(rt, attrs.namespace, attrs.name))
@@ -169,14 +199,58 @@ class Guard:
     def check_write(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
         """Refuse a role or binding granting more than its writer may grant."""
         attrs = CURRENT.get()
-        if attrs is None or attrs.user.privileged or rt.group != RBAC_GROUP:
+        if attrs is None or attrs.user.privileged or rt.group not in (RBAC_GROUP, VAP_GROUP):
             return
         if attrs.verb not in ("create", "update", "patch") or attrs.resource != rt.plural:
             return  # a deletion's finalizer bookkeeping grants nothing
-        if rt.plural in ("roles", "clusterroles"):
+        if rt.group == VAP_GROUP:
+            self._check_params(attrs, rt, obj, old)
+        elif rt.plural in ("roles", "clusterroles"):
             self._check_role(attrs, rt, obj)
         elif rt.plural in ("rolebindings", "clusterrolebindings"):
             self._check_binding(attrs, rt, obj)
+
+    def _check_params(self, attrs: Attributes, rt: ResourceType, obj: Obj, old: Obj | None
+                      ) -> None:
+        """As kube-apiserver's admissionregistration strategies: writing a policy's
+        ``paramKind`` takes ``get`` on every object of that kind; a binding's ``paramRef``,
+        ``get`` on the one it names or ``list`` on those it selects."""
+        spec, before = obj.get("spec") or {}, (old or {}).get("spec") or {}
+        if rt.plural == "validatingadmissionpolicies" and spec.get("paramKind") and (
+                spec.get("paramKind") != before.get("paramKind")):
+            kind = spec["paramKind"]
+            question = self._param_question(attrs, kind, "get", "")
+            said = (f'must have "get" permission on all objects of the referenced paramKind '
+                    f'(kind={kind.get("kind")}, apiVersion={kind.get("apiVersion")})')
+            field = "spec.paramKind"
+        elif rt.plural == "validatingadmissionpolicybindings" and spec.get("paramRef") and (
+                spec.get("paramRef") != before.get("paramRef")):
+            ref = spec["paramRef"]
+            policy = self.cluster.store.get((VAP_GROUP, "validatingadmissionpolicies", "",
+                                             str(spec.get("policyName", "")))) or {}
+            kind = (policy.get("spec") or {}).get("paramKind") or {}
+            verb = "get" if ref.get("name") else "list"
+            question = self._param_question(attrs, kind, verb, str(ref.get("name") or ""))
+            said = (f'must have "{verb}" permission on the object referenced by paramRef '
+                    f'{ref.get("namespace", "")}/{ref.get("name", "")}')
+            field = "spec.paramRef"
+        else:
+            return
+        if not self.decide(question).allowed:
+            name = str((obj.get("metadata") or {}).get("name", ""))
+            message = f"{field}: Forbidden: user {attrs.user.name} {said}"
+            raise invalid(rt, name, f'{rt.kind}.{rt.group} "{name}" is invalid: {message}',
+                          [{"reason": "FieldValueForbidden", "message": message,
+                            "field": field}])
+
+    def _param_question(self, attrs: Attributes, kind: Obj, verb: str, name: str
+                        ) -> Attributes:
+        """The question about a paramKind (every kind, when the server does not serve it)."""
+        group, _, version = str(kind.get("apiVersion", "")).rpartition("/")
+        rt = next((t for t in self.cluster.served() if t.group == group
+                   and t.version == version and t.kind == kind.get("kind")), None)
+        return Attributes(attrs.user, verb, True, group if rt else "*", version if rt else "*",
+                          rt.plural if rt else "*", "", "", name)
 
     def _target(self, attrs: Attributes, rt: ResourceType, obj: Obj) -> Attributes:
         meta = obj.get("metadata") or {}

@@ -28,6 +28,10 @@ _MODELS = {
         "V1ValidatingWebhookConfiguration",
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"):
         "V1MutatingWebhookConfiguration",
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"):
+        "V1ValidatingAdmissionPolicy",
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"):
+        "V1ValidatingAdmissionPolicyBinding",
     ("coordination.k8s.io", "Lease"): "V1Lease",
 }
 _SCALARS = {"str": {"type": "string"}, "int": {"type": "integer", "format": "int64"},

@@ -24,7 +24,7 @@ from lockwright.devcluster import discovery, openapi, scale, table
 from lockwright.devcluster.admission import WriteOptions
 from lockwright.devcluster.cluster import Cluster
 from lockwright.devcluster.errors import ApiError, bad_request, method_not_allowed, not_found_path, too_large
-from lockwright.devcluster.guard import Guard
+from lockwright.devcluster.guard import SSAR_PATH, Guard, access_review
 from lockwright.devcluster.selectors import field_selector, label_selector
 from lockwright.devcluster.types import ResourceType, dump_json
 from lockwright.devcluster.watch import WatchRequest, stream
@@ -102,6 +102,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         try:
+            if self.server.guard is None and method == "POST" and urlsplit(
+                    self.path).path == SSAR_PATH:
+                return self._send(201, access_review(_load_json(self._body()), True))
             if self.server.guard is None or not self._guarded(method, self.server.guard):
                 self._route(method)
         except ApiError as exc:

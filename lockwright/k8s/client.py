@@ -291,6 +291,16 @@ class Kube:
             if not token:
                 return
 
+    def can_i(self, verb: str, group: str, resource: str) -> bool:
+        """Whether this connection may ``verb`` ``resource`` of ``group`` in every namespace
+        (a SelfSubjectAccessReview: asking is never a refusal, so it may come first)."""
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                  "spec": {"resourceAttributes": {"verb": verb, "group": group,
+                                                  "resource": resource}}}
+        answer = self._call("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                            body=review)
+        return bool((answer.get("status") or {}).get("allowed"))
+
     # --- writes -------------------------------------------------------------------------
     def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
         """Create ``obj``; :class:`KubeAlreadyExists` when its name is taken.

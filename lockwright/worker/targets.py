@@ -66,6 +66,7 @@ from lockwright.contracts import (
     PackageInput,
     activation_workflow_id,
     package_workflow_id,
+    protection_workflow_id,
     resolve_workflow_id,
 )
 from lockwright.conditions import REVISION_HEALTHY
@@ -81,8 +82,9 @@ XP_EXTENSIONS = "apiextensions.crossplane.io"
 DEFAULT_SYSTEM_NAMESPACE = "crossplane-system"  # the watcher binds Settings.system_namespace
 # The metadata a metadata-only object keeps: not annotations, which may carry contents
 # (``kubectl apply`` copies a whole Secret, data included, into last-applied-configuration).
+# Owner references: a CRD's name the Provider whose type it is (deletion protection).
 KEPT_METADATA = ("name", "namespace", "uid", "resourceVersion", "generation",
-                 "deletionTimestamp")
+                 "deletionTimestamp", "ownerReferences")
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ _PACKAGE_KINDS = {r.kind: r.package_kind for r in RESOURCES if r.role == "packag
 
 RESOLVER = "resolver"  # Target.kind of the dependency resolver
 ACTIVATION = "activation"  # Target.kind of the activation workflow
+PROTECTION = "protection"  # Target.kind of the provider deletion protection workflow
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,8 @@ class Target:
         """The workflow id, ``package:<kind>:<name>[:<task queue>]`` (or the resolver's)."""
         if self.kind == ACTIVATION:
             return activation_workflow_id(self.name)
+        if self.kind == PROTECTION:
+            return protection_workflow_id(self.name)
         return (resolve_workflow_id(self.name) if self.kind == RESOLVER
                 else package_workflow_id(self.kind, self.name, self.task_queue))
 

@@ -37,8 +37,17 @@ from lockwright.k8s.watch import BOOKMARK, Watch, list_all, watch
 from lockwright.log import configure
 from lockwright.settings import Settings
 from lockwright.worker.common import Backoff, connect, settings_or_exit, stop_on_signals
+from lockwright.worker.protection import (
+    MANAGED,
+    healthy,
+    ProtectionIndex,
+    Streams,
+    served_version,
+    type_resource,
+)
 from lockwright.worker.targets import (
     ACTIVATION,
+    PROTECTION,
     RESOURCES,
     Index,
     Obj,
@@ -46,7 +55,12 @@ from lockwright.worker.targets import (
     Target,
     in_namespace,
 )
-from lockwright.workflows import ActivateDefinitions, PackageWorkflow, ResolveDependencies
+from lockwright.workflows import (
+    ActivateDefinitions,
+    PackageWorkflow,
+    ProtectProviders,
+    ResolveDependencies,
+)
 
 log = structlog.get_logger("lockwright.watcher")
 
@@ -123,6 +137,7 @@ class Stream:
         return True
 
     def _list(self) -> None:
+        self.res = served_version(self.kube, self.res)  # a Provider type's: found now
         listing = list_all(self.kube, self.res.path, metadata_only=self.res.metadata_only,
                            keep=self.res.keep)
         self.rv = listing.resource_version
@@ -185,6 +200,10 @@ class Watcher:
         self._stop = threading.Event()
         self._streams: list[Stream] = []
         self._tuning = workflow_tuning(settings.tuning)
+        self.protection = ProtectionIndex(enabled=settings.provider_deletion_protection)
+        # The streams of Provider types' resources, by CRD name, each with its own stop.
+        self._types: dict[str, tuple[Stream, threading.Event]] = {}
+        self._emit: Callable[[Message], None] = lambda msg: None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Watch and signal until ``stop`` is set."""
@@ -194,24 +213,79 @@ class Watcher:
             if not self._stop.is_set() and not loop.is_closed():
                 loop.call_soon_threadsafe(self._handle, msg)
 
+        self._emit = emit
         tasks = [asyncio.create_task(self._signaller()) for _ in range(SIGNALLERS)]
         for res in self.resources:
-            stream = Stream(res, self._factory(), emit, self._stop, self.settings.resync_seconds)
-            self._streams.append(stream)
-            threading.Thread(target=stream.run, name=f"watch-{res.plural}", daemon=True).start()
+            self._streams.append(self._start(res, self._stop))
         log.info("watching", resources=len(self.resources),
                  task_queue=self.settings.task_queue, resync_s=self.settings.resync_seconds)
         try:
             await stop.wait()
         finally:
             self._stop.set()
-            for stream in self._streams:
+            for _, own in self._types.values():
+                own.set()
+            for stream in self._streams + [t for t, _ in self._types.values()]:
                 stream.interrupt()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    def _start(self, res: Resource, stop: threading.Event) -> Stream:
+        """A list-then-watch stream of ``res`` in a thread of its own (one connection)."""
+        stream = Stream(res, self._factory(), self._emit, stop, self.settings.resync_seconds)
+        threading.Thread(target=stream.run, name=f"watch-{res.plural}", daemon=True).start()
+        return stream
+
+    def _protect(self, msg: Message) -> list[Target]:
+        """Provider deletion protection: streams of Provider types started and stopped;
+        the protection workflow as a target when it should look again."""
+        if msg.res.role == MANAGED:
+            signal = (self.protection.listed(msg.res.kind, msg.items) if isinstance(msg, Synced)
+                      else self.protection.changed(msg.res.kind, msg.type, msg.obj))
+            if self._stop.is_set() or msg.res.kind not in self._types:
+                return []  # a stream stopped since: its last events mean nothing
+        elif isinstance(msg, Synced):
+            signal = self._restream(self.protection.on_crds(msg.items, True, msg.signal_all))
+        elif msg.type == "DELETED":
+            signal = self._restream(self.protection.crd_deleted(
+                str(msg.obj["metadata"].get("name", ""))))
+        else:
+            signal = self._restream(self.protection.on_crds([msg.obj], False))
+        reason = (f"resources of {msg.res.kind} changed" if msg.res.role == MANAGED
+                  else "CustomResourceDefinitions changed")
+        return [Target(PROTECTION, self.settings.task_queue, reason)] if signal else []
+
+    def _restream(self, streams: Streams) -> bool:
+        """Start and stop the streams of Provider types; whether to signal."""
+        for crd in streams.start:
+            own = threading.Event()
+            self._types[crd] = (self._start(type_resource(crd), own), own)
+        for crd in streams.stop:
+            entry = self._types.pop(crd, None)
+            if entry is not None:
+                entry[1].set()
+                entry[0].interrupt()
+        return streams.signal
+
+    def _provider_health(self, msg: Message) -> None:
+        """Providers' health, for which types protection streams (their first Healthy)."""
+        if isinstance(msg, Synced):
+            for obj in msg.items:
+                self._restream(self.protection.on_provider(
+                    str(obj["metadata"].get("name", "")), healthy(obj)))
+        else:
+            self._restream(self.protection.on_provider(
+                str(msg.obj["metadata"].get("name", "")), healthy(msg.obj),
+                gone=msg.type == "DELETED"))
+
     def _handle(self, msg: Message) -> None:
+        if msg.res.role in (MANAGED, "crd"):
+            self._queue_targets(self._protect(msg))
+            if msg.res.role == MANAGED:
+                return
+        if msg.res.role == "package" and msg.res.kind == "Provider":
+            self._provider_health(msg)
         if isinstance(msg, Synced):
             targets = self.index.on_sync(msg.res, msg.items, msg.signal_all, msg.why)
             self.stats[f"list:{msg.why}"] += 1
@@ -222,6 +296,9 @@ class Watcher:
         else:
             targets = self.index.on_event(msg.res, msg.type, msg.obj)
             self.stats["events"] += 1
+        self._queue_targets(targets)
+
+    def _queue_targets(self, targets: list[Target]) -> None:
         for target in targets:
             if target.workflow_id not in self._pending:
                 self._queue.put_nowait(target.workflow_id)
@@ -254,6 +331,10 @@ class Watcher:
             return
         if target.kind == ACTIVATION:
             await self.signal_activation(target)
+            return
+        if target.kind == PROTECTION:
+            await self._signal_singleton(target, ProtectProviders.run, c.ProtectionInput(
+                tuning=self._tuning), "provider deletion protection")
             return
 
         pairs = [SearchAttributePair(c.SA_PACKAGE_KIND, target.kind),

@@ -2,7 +2,8 @@
 
 ``PackageWorkflow`` is the entity workflow per package; ``InstallRevision`` is its child
 per revision; ``ResolveDependencies`` resolves the cluster's package graph;
-``ActivateDefinitions`` applies the activation policies; ``PlanCandidate`` plans a
+``ActivateDefinitions`` applies the activation policies; ``ProtectProviders`` keeps
+Providers in use from being deleted; ``PlanCandidate`` plans a
 candidate package reference (``lockwright plan --package``). Register ``ALL_WORKFLOWS`` on
 the worker.
 """
@@ -17,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     import lockwright.contracts.names
     import lockwright.contracts.package
     import lockwright.contracts.plan
+    import lockwright.contracts.protection
     import lockwright.contracts.resolve
     import lockwright.contracts.revision
     import lockwright.contracts.shared  # noqa: F401
@@ -24,11 +26,12 @@ with workflow.unsafe.imports_passed_through():
 from lockwright.workflows.activation import ActivateDefinitions
 from lockwright.workflows.package import PackageWorkflow
 from lockwright.workflows.plan import PlanCandidate
+from lockwright.workflows.protection import ProtectProviders
 from lockwright.workflows.resolve import ResolveDependencies
 from lockwright.workflows.revision import InstallRevision
 
 ALL_WORKFLOWS: list[type] = [PackageWorkflow, InstallRevision, ResolveDependencies,
-                             PlanCandidate, ActivateDefinitions]
+                             PlanCandidate, ActivateDefinitions, ProtectProviders]
 
 __all__ = ["ALL_WORKFLOWS", "ActivateDefinitions", "InstallRevision", "PackageWorkflow",
-           "PlanCandidate", "ResolveDependencies"]
+           "PlanCandidate", "ProtectProviders", "ResolveDependencies"]

@@ -107,6 +107,8 @@ TIMEOUTS: dict[str, Timeouts] = {
     c.RESOLVE_DEPENDENCIES: _LONG,
     c.APPLY_RESOLUTION: _RARE,
     c.ACTIVATE_DEFINITIONS: _LONG,
+    # Queued: it lists one resource of every type of every Provider.
+    c.PROTECT_PROVIDERS: _LONG,
     # Queued: it reads both packages whole and lists the resources of changed CRDs.
     c.PLAN_REVISION: _LONG,
 }

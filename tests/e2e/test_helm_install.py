@@ -111,7 +111,7 @@ def test_helm_installs_what_deploy_makes(installed: tuple[KubeCluster, Any]) -> 
         status = apps.read_namespaced_deployment_status(name, system_namespace()).status
         assert status.available_replicas == 1, (name, status)
     crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
-    assert len([c for c in crds if c.metadata.name.endswith(".crossplane.io")]) == 11
+    assert len([c for c in crds if c.metadata.name.endswith(".crossplane.io")]) == 12
 
 
 def crds_install(kubeconfig: str) -> subprocess.CompletedProcess[str]:
@@ -129,8 +129,8 @@ def test_lockwright_works_under_the_charts_service_account(
     first = crds_install(kubeconfig)
     assert first.returncode == 0, first.stderr[-3000:]
     # helm applied the CRDs; lockwright marks them with their manifest's hash once.
-    assert first.stdout.strip() == "created 3, updated 11, unchanged 1"
-    assert crds_install(kubeconfig).stdout.strip() == "created 0, updated 0, unchanged 15"
+    assert first.stdout.strip() == "created 3, updated 12, unchanged 1"
+    assert crds_install(kubeconfig).stdout.strip() == "created 0, updated 0, unchanged 16"
     assert kube.denials() == []
     assert kube.events_of(), "the audit log shows none of lockwright's requests"
 

@@ -6,14 +6,16 @@ provider installs (applied before its tag exists, so it fails and retries first)
 Configuration shipping every kind a configuration installs with a missing Provider,
 Function and Configuration as dependencies, an upgrade of each that keeps some objects
 and drops the others (one CRD still in use), dependency upgrades that move the three
-dependencies and collect their old revisions, an orphaning deletion and re-creation, and
-a cascading deletion. Then devcluster's record must show every verb of every resource of
+dependencies and collect their old revisions, an orphaning deletion (once the last
+Widget is gone, and with it its ClusterUsage) and re-creation, a cascading deletion, and
+provider deletion protection turned off. Then devcluster's record must show every verb of every resource of
 every rule of deploy/'s ClusterRole and Role allowing some request, and no request denied.
 """
 
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ import yaml
 from kubernetes import client
 
 from lockwright.devcluster.rbac import atoms
+from lockwright.managed.protection import POLICY_NAME as POLICY
 from tests.e2e.packages import crd
 from tests.e2e.test_dependencies import Repos, dep
 from tests.e2e.test_install import allow_secrets, ensure_crossplane_crds, write_package
@@ -293,6 +296,35 @@ def delete(stack: Stack, kind: str, name: str, propagation: str) -> None:
              what=f"{kind} {name} gone")
 
 
+def stop_using_widgets(stack: Stack, group: str) -> None:
+    """Delete the Widget; its ClusterUsage goes, so the Provider may be deleted again."""
+    stack.custom.delete_cluster_custom_object(group, "v1alpha1", "widgets", "in-use")
+    wait_for(lambda: not stack.custom.list_cluster_custom_object(
+        "protection.crossplane.io", "v1beta1", "clusterusages")["items"], timeout=60,
+        interval=0.2, what="the ClusterUsage of the Widget type gone")
+
+
+def unprotect(stack: Stack) -> None:
+    """Turn provider deletion protection off (the worker restarted with the setting, the
+    watcher restarted, whose first lists signal the protection workflow): the admission
+    policy and its binding are deleted."""
+    stack.restart_worker(LOCKWRIGHT_PROVIDER_DELETION_PROTECTION="false")
+    for proc in stack.watcher_processes:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    stack.start_watcher()
+    admission = client.AdmissionregistrationV1Api(stack.api)
+
+    def gone() -> bool:
+        try:
+            admission.read_validating_admission_policy_binding(POLICY)
+        except client.ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for(gone, timeout=60, interval=0.2, what="the protection policy's binding deleted")
+
+
 def orphan_and_adopt(stack: Stack, name: str) -> None:
     """Delete the Provider leaving its revisions and Secrets; a new one adopts them."""
     ref = stack.get_package("Provider", name)["spec"]["package"]  # type: ignore[index]
@@ -341,8 +373,10 @@ def test_every_rule_of_deploy_rbac_is_used_and_nothing_is_refused(
                                                        "v2.0.0", hooks))
     for (_, name), group in zip(installed, groups):
         wait_dropped(stack, name, group, in_use=group == groups[0])
+    stop_using_widgets(stack, groups[0])
     orphan_and_adopt(stack, installed[0][1])
     delete(stack, "Configuration", configuration, "Background")
+    unprotect(stack)
 
     assert stack.denials() == []
     # devcluster records which rule allowed each request; on kube the record is rebuilt
@@ -355,10 +389,16 @@ def test_every_rule_of_deploy_rbac_is_used_and_nothing_is_refused(
         # kube-apiserver checks escalate and bind inside a role or binding write, and its
         # audit log does not show those checks (devcluster's record does).
         left = [u for u in left if not re.search(r"\('(escalate|bind)', ", u)]
+        # Nor the get on a policy's paramKind it asks inside a ValidatingAdmissionPolicy
+        # write (deletion protection's ClusterUsages).
+        left = [u for u in left if not re.search(r"\('get', 'protection.crossplane.io', ", u)]
     assert left == [], "\n".join(left)
-    # Before deleting a dropped CRD, its custom resources were counted, through the view
-    # roles of the providers' revisions aggregated into deploy/'s provider-resources role.
+    # Before deleting a dropped CRD, its custom resources were counted, and deletion
+    # protection lists and watches every Provider type, through the view roles of the
+    # providers' revisions aggregated into deploy/'s provider-resources role.
     listed = {(u["atom"][0], u["atom"][1], u["atom"][2]) for u in aggregated_uses(record)}
-    assert listed == {("list", g, plural) for g in groups for plural in ("widgets", "doohickeys")}
+    assert {("list", g, plural) for g in groups for plural in ("widgets", "doohickeys")
+            } <= listed
+    assert {verb for verb, _, _ in listed} == {"list", "watch"}
     assert all(u["aggregatedFrom"].endswith(":aggregate-to-view")
                for u in aggregated_uses(record))

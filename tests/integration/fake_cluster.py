@@ -142,7 +142,7 @@ class FakeCluster:
                 self.establish_objects, self.ensure_rbac, self.ensure_runtime,
                 self.check_health, self.write_revision_status, self.record_event,
                 self.record_approval, self.resolve_dependencies, self.apply_resolution,
-                self.plan_revision, self.activate_definitions]
+                self.plan_revision, self.activate_definitions, self.protect_providers]
 
     def _enter(self, name: str) -> None:
         self.calls[name] += 1
@@ -351,6 +351,12 @@ class FakeCluster:
         self._enter(c.ACTIVATE_DEFINITIONS)
         return (self.activation_passes.pop(0) if self.activation_passes
                 else c.ActivateDefinitionsResult())
+
+    @activity.defn(name=c.PROTECT_PROVIDERS)
+    async def protect_providers(self, inp: c.ProtectProvidersInput
+                                ) -> c.ProtectProvidersResult:
+        self._enter(c.PROTECT_PROVIDERS)
+        return c.ProtectProvidersResult()
 
     # --- dependency resolution ----------------------------------------------------------
     @activity.defn(name=c.RESOLVE_DEPENDENCIES)

@@ -52,13 +52,13 @@ def test_crds_install_twice_is_idempotent(fresh_cluster: DevCluster) -> None:
     first = lockwright("crds", "install", "--kubeconfig", cluster.kubeconfig,
                        kubeconfig="/nonexistent")  # the flag beats $KUBECONFIG
     assert first.returncode == 0, first.stderr
-    # 11 CRDs, the namespace, the default DRC, the Lock and the default activation policy
-    assert "created 15, updated 0, unchanged 0" in first.stdout
+    # 12 CRDs, the namespace, the default DRC, the Lock and the default activation policy
+    assert "created 16, updated 0, unchanged 0" in first.stdout
     rv_before = kubectl("get", "crd", "providers.pkg.crossplane.io", "-o",
                         "jsonpath={.metadata.resourceVersion}", kubeconfig=cluster.kubeconfig)
     second = lockwright("crds", "install", kubeconfig=cluster.kubeconfig)
     assert second.returncode == 0, second.stderr
-    assert "created 0, updated 0, unchanged 15" in second.stdout
+    assert "created 0, updated 0, unchanged 16" in second.stdout
     rv_after = kubectl("get", "crd", "providers.pkg.crossplane.io", "-o",
                        "jsonpath={.metadata.resourceVersion}", kubeconfig=cluster.kubeconfig)
     assert rv_before == rv_after

@@ -65,7 +65,7 @@ def test_kustomize_renders_what_the_tests_apply(tmp_path: Path) -> None:
                               text=True, env=env, timeout=60, check=True).stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     assert by_key(docs) == by_key(deploy_objects())
-    assert len(docs) == len(deploy_objects()) == 22
+    assert len(docs) == len(deploy_objects()) == 23
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def deployed(tmp_path: Path) -> Iterator[tuple[DevCluster, client.ApiClient]]:
     try:
         (tmp_path / "home").mkdir()
         out = kubectl(dc, tmp_path / "home", "apply", "-k", str(DEPLOY))
-        assert out.count(" created\n") == 22, out
+        assert out.count(" created\n") == 23, out
         yield dc, api
     finally:
         api.close()
@@ -149,9 +149,9 @@ def test_crds_install_works_under_the_service_account_alone(
     assert first.returncode == 0, first.stderr[-3000:]
     # kubectl applied the CRDs; lockwright marks them with their manifest's hash once.
     # DRC, Lock, default activation policy; namespace
-    assert first.stdout.strip() == "created 3, updated 11, unchanged 1"
+    assert first.stdout.strip() == "created 3, updated 12, unchanged 1"
     second = crds_install(kubeconfig)
-    assert second.stdout.strip() == "created 0, updated 0, unchanged 15"
+    assert second.stdout.strip() == "created 0, updated 0, unchanged 16"
     record = dc.rbac_record()
     assert record["denied"] == []
     ours = {u["role"] for u in record["allowed"] if u["user"].endswith(f":{SERVICE_ACCOUNT}")}

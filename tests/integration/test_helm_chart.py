@@ -85,7 +85,7 @@ def test_the_chart_is_lockwrights_version_with_lockwrights_crds() -> None:
 
 def test_defaults_render_what_deploy_applies(helm: Helm) -> None:
     rendered = without_keep(helm.template())
-    assert len(rendered) == len(deploy_objects()) == 22
+    assert len(rendered) == len(deploy_objects()) == 23
     assert by_key(rendered) == by_key(deploy_objects())
 
 
@@ -176,7 +176,7 @@ def test_rbac_create_false_leaves_the_rights_to_the_user(helm: Helm) -> None:
     kinds = {o["kind"] for o in objects}
     assert kinds.isdisjoint({"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"})
     assert {"ServiceAccount", "Deployment"} <= kinds
-    assert len(objects) == 22 - 6
+    assert len(objects) == 23 - 6
 
 
 def test_rbac_and_service_account_names(helm: Helm) -> None:
@@ -199,7 +199,7 @@ def test_another_namespace_moves_everything(helm: Helm) -> None:
     assert by_key(objects) == by_key(expected)
     assert resolved(objects, "lockwright-worker").system_namespace == "lw-system"
     made = helm.template("--set", "namespace.name=lw-system", "--set", "namespace.create=false")
-    assert "Namespace" not in {o["kind"] for o in made} and len(made) == 21
+    assert "Namespace" not in {o["kind"] for o in made} and len(made) == 22
 
 
 def moved(obj: Obj, namespace: str) -> Obj:

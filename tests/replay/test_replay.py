@@ -56,6 +56,8 @@ SHAPES |= {"package_gone_looks_again"}
 # Crossplane v2 (tests/integration/test_activation_workflows.py): the activation workflow's
 # pass, and a safe-start revision installed at zero replicas (no health wait).
 SHAPES |= {"activation_pass_and_nudge", "revision_awaiting_activation"}
+# Provider deletion protection (tests/integration/test_protection_workflows.py).
+SHAPES |= {"protection_pass"}
 # Ids carry the task queue off the default one (workflows.ids.PATCH_TASK_QUEUE_IDS): a
 # package's child on a queue of its own (tests/integration/test_task_queue_ids.py).
 QUEUE_IDS = {"package_install_queue_ids"}

@@ -66,8 +66,19 @@ def test_names_versions(name: str, kind: str, versions: list[str], storage: str,
     assert all(("subresources" in v) is status for v in spec["versions"])
 
 
-def test_eleven_files_one_crd_each() -> None:
-    assert len(crd_files()) == 11 == len(CRDS)
+def test_twelve_files_one_crd_each() -> None:
+    assert len(crd_files()) == 12 == len(CRDS)
+
+
+def test_crossplanes_cluster_usage() -> None:
+    """Provider deletion protection's usages: Crossplane's ClusterUsage, its columns."""
+    spec = CRDS["clusterusages.protection.crossplane.io"]["spec"]
+    assert (spec["group"], spec["scope"], spec["names"]["kind"]) == (
+        "protection.crossplane.io", "Cluster", "ClusterUsage")
+    [version] = spec["versions"]
+    assert version["name"] == "v1beta1"
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "DETAILS", "READY", "AGE"]
 
 
 @pytest.mark.parametrize(("name", "kind", "short", "columns"), [

@@ -1,0 +1,147 @@
+"""The watcher's part of provider deletion protection: when to signal ``protect:providers``.
+
+The watcher already lists and watches CRDs (metadata only). Each CRD with a Provider owner
+(a plain owner reference of kind Provider) gets a stream of its own resources, metadata
+only, in any namespace, once its Provider has been Healthy, so the watcher knows when a Provider type gets its first resource
+or loses its last: only those moments, a Provider type's CRD coming or going, and every
+full list of CRDs (start-up, resync) signal the protection workflow. A burst of resources
+costs no signal beyond the first. With protection off no resource is watched; the lists
+of CRDs still signal, so the workflow removes what an earlier run left
+(docs/design.md, "Provider deletion protection").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lockwright.k8s import Kube
+from lockwright.managed.protection import provider_of
+from lockwright.worker.targets import Obj, Resource
+
+MANAGED = "managed"  # Resource.role of a Provider type's resources
+
+
+def type_resource(crd: str) -> Resource:
+    """The stream's resource for CRD ``plural.group``; its version is found when listed."""
+    plural, group = crd.split(".", 1)
+    return Resource(crd, plural, "", MANAGED, group=group, metadata_only=True)
+
+
+def served_version(kube: Kube, res: Resource) -> Resource:
+    """``res`` with the group's preferred version (discovery), once lockwright may list and
+    watch it (the revision's RBAC is written after its CRDs: asking first keeps the list
+    from being refused).
+
+    Raises:
+        LookupError: not served, or not readable, yet: the stream backs off and asks again.
+    """
+    if res.role != MANAGED or res.version:
+        return res
+    doc = kube.read_path(f"/apis/{res.group}") or {}
+    version = str((doc.get("preferredVersion") or {}).get("version") or "")
+    if not version:
+        raise LookupError(f"{res.group} is not served yet")
+    if not all(kube.can_i(verb, res.group, res.plural) for verb in ("list", "watch")):
+        raise LookupError(f"no right to list and watch {res.plural}.{res.group} yet")
+    return Resource(res.kind, res.plural, version, res.role, group=res.group,
+                    metadata_only=True)
+
+
+def healthy(provider: Obj) -> bool:
+    """Whether a Provider's ``Healthy`` condition is True."""
+    return any(c.get("type") == "Healthy" and c.get("status") == "True"
+               for c in (provider.get("status") or {}).get("conditions") or [])
+
+
+def _key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+@dataclass
+class Streams:
+    """What changes in the set of watched types: CRDs to start and to stop watching."""
+
+    start: list[str] = field(default_factory=list)
+    stop: list[str] = field(default_factory=list)
+    signal: bool = False
+
+
+@dataclass
+class ProtectionIndex:
+    """Which CRDs are a Provider's, and which of them have resources (pure)."""
+
+    enabled: bool = True
+    providers: dict[str, str] = field(default_factory=dict)  # CRD name -> Provider
+    resources: dict[str, set[str]] = field(default_factory=dict)  # CRD -> namespace/name
+    # Providers seen Healthy: only their types are streamed, so installing a Provider of
+    # thousands of CRDs is not slowed by a stream per CRD before it is up (its RBAC, which
+    # lets lockwright read them, comes after its CRDs anyway).
+    healthy: set[str] = field(default_factory=set)
+    streaming: set[str] = field(default_factory=set)  # CRDs whose stream runs
+
+    def _startable(self, crds: list[str]) -> list[str]:
+        out = sorted(c for c in crds if self.enabled and c not in self.streaming
+                     and self.providers.get(c) in self.healthy)
+        self.streaming.update(out)
+        return out
+
+    def _stopped(self, crds: list[str]) -> list[str]:
+        out = sorted(c for c in crds if c in self.streaming)
+        self.streaming.difference_update(out)
+        return out
+
+    def on_provider(self, name: str, healthy: bool, gone: bool = False) -> Streams:
+        """A Provider listed or changed: the first time it is Healthy, its types' streams
+        start (they are never stopped for a Provider turning unhealthy: only their CRD
+        going stops one)."""
+        if gone:
+            self.healthy.discard(name)
+            return Streams()
+        if not healthy or name in self.healthy:
+            return Streams()
+        self.healthy.add(name)
+        return Streams(start=self._startable([c for c, p in self.providers.items()
+                                              if p == name]))
+
+    def on_crds(self, items: list[Obj], full: bool, signal_all: bool = False) -> Streams:
+        """CRDs listed (``full``: ``items`` is every CRD) or one added or written: the
+        streams to start and stop, and whether to signal (a list with ``signal_all``, a
+        Provider type gone). A new type signals only once its first list finds resources."""
+        seen = {str((o.get("metadata") or {}).get("name", "")): provider_of(
+            o.get("metadata") or {}) for o in items}
+        before = set(self.providers)
+        if full:
+            self.providers = {n: p for n, p in seen.items() if p}
+        else:
+            self.providers.update({n: p for n, p in seen.items() if p})
+        stopped = sorted(before - set(self.providers))
+        for name in stopped:
+            self.resources.pop(name, None)
+        return Streams(start=self._startable(sorted(set(self.providers) - before)),
+                       stop=self._stopped(stopped), signal=signal_all or bool(stopped))
+
+    def crd_deleted(self, name: str) -> Streams:
+        """A CRD is gone: stop its stream; signal when it was a Provider type."""
+        was = self.providers.pop(name, None) is not None
+        self.resources.pop(name, None)
+        return Streams(stop=self._stopped([name]), signal=was)
+
+    def listed(self, crd: str, items: list[Obj]) -> bool:
+        """A type's resources listed; signal when it had none before and has some now, or
+        the reverse (the first list of a type signals when it has any)."""
+        before = self.resources.get(crd)
+        now = {_key(o) for o in items}
+        self.resources[crd] = now
+        return bool(now) != bool(before)
+
+    def changed(self, crd: str, event: str, obj: Obj) -> bool:
+        """One watch event of a type's resources; signal on the first and the last."""
+        names = self.resources.setdefault(crd, set())
+        had = bool(names)
+        if event == "DELETED":
+            names.discard(_key(obj))
+        elif event == "ADDED":
+            names.add(_key(obj))
+        return had != bool(names)
+
