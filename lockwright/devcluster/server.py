@@ -147,7 +147,7 @@ class Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             self.close_connection = True
         elif length:
-            self.rfile.read(length)
+            self.raw_body = self.rfile.read(length)  # its shape is recorded too
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._dispatch("GET")

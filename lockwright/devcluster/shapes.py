@@ -25,6 +25,8 @@ KEPT_VALUES = frozenset({
 #: Selectors keep their keys and operators, not their values.
 SELECTORS = frozenset({"labelSelector", "fieldSelector"})
 _TERM = re.compile(r"^\s*(!?)([^=!<>\s]+)\s*(==|!=|=|in\b|notin\b)?")
+#: The suffix tests/helpers.unique gives names: one test's group is the next run's too.
+UNIQUE = re.compile(r"-[0-9a-f]{10}(?=[.]|$)")
 _KIND = re.compile(rb"^(apiVersion|kind):\s*['\"]?([^\s'\"]+)", re.MULTILINE)
 
 
@@ -36,7 +38,7 @@ def path_template(parts: list[str]) -> str:
     elif parts[:1] == ["apis"] and len(parts) >= 3:
         head, rest = parts[:3], parts[3:]
     else:
-        return "/" + "/".join(parts)
+        return unique_free("/" + "/".join(parts))
     out = list(head)
     if rest[:1] == ["watch"]:
         out, rest = out + ["watch"], rest[1:]
@@ -49,7 +51,12 @@ def path_template(parts: list[str]) -> str:
         rest = rest[2:]
     if rest:
         out += [rest[0]] + (["{name}"] if len(rest) > 1 else []) + rest[2:3]
-    return "/" + "/".join(out)
+    return unique_free("/" + "/".join(out))
+
+
+def unique_free(path: str) -> str:
+    """``path`` with test-unique suffixes (``-0e88eeecdc``) replaced by ``-{unique}``."""
+    return "/".join(UNIQUE.sub("-{unique}", p) for p in path.split("/"))
 
 
 def query_shape(query: dict[str, str]) -> dict[str, str]:

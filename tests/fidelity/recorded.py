@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lockwright.devcluster.shapes import unique_free
+
 SNAPSHOT = Path(__file__).with_name("recorded.jsonl")
 ENV_DIR = "LOCKWRIGHT_SHAPES_DIR"
 ENV_REFRESH = "LOCKWRIGHT_FIDELITY_REFRESH"
@@ -30,8 +32,14 @@ def load(path: Path) -> list[Shape]:
     """The distinct shapes in a JSON-lines file (none if it does not exist), sorted."""
     if not path.exists():
         return []
-    keys = {key(json.loads(line)) for line in path.read_text().splitlines() if line.strip()}
+    keys = {key(_canonical(json.loads(line))) for line in path.read_text().splitlines()
+            if line.strip()}
     return [json.loads(k) for k in sorted(keys)]
+
+
+def _canonical(shape: Shape) -> Shape:
+    """A shape recorded before devcluster replaced test-unique names, as it does now."""
+    return {**shape, "path": unique_free(shape["path"])}
 
 
 def write(path: Path, shapes: list[Shape]) -> None:
