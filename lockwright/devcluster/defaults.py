@@ -89,7 +89,8 @@ def namespace(obj: Obj) -> None:
     # The NamespaceDefaultLabelName admission kube-apiserver applies to every Namespace.
     name = (obj.get("metadata") or {}).get("name")
     if name:
-        obj.setdefault("metadata", {}).setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+        labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = name
     obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
     obj.setdefault("status", {}).setdefault("phase", "Active")
 

@@ -406,7 +406,7 @@ class Handler(BaseHTTPRequestHandler):
         if t.name is None:
             return self._delete_collection(t, q, options, opts)
         obj, gone_now = cluster.delete(t.rt, t.namespace, t.name, options, opts)
-        if gone_now and not t.rt.is_custom:
+        if gone_now:  # kube-apiserver 1.34 answers a Status for custom resources too
             details = {"name": t.name, "group": t.rt.group, "kind": t.rt.plural,
                        "uid": obj["metadata"]["uid"]}
             if not t.rt.group:

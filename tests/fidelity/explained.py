@@ -40,3 +40,84 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "/version: kube-apiserver adds emulationMajor/emulationMinor and "
         "minCompatibility fields devcluster leaves out.",
 }
+
+
+# --- recorded traffic (tests/fidelity/traffic.py) ------------------------------------------
+from collections.abc import Callable  # noqa: E402 - the traffic rules' part of the module
+from dataclasses import dataclass  # noqa: E402
+from typing import Any  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A difference of replayed traffic explained: the shapes it concerns, and the answer
+    paths (prefixes) where the two servers may differ for that reason."""
+
+    name: str
+    applies: Callable[[dict[str, Any]], bool]
+    paths: tuple[str, ...]
+    why: str
+
+    def explains(self, shape: dict[str, Any], differing: list[str]) -> bool:
+        """True when the rule concerns ``shape`` and covers every differing path."""
+        return self.applies(shape) and all(
+            d.split(":")[0].startswith(self.paths) for d in differing)
+
+
+def _path_has(*parts: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda s: any(p in s["path"] for p in parts)
+
+
+TRAFFIC_RULES: list[Rule] = [
+    Rule("protobuf answers", lambda s: s["accept"].startswith("application/vnd.kubernetes.protobuf"),
+         (".media",),
+         "kube-apiserver answers protobuf to a client that lists it first; devcluster answers "
+         "JSON, which every such client (kubectl, client-go) lists too. The object's "
+         "apiVersion and kind are compared and equal."),
+    Rule("CRD controllers", _path_has("customresourcedefinitions"),
+         (".body.metadata.finalizers", ".body.metadata.managedFields", ".body.status",
+          ".body.items"),
+         EXPLAINED[("custom_resources", "crd")] + " " +
+         EXPLAINED[("custom_resources", "established")]),
+    Rule("Deployment controller", _path_has("/deployments"), (".body.status",),
+         "devcluster simulates the Deployment controller at once (--deployment-delay, "
+         "0.05 s), so a Deployment read back is already available; kube's kwok nodes and "
+         "controller-manager take longer. lockwright waits for Available either way."),
+    Rule("Table column descriptions", lambda s: "as=Table" in s["accept"],
+         (".body.columnDefinitions",), EXPLAINED[("table", "list")]),
+    Rule("TokenRequest metadata", _path_has("/token"),
+         (".body.metadata.managedFields", ".body.metadata.uid"),
+         "kube-apiserver's TokenRequest answer carries a uid and a managedFields entry for "
+         "the request itself; devcluster's neither. Clients read status.token."),
+    Rule("Namespace defaults in managedFields", lambda s: s["path"].startswith(
+        "/api/v1/namespaces") and s["path"].count("/") <= 4,
+         (".body.metadata.managedFields",),
+         "devcluster defaults spec.finalizers and status.phase before it records the "
+         "client's fields, so its managedFields entry lists f:spec and f:status; "
+         "kube-apiserver's strategy sets them after. The object is equal."),
+    Rule("status subresource writes", lambda s: s["path"].endswith("/status") or (
+        "PartialObjectMetadata" in s["accept"] or "as=Table" in s["accept"]),
+         (".body.metadata.managedFields", ".body.status", ".body.items",
+          ".body.rows", ".body.columnDefinitions"),
+         "a write to /status of an object that has none: kube-apiserver records it in a "
+         "managedFields entry of subresource status and leaves status out; devcluster "
+         "records it in the client's main entry and answers status: null. Lists of those "
+         "objects differ in the same entries."),
+    Rule("Event fields without omitempty", _path_has("/events"),
+         (".body.eventTime", ".body.firstTimestamp", ".body.lastTimestamp",
+          ".body.reportingComponent", ".body.reportingInstance", ".body.source"),
+         "core/v1 Event: kube-apiserver writes the fields its Go type lacks omitempty on "
+         "(eventTime, firstTimestamp, lastTimestamp as null; source {}; reporting* as "
+         "\"\"); devcluster leaves them out. Readers treat absent and null alike."),
+    Rule("deleting a custom resource", lambda s: s["method"] == "DELETE" and (
+        "pkg.crossplane.io" in s["path"] or "crossplane.io" in s["path"]),
+         (".body",),
+         "an unfinalized custom resource deleted at once: kube-apiserver 1.34 answers a "
+         "Status (Success, details); devcluster answers the deleted object, as kube did for "
+         "custom resources before. Clients check the code only (200)."),
+]
+
+
+def explain(shape: dict[str, Any], differing: list[str]) -> Rule | None:
+    """The rule that explains a replayed shape's difference, if any."""
+    return next((r for r in TRAFFIC_RULES if r.explains(shape, differing)), None)
