@@ -27,6 +27,7 @@ SELECTORS = frozenset({"labelSelector", "fieldSelector"})
 _TERM = re.compile(r"^\s*(!?)([^=!<>\s]+)\s*(==|!=|=|in\b|notin\b)?")
 #: The suffix tests/helpers.unique gives names: one test's group is the next run's too.
 UNIQUE = re.compile(r"-[0-9a-f]{10}(?=[.]|$)")
+_TERMS = re.compile(r",(?![^()]*\))")  # commas between terms, not inside "in (a,b)"
 _KIND = re.compile(rb"^(apiVersion|kind):\s*['\"]?([^\s'\"]+)", re.MULTILINE)
 
 
@@ -67,7 +68,7 @@ def query_shape(query: dict[str, str]) -> dict[str, str]:
         if key in KEPT_VALUES:
             out[key] = value
         elif key in SELECTORS:
-            out[key] = ",".join(_term(t) for t in value.split(",") if t.strip())
+            out[key] = ",".join(_term(t) for t in _TERMS.split(value) if t.strip())
         elif key == "resourceVersion":
             out[key] = "0" if value == "0" else ("" if not value else "<set>")
         else:

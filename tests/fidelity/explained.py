@@ -118,6 +118,30 @@ TRAFFIC_RULES: list[Rule] = [
 ]
 
 
+TRAFFIC_RULES += [
+    Rule("404 of a path nothing serves", lambda s: s["method"] == "GET" and s["path"].count(
+        "/") == 3 and s["path"].startswith("/apis/"), (".body", ".media"),
+         "a group version no server registered (Crossplane's apiextensions.crossplane.io/v1 "
+         "without its CRDs): both answer 404; kube-apiserver's mux with the text/plain "
+         "'404 page not found', devcluster with a Status. Discovery clients read the code."),
+    Rule("/openapi/v3 index media type", lambda s: s["path"] == "/openapi/v3", (".media",),
+         "kube-apiserver serves the /openapi/v3 index with Content-Type text/plain to "
+         "Accept: application/json,*/*; devcluster says application/json. The body is the "
+         "same JSON and clients (kubectl's openapi3 root) parse it whatever the header."),
+    Rule("storageVersionHash of a version not stored", lambda s: s["path"].startswith(
+        "/apis/pkg.crossplane.io/"), (".body.resources",),
+         "discovery of a group version whose resources are stored in another version "
+         "(pkg.crossplane.io/v1beta1 FunctionRevision): kube-apiserver gives every resource "
+         "a storageVersionHash, devcluster only the stored version's. Only storage "
+         "migration reads it."),
+    Rule("managedFields order after a second manager", lambda s: s["method"] == "PATCH" and (
+        s["query"].get("fieldManager") == "<set>"), (".body.metadata.managedFields",),
+         "a merge patch by a second field manager of a field the creator set: the servers "
+         "list the two managedFields entries (and the field's new owner) differently. "
+         "lockwright applies server-side and reads its own entry by manager name."),
+]
+
+
 def explain(shape: dict[str, Any], differing: list[str]) -> Rule | None:
     """The rule that explains a replayed shape's difference, if any."""
     return next((r for r in TRAFFIC_RULES if r.explains(shape, differing)), None)

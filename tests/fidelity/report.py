@@ -60,6 +60,9 @@ class Fidelity:
         for o in self.traffic:
             if o.not_compared:
                 lines.append(f"  not compared: {describe(o.shape)} -- {o.not_compared}")
+        for d in self.catalogue.differences:
+            lines.append(f"  catalogue differs: {d.shape} / {d.step}"
+                         + ("" if (d.shape, d.step) in EXPLAINED else " -- UNEXPLAINED"))
         for c in self.validation:
             lines.append(f"  validation {c.name}: devcluster {c.codes[0]}, kube "
                          f"{c.codes[1]}" + (f" -- {c.gap}" if c.differs else " (agree)"))
