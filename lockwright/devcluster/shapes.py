@@ -1,4 +1,4 @@
-"""The shape of a request devcluster serves, for the differential check (docs/testing.md,
+"""The shape of a request devcluster serves, for the differential check (README.md,
 "Fidelity"): method, path template, query parameter names (values only where they choose
 behaviour), content type, accept, body kind and patch type; never names or values.
 

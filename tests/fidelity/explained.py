@@ -6,10 +6,6 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "kube-apiserver stops reading once a page is full and hands out a continue token even "
         "when no further item matches the selector (its next page is empty); devcluster "
         "filters the whole list first and knows there is none. Clients follow either.",
-    ("metadata_only", "get"):
-        "a Secret created with stringData: kube-apiserver records the field manager's fields "
-        "after stringData became data (f:data), devcluster before (f:stringData).",
-    ("metadata_only", "list"): "the same Secret, listed.",
     ("table", "list"):
         "Table column descriptions: kube-apiserver copies each field's whole OpenAPI "
         "description, devcluster a shorter one. Cells, names, types and rows are equal.",
