@@ -25,12 +25,13 @@ def pytest_configure(config: "pytest.Config") -> None:
 
 
 def pytest_sessionfinish(session: "pytest.Session", exitstatus: int) -> None:
-    """Fail the run when its stacks sent a request shape the committed snapshot lacks."""
+    """Add the request shapes the stacks sent and the committed snapshot lacks (or, with
+    LOCKWRIGHT_FIDELITY_STRICT=1, fail the run on them)."""
     if hasattr(session.config, "workerinput"):
         return
-    problems = finish_session()
-    if problems:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line("\n".join(problems), red=True)
+    fails, lines = finish_session()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if lines and reporter is not None:
+        reporter.write_line("\n".join(lines), red=fails, yellow=not fails)
+    if fails:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -3,8 +3,9 @@ and the committed snapshot of them the differential check replays (``recorded.js
 
 A session records into ``$LOCKWRIGHT_SHAPES_DIR/shapes.jsonl`` (tests/conftest.py sets it;
 every devcluster of a test stack appends to it). At the session's end a shape seen but
-missing from the snapshot fails the run, unless ``LOCKWRIGHT_FIDELITY_REFRESH=1`` asked to
-add it (then commit ``tests/fidelity/recorded.jsonl``).
+missing from the snapshot is added to it and named in the run's summary (commit
+``tests/fidelity/recorded.jsonl``: the next differential check replays it);
+``LOCKWRIGHT_FIDELITY_STRICT=1`` fails the run instead (the snapshot left as it is).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from lockwright.devcluster.shapes import unique_free
 
 SNAPSHOT = Path(__file__).with_name("recorded.jsonl")
 ENV_DIR = "LOCKWRIGHT_SHAPES_DIR"
-ENV_REFRESH = "LOCKWRIGHT_FIDELITY_REFRESH"
+ENV_STRICT = "LOCKWRIGHT_FIDELITY_STRICT"
 
 Shape = dict[str, Any]
 
@@ -60,16 +61,21 @@ def missing_from_snapshot(seen: list[Shape]) -> list[Shape]:
     return [s for s in seen if key(s) not in known]
 
 
-def finish_session() -> list[str]:
-    """At a session's end: refresh the snapshot (when asked) or list what it lacks."""
+def finish_session() -> tuple[bool, list[str]]:
+    """At a session's end: add the shapes the snapshot lacks (or, strict, fail on them).
+
+    Returns:
+        Whether the run fails, and the lines to show.
+    """
     where = session_file()
     seen = load(where) if where else []
     missing = missing_from_snapshot(seen)
     if not missing:
-        return []
-    if os.environ.get(ENV_REFRESH) == "1":
+        return False, []
+    strict = os.environ.get(ENV_STRICT) == "1"
+    if not strict:
         write(SNAPSHOT, load(SNAPSHOT) + missing)
-        return []
-    return [f"{len(missing)} request shape(s) the e2e run sent are missing from "
-            f"{SNAPSHOT} (rerun with {ENV_REFRESH}=1 and commit it):"] + [
-        "  " + key(s) for s in missing[:20]]
+    head = (f"{len(missing)} request shape(s) the test stacks sent were missing from "
+            f"{SNAPSHOT}: " + ("the run fails (unset " + ENV_STRICT + " to add them)" if strict
+                              else "added; commit the file"))
+    return strict, [head] + ["  " + key(s) for s in missing[:20]]

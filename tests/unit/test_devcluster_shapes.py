@@ -56,7 +56,7 @@ def test_each_shape_is_written_once_per_process(tmp_path: Path) -> None:
         shape]
 
 
-def test_a_shape_missing_from_the_snapshot_fails_the_session(
+def test_a_shape_missing_from_the_snapshot_is_added_or_fails_the_session(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     snapshot = tmp_path / "recorded.jsonl"
     known = {"method": "GET", "path": "/api", "query": {}}
@@ -65,12 +65,14 @@ def test_a_shape_missing_from_the_snapshot_fails_the_session(
         {"method": "GET", "path": "/apis", "query": {}}) + "\n")
     monkeypatch.setattr(recorded, "SNAPSHOT", snapshot)
     monkeypatch.setenv(recorded.ENV_DIR, str(tmp_path))
-    monkeypatch.delenv(recorded.ENV_REFRESH, raising=False)
-    problems = recorded.finish_session()
-    assert problems and '"/apis"' in problems[1]
-    monkeypatch.setenv(recorded.ENV_REFRESH, "1")
-    assert recorded.finish_session() == []
+    monkeypatch.setenv(recorded.ENV_STRICT, "1")
+    fails, lines = recorded.finish_session()
+    assert fails and '"/apis"' in lines[1] and len(recorded.load(snapshot)) == 1
+    monkeypatch.delenv(recorded.ENV_STRICT)
+    fails, lines = recorded.finish_session()
+    assert not fails and "added" in lines[0]
     assert len(recorded.load(snapshot)) == 2
+    assert recorded.finish_session() == (False, [])
 
 
 def test_the_committed_snapshot_is_canonical() -> None:
