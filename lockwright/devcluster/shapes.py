@@ -25,8 +25,9 @@ KEPT_VALUES = frozenset({
 #: Selectors keep their keys and operators, not their values.
 SELECTORS = frozenset({"labelSelector", "fieldSelector"})
 _TERM = re.compile(r"^\s*(!?)([^=!<>\s]+)\s*(==|!=|=|in\b|notin\b)?")
-#: The suffix tests/helpers.unique gives names: one test's group is the next run's too.
-UNIQUE = re.compile(r"-[0-9a-f]{10}(?=[.]|$)")
+#: What makes a test's names unique (tests/helpers.unique's suffix, a hex prefix of a
+#: group): one test's group is the next run's too.
+UNIQUE = re.compile(r"-[0-9a-f]{10}(?=[.]|$)|^[0-9a-f]{8}(?=[.])")
 _TERMS = re.compile(r",(?![^()]*\))")  # commas between terms, not inside "in (a,b)"
 _KIND = re.compile(rb"^(apiVersion|kind):\s*['\"]?([^\s'\"]+)", re.MULTILINE)
 
@@ -57,7 +58,8 @@ def path_template(parts: list[str]) -> str:
 
 def unique_free(path: str) -> str:
     """``path`` with test-unique suffixes (``-0e88eeecdc``) replaced by ``-{unique}``."""
-    return "/".join(UNIQUE.sub("-{unique}", p) for p in path.split("/"))
+    return "/".join(UNIQUE.sub(lambda m: "-{unique}" if m.group().startswith("-")
+                               else "{unique}", p) for p in path.split("/"))
 
 
 def query_shape(query: dict[str, str]) -> dict[str, str]:

@@ -85,12 +85,16 @@ TRAFFIC_RULES: list[Rule] = [
          (".body.metadata.managedFields", ".body.metadata.uid"),
          "kube-apiserver's TokenRequest answer carries a uid and a managedFields entry for "
          "the request itself; devcluster's neither. Clients read status.token."),
-    Rule("Namespace defaults in managedFields", lambda s: s["path"].startswith(
-        "/api/v1/namespaces") and s["path"].count("/") <= 4,
+    Rule("defaults in managedFields", lambda s: (s["path"].startswith(
+        "/api/v1/namespaces") and s["path"].count("/") <= 4) or "/services" in s["path"],
          (".body.metadata.managedFields",),
-         "devcluster defaults spec.finalizers and status.phase before it records the "
-         "client's fields, so its managedFields entry lists f:spec and f:status; "
-         "kube-apiserver's strategy sets them after. The object is equal."),
+         "devcluster applies a Namespace's and a Service's defaults (spec.finalizers, "
+         "status.phase; clusterIP, ipFamilies ...) before it records the client's fields, "
+         "so its managedFields entry lists them; kube-apiserver's strategy sets them "
+         "after. The object is equal."),
+    Rule("events of kube's nodes", lambda s: s["path"] == "/api/v1/events", (".body.items",),
+         "a cluster-wide list of Events: kube's kwok node and controllers post their own "
+         "(a Node registered, ...); devcluster has no nodes. The replay's own are equal."),
     Rule("status subresource writes", lambda s: s["path"].endswith("/status") or (
         "PartialObjectMetadata" in s["accept"] or "as=Table" in s["accept"]),
          (".body.metadata.managedFields", ".body.status", ".body.items",
@@ -116,7 +120,7 @@ TRAFFIC_RULES: list[Rule] = [
 
 TRAFFIC_RULES += [
     Rule("404 of a path nothing serves", lambda s: s["method"] == "GET" and s["path"].count(
-        "/") == 3 and s["path"].startswith("/apis/"), (".body", ".media"),
+        "/") == 3 and s["path"].startswith("/apis/"), (".body", ".media", ".kind"),
          "a group version no server registered (Crossplane's apiextensions.crossplane.io/v1 "
          "without its CRDs): both answer 404; kube-apiserver's mux with the text/plain "
          "'404 page not found', devcluster with a Status. Discovery clients read the code."),
