@@ -1,5 +1,12 @@
 """Session-wide fixtures: each real server starts once per test session (per xdist worker)."""
 
+import os
+import tempfile
+
+import pytest
+
+from tests.fidelity.recorded import ENV_DIR, finish_session
+
 pytest_plugins = [
     "tests.fixtures.devcluster",
     "tests.fixtures.docker",
@@ -8,3 +15,23 @@ pytest_plugins = [
     "tests.fixtures.stack",
     "tests.fixtures.helm",
 ]
+
+
+def pytest_configure(config: "pytest.Config") -> None:
+    """The controller picks where test stacks' devclusters record request shapes
+    (tests/fidelity/recorded.py); xdist workers inherit it through the environment."""
+    if not hasattr(config, "workerinput") and ENV_DIR not in os.environ:
+        os.environ[ENV_DIR] = tempfile.mkdtemp(prefix="lockwright-shapes-")
+
+
+def pytest_sessionfinish(session: "pytest.Session", exitstatus: int) -> None:
+    """Add the request shapes the stacks sent and the committed snapshot lacks (or, with
+    LOCKWRIGHT_FIDELITY_STRICT=1, fail the run on them)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    fails, lines = finish_session()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if lines and reporter is not None:
+        reporter.write_line("\n".join(lines), red=fails, yellow=not fails)
+    if fails:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

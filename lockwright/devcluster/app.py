@@ -10,6 +10,7 @@ from lockwright.devcluster.cluster import Cluster
 from lockwright.devcluster.controllers import DeploymentSimulator, GarbageCollector
 from lockwright.devcluster.guard import Guard
 from lockwright.devcluster.server import DevServer, Settings, serve_in_thread
+from lockwright.devcluster.shapes import Recorder
 
 AUTHORIZATION_MODES = ("AlwaysAllow", "RBAC")
 
@@ -45,7 +46,7 @@ class App:
 def start(host: str, port: int, data_dir: str, *, history: int = 10_000,
           bookmark_interval: float = 1.0, deployment_delay: float = 0.05,
           unavailable_images: Sequence[str] = (), authorization: str = "AlwaysAllow",
-          owner_gc: bool = True) -> App:
+          owner_gc: bool = True, record_shapes: str | None = None) -> App:
     """Start devcluster on ``host:port`` (0 picks a free port) with state in ``data_dir``.
 
     Deployments with a pod-template image matching one of ``unavailable_images`` (fnmatch
@@ -54,6 +55,8 @@ def start(host: str, port: int, data_dir: str, *, history: int = 10_000,
     ``AlwaysAllow`` serves everyone. RBAC mode serves HTTPS (clients send tokens only over
     TLS) with a CA of its own, ``App.ca_pem``. ``owner_gc`` False turns ownerReference
     garbage collection off (kube-controller-manager's ``--enable-garbage-collector=false``).
+    ``record_shapes`` names a file to append the shape of each request served to
+    (:mod:`devcluster.shapes`).
     """
     if authorization not in AUTHORIZATION_MODES:
         raise ValueError(f"authorization mode {authorization!r}: use one of "
@@ -64,7 +67,8 @@ def start(host: str, port: int, data_dir: str, *, history: int = 10_000,
     serving = tls.serving(data_dir, host) if guard is not None else None
     gc = GarbageCollector(cluster, owner_references=owner_gc)
     deployments = DeploymentSimulator(cluster, deployment_delay, unavailable_images)
-    server = DevServer((host, port), cluster, guard, serving.context() if serving else None)
+    server = DevServer((host, port), cluster, guard, serving.context() if serving else None,
+                       Recorder(record_shapes) if record_shapes else None)
     gc.start()
     deployments.start()
     serve_in_thread(server)

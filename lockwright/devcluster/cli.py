@@ -42,6 +42,11 @@ def register(subparsers: Any) -> None:
                             "owners are gone stays; foreground and orphan deletions wait), "
                             "as kube-controller-manager's flag of that name; namespace and "
                             "CRD clean-up still run")
+    serve.add_argument("--record-shapes", metavar="FILE",
+                       default=os.environ.get("LOCKWRIGHT_DEVCLUSTER_SHAPES") or None,
+                       help="append the shape of each request served (method, path template, "
+                            "query names, content types, body kind; no values) to FILE, one "
+                            "JSON line per new shape (env LOCKWRIGHT_DEVCLUSTER_SHAPES)")
     serve.set_defaults(func=serve_command)
 
 
@@ -75,7 +80,8 @@ def serve_command(args: argparse.Namespace) -> int:
                 deployment_delay=args.deployment_delay,
                 unavailable_images=args.unavailable_images,
                 authorization=args.authorization_mode,
-                owner_gc=args.enable_garbage_collector == "true")
+                owner_gc=args.enable_garbage_collector == "true",
+                record_shapes=args.record_shapes)
     tmp = f"{args.kubeconfig}.tmp"
     token = app.admin_token
     mode = 0o600 if token else 0o644  # a kubeconfig holding a credential is the owner's

@@ -6,6 +6,7 @@ as drift, and the validation errors a wrong manifest gets. Each function works i
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from typing import Any
 
@@ -33,6 +34,7 @@ def _container(c: Obj) -> None:
     c.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
+    c.setdefault("resources", {})  # no omitempty in kube's Container
     for port in c.get("ports") or []:
         port.setdefault("protocol", "TCP")
 
@@ -47,6 +49,7 @@ def deployment(obj: Obj) -> None:
         strategy.setdefault("type", "RollingUpdate")
         strategy.setdefault("rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
     _pod_spec(spec.setdefault("template", {}).setdefault("spec", {}))
+    obj.setdefault("status", {})  # kube answers a new Deployment with status: {}
 
 
 def service(obj: Obj) -> None:
@@ -63,6 +66,7 @@ def service(obj: Obj) -> None:
     for port in spec.get("ports") or []:
         port.setdefault("protocol", "TCP")
         port.setdefault("targetPort", port.get("port"))
+    obj.setdefault("status", {}).setdefault("loadBalancer", {})
 
 
 def _cluster_ip(obj: Obj) -> str:
@@ -73,9 +77,20 @@ def _cluster_ip(obj: Obj) -> str:
 
 def secret(obj: Obj) -> None:
     obj.setdefault("type", "Opaque")
+    # kube-apiserver folds stringData into data (base64) and never stores stringData.
+    strings = obj.pop("stringData", None) or {}
+    if strings:
+        data = obj.setdefault("data", {})
+        for key, value in strings.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
 
 
 def namespace(obj: Obj) -> None:
+    # The NamespaceDefaultLabelName admission kube-apiserver applies to every Namespace.
+    name = (obj.get("metadata") or {}).get("name")
+    if name:
+        labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = name
     obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
     obj.setdefault("status", {}).setdefault("phase", "Active")
 

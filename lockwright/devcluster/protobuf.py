@@ -116,6 +116,15 @@ def is_protobuf(body: bytes) -> bool:
     return body[:4] == MAGIC
 
 
+def type_meta(body: bytes) -> tuple[str, str]:
+    """The apiVersion and kind a ``k8s\\0``-prefixed body names (empty when unreadable)."""
+    try:
+        meta = _fields(_one(_fields(body[4:]), 1, b""))
+        return _one(meta, 1, b"").decode(), _one(meta, 2, b"").decode()
+    except (ProtobufError, UnicodeDecodeError, TypeError):
+        return "", ""
+
+
 def decode(body: bytes) -> dict[str, Any]:
     """Decode a ``k8s\\0``-prefixed object into the JSON form the server stores.
 

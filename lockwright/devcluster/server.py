@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
-from lockwright.devcluster import discovery, openapi, scale, table
+from lockwright.devcluster import discovery, openapi, scale, shapes, table
 from lockwright.devcluster.admission import WriteOptions
 from lockwright.devcluster.cluster import Cluster
 from lockwright.devcluster.errors import ApiError, bad_request, method_not_allowed, not_found_path, too_large
@@ -83,7 +83,8 @@ class Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             self.rfile.read(length)
             raise too_large()
-        return self.rfile.read(length) if length else b""
+        self.raw_body = self.rfile.read(length) if length else b""
+        return self.raw_body
 
     def _send(self, code: int, body: Any, content_type: str = "application/json",
               warnings: list[str] | None = None) -> None:
@@ -101,6 +102,19 @@ class Handler(BaseHTTPRequestHandler):
         self._send(exc.code, exc.status())
 
     def _dispatch(self, method: str) -> None:
+        self.raw_body = b""
+        try:
+            self._answer(method)
+        finally:
+            if self.server.recorder is not None:
+                self._record(method, self.server.recorder)
+
+    def _record(self, method: str, recorder: shapes.Recorder) -> None:
+        parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+        recorder.record(shapes.shape_of(method, parts, self._query(), self.headers,
+                                        self.raw_body))
+
+    def _answer(self, method: str) -> None:
         try:
             if self.server.guard is None and method == "POST" and urlsplit(
                     self.path).path == SSAR_PATH:
@@ -136,7 +150,7 @@ class Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             self.close_connection = True
         elif length:
-            self.rfile.read(length)
+            self.raw_body = self.rfile.read(length)  # its shape is recorded too
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._dispatch("GET")
@@ -395,7 +409,7 @@ class Handler(BaseHTTPRequestHandler):
         if t.name is None:
             return self._delete_collection(t, q, options, opts)
         obj, gone_now = cluster.delete(t.rt, t.namespace, t.name, options, opts)
-        if gone_now and not t.rt.is_custom:
+        if gone_now:  # kube-apiserver 1.34 answers a Status for custom resources too
             details = {"name": t.name, "group": t.rt.group, "kind": t.rt.plural,
                        "uid": obj["metadata"]["uid"]}
             if not t.rt.group:
@@ -515,8 +529,10 @@ class DevServer(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], cluster: Cluster,
-                 guard: Guard | None = None, tls: ssl.SSLContext | None = None) -> None:
+                 guard: Guard | None = None, tls: ssl.SSLContext | None = None,
+                 recorder: shapes.Recorder | None = None) -> None:
         super().__init__(address, Handler)
+        self.recorder = recorder  # the request shapes served (--record-shapes); None: off
         self.cluster = cluster
         self.guard = guard  # authentication and RBAC; None allows every request
         self.scheme = "http"

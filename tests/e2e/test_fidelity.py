@@ -1,5 +1,7 @@
 """The differential check of devcluster against kube-apiserver (tests/fidelity): every
-request shape answered the same after normalising, or its difference explained.
+request shape the end-to-end suite sent to devcluster (tests/fidelity/recorded.jsonl),
+replayed on both servers with fresh objects; the known validation gaps; the hand-written
+catalogue. Each difference must be explained (tests/fidelity/explained.py).
 
 Runs when the real control plane is selected (``LOCKWRIGHT_TEST_CLUSTER`` names kube).
 The report is printed, and written to ``$LOCKWRIGHT_FIDELITY_REPORT`` when set.
@@ -12,21 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.fidelity.compare import both_servers, compare
 from tests.fidelity.explained import EXPLAINED
+from tests.fidelity.report import run
 from tests.fixtures.kube import cluster_kinds
 
 
 @pytest.mark.skipif("kube" not in cluster_kinds(),
                     reason="the real control plane is not selected (LOCKWRIGHT_TEST_CLUSTER)")
 def test_devcluster_answers_as_kube_apiserver_does() -> None:
-    with both_servers() as (dc, kube):
-        report = compare(dc, kube)
+    report = run()
     print(report.text())
     if os.environ.get("LOCKWRIGHT_FIDELITY_REPORT"):
         Path(os.environ["LOCKWRIGHT_FIDELITY_REPORT"]).write_text(report.text() + "\n")
-    found = {(d.shape, d.step) for d in report.differences}
-    unexplained = [d for d in report.differences if (d.shape, d.step) not in EXPLAINED]
-    assert not unexplained, report.text()
+    assert not report.unexplained(), "\n".join(report.unexplained())
+    found = {(d.shape, d.step) for d in report.catalogue.differences}
     assert found == set(EXPLAINED), f"explained but now equal: {set(EXPLAINED) - found}"
-    assert len(report.compared) >= 20
+    fixed = [c.name for c in report.validation if not c.differs]
+    assert not fixed, f"validation gaps devcluster now closes (drop them): {fixed}"
+    assert len(report.compared) >= 0.75 * len(report.traffic)  # 195 of 244 at the last run

@@ -20,6 +20,21 @@ class Answer:
     body: Any
 
 
+@dataclass(frozen=True)
+class Raw:
+    """An answer's code, media type and undecoded bytes."""
+
+    code: int
+    media: str
+    data: bytes
+
+
+def _headers(given: dict[str, str] | None) -> dict[str, str]:
+    """Accept JSON unless told; a header given as "" is left out (a client that sent none)."""
+    head = {"Accept": "application/json", **(given or {})}
+    return {k: v for k, v in head.items() if v}
+
+
 @dataclass
 class Client:
     """Requests to one server as one identity (a bearer token or a client certificate)."""
@@ -36,29 +51,37 @@ class Client:
 
     def send(self, method: str, path: str, body: Any = None,
              headers: dict[str, str] | None = None) -> Answer:
-        """One request; a JSON body is decoded, anything else kept as text."""
+        """One request; a JSON body is decoded, protobuf kept as bytes, anything else text."""
+        data = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body)
+        head = dict(headers or {})
+        if data is not None and "Content-Type" not in head:
+            head["Content-Type"] = "application/json"
+        got = self.raw(method, path, data, head)
+        if "protobuf" in got.media:
+            return Answer(got.code, got.media, got.data)
+        return Answer(got.code, got.media, _decode(got.data, got.media))
+
+    def raw(self, method: str, path: str, data: str | bytes | None,
+            headers: dict[str, str] | None = None) -> Raw:
+        """One request exactly as given (headers valued "" are left out)."""
         conn = self._connection(20)
-        head = {"Accept": "application/json", **(headers or {})}
+        head = _headers(headers)
         if self.token:
             head["Authorization"] = f"Bearer {self.token}"
-        data = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body)
-        if data is not None:
-            head.setdefault("Content-Type", "application/json")
         try:
             conn.request(method, path, body=data, headers=head)
             resp = conn.getresponse()
             raw = resp.read()
         finally:
             conn.close()
-        media = (resp.getheader("Content-Type") or "").split(";")[0].strip()
-        return Answer(resp.status, media, _decode(raw, media))
+        return Raw(resp.status, (resp.getheader("Content-Type") or "").split(";")[0].strip(), raw)
 
     def watch(self, path: str, seconds: int, stop_after: int = 0,
               headers: dict[str, str] | None = None) -> Answer:
         """A watch the server ends after ``seconds`` (``timeoutSeconds``), or read until
         ``stop_after`` events came."""
         conn = self._connection(seconds + 10)
-        head = {"Accept": "application/json", **(headers or {})}
+        head = _headers(headers)
         if self.token:
             head["Authorization"] = f"Bearer {self.token}"
         conn.request("GET", f"{path}&timeoutSeconds={seconds}", headers=head)
@@ -73,7 +96,7 @@ class Client:
                 if not line:
                     break
                 if line.strip():
-                    events.append(json.loads(line))
+                    events.append(json.loads(line) if line.lstrip()[:1] == b"{" else line)
             return Answer(resp.status, media, events)
         finally:
             conn.close()

@@ -6,10 +6,6 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "kube-apiserver stops reading once a page is full and hands out a continue token even "
         "when no further item matches the selector (its next page is empty); devcluster "
         "filters the whole list first and knows there is none. Clients follow either.",
-    ("metadata_only", "get"):
-        "a Secret created with stringData: kube-apiserver records the field manager's fields "
-        "after stringData became data (f:data), devcluster before (f:stringData).",
-    ("metadata_only", "list"): "the same Secret, listed.",
     ("table", "list"):
         "Table column descriptions: kube-apiserver copies each field's whole OpenAPI "
         "description, devcluster a shorter one. Cells, names, types and rows are equal.",
@@ -40,3 +36,112 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "/version: kube-apiserver adds emulationMajor/emulationMinor and "
         "minCompatibility fields devcluster leaves out.",
 }
+
+
+# --- recorded traffic (tests/fidelity/traffic.py) ------------------------------------------
+from collections.abc import Callable  # noqa: E402 - the traffic rules' part of the module
+from dataclasses import dataclass  # noqa: E402
+from typing import Any  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A difference of replayed traffic explained: the shapes it concerns, and the answer
+    paths (prefixes) where the two servers may differ for that reason."""
+
+    name: str
+    applies: Callable[[dict[str, Any]], bool]
+    paths: tuple[str, ...]
+    why: str
+
+    def explains(self, shape: dict[str, Any], differing: list[str]) -> bool:
+        """True when the rule concerns ``shape`` and covers every differing path."""
+        return self.applies(shape) and all(
+            d.split(":")[0].startswith(self.paths) for d in differing)
+
+
+def _path_has(*parts: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda s: any(p in s["path"] for p in parts)
+
+
+TRAFFIC_RULES: list[Rule] = [
+    Rule("protobuf answers", lambda s: s["accept"].startswith("application/vnd.kubernetes.protobuf"),
+         (".media",),
+         "kube-apiserver answers protobuf to a client that lists it first; devcluster answers "
+         "JSON, which every such client (kubectl, client-go) lists too. The object's "
+         "apiVersion and kind are compared and equal."),
+    Rule("CRD controllers", _path_has("customresourcedefinitions"),
+         (".body.metadata.finalizers", ".body.metadata.managedFields", ".body.status",
+          ".body.items"),
+         EXPLAINED[("custom_resources", "crd")] + " " +
+         EXPLAINED[("custom_resources", "established")]),
+    Rule("Deployment controller", _path_has("/deployments"), (".body.status",),
+         "devcluster simulates the Deployment controller at once (--deployment-delay, "
+         "0.05 s), so a Deployment read back is already available; kube's kwok nodes and "
+         "controller-manager take longer. lockwright waits for Available either way."),
+    Rule("Table column descriptions", lambda s: "as=Table" in s["accept"],
+         (".body.columnDefinitions",), EXPLAINED[("table", "list")]),
+    Rule("TokenRequest metadata", _path_has("/token"),
+         (".body.metadata.managedFields", ".body.metadata.uid"),
+         "kube-apiserver's TokenRequest answer carries a uid and a managedFields entry for "
+         "the request itself; devcluster's neither. Clients read status.token."),
+    Rule("defaults in managedFields", lambda s: (s["path"].startswith(
+        "/api/v1/namespaces") and s["path"].count("/") <= 4) or "/services" in s["path"],
+         (".body.metadata.managedFields",),
+         "devcluster applies a Namespace's and a Service's defaults (spec.finalizers, "
+         "status.phase; clusterIP, ipFamilies ...) before it records the client's fields, "
+         "so its managedFields entry lists them; kube-apiserver's strategy sets them "
+         "after. The object is equal."),
+    Rule("events of kube's nodes", lambda s: s["path"] == "/api/v1/events", (".body.items",),
+         "a cluster-wide list of Events: kube's kwok node and controllers post their own "
+         "(a Node registered, ...); devcluster has no nodes. The replay's own are equal."),
+    Rule("status subresource writes", lambda s: s["path"].endswith("/status") or (
+        "PartialObjectMetadata" in s["accept"] or "as=Table" in s["accept"]),
+         (".body.metadata.managedFields", ".body.status", ".body.items",
+          ".body.rows", ".body.columnDefinitions"),
+         "a write to /status of an object that has none: kube-apiserver records it in a "
+         "managedFields entry of subresource status and leaves status out; devcluster "
+         "records it in the client's main entry and answers status: null. Lists of those "
+         "objects differ in the same entries."),
+    Rule("Event fields without omitempty", _path_has("/events"),
+         (".body.eventTime", ".body.firstTimestamp", ".body.lastTimestamp",
+          ".body.reportingComponent", ".body.reportingInstance", ".body.source"),
+         "core/v1 Event: kube-apiserver writes the fields its Go type lacks omitempty on "
+         "(eventTime, firstTimestamp, lastTimestamp as null; source {}; reporting* as "
+         "\"\"); devcluster leaves them out. Readers treat absent and null alike."),
+    Rule("deleting a custom resource", lambda s: s["method"] == "DELETE" and (
+        "pkg.crossplane.io" in s["path"] or "crossplane.io" in s["path"]),
+         (".body",),
+         "an unfinalized custom resource deleted at once: kube-apiserver 1.34 answers a "
+         "Status (Success, details); devcluster answers the deleted object, as kube did for "
+         "custom resources before. Clients check the code only (200)."),
+]
+
+
+TRAFFIC_RULES += [
+    Rule("404 of a path nothing serves", lambda s: s["method"] == "GET" and s["path"].count(
+        "/") == 3 and s["path"].startswith("/apis/"), (".body", ".media", ".kind"),
+         "a group version no server registered (Crossplane's apiextensions.crossplane.io/v1 "
+         "without its CRDs): both answer 404; kube-apiserver's mux with the text/plain "
+         "'404 page not found', devcluster with a Status. Discovery clients read the code."),
+    Rule("/openapi/v3 index media type", lambda s: s["path"] == "/openapi/v3", (".media",),
+         "kube-apiserver serves the /openapi/v3 index with Content-Type text/plain to "
+         "Accept: application/json,*/*; devcluster says application/json. The body is the "
+         "same JSON and clients (kubectl's openapi3 root) parse it whatever the header."),
+    Rule("storageVersionHash of a version not stored", lambda s: s["path"].startswith(
+        "/apis/pkg.crossplane.io/"), (".body.resources",),
+         "discovery of a group version whose resources are stored in another version "
+         "(pkg.crossplane.io/v1beta1 FunctionRevision): kube-apiserver gives every resource "
+         "a storageVersionHash, devcluster only the stored version's. Only storage "
+         "migration reads it."),
+    Rule("managedFields order after a second manager", lambda s: s["method"] == "PATCH" and (
+        s["query"].get("fieldManager") == "<set>"), (".body.metadata.managedFields",),
+         "a merge patch by a second field manager of a field the creator set: the servers "
+         "list the two managedFields entries (and the field's new owner) differently. "
+         "lockwright applies server-side and reads its own entry by manager name."),
+]
+
+
+def explain(shape: dict[str, Any], differing: list[str]) -> Rule | None:
+    """The rule that explains a replayed shape's difference, if any."""
+    return next((r for r in TRAFFIC_RULES if r.explains(shape, differing)), None)

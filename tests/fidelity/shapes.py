@@ -396,9 +396,9 @@ def _keys(got: Answer) -> Answer:
 
 # --- normalising ----------------------------------------------------------------------------
 VOLATILE = {"uid", "resourceVersion", "creationTimestamp", "selfLink", "continue",
-            "remainingItemCount"}
+            "remainingItemCount", "token", "clusterIP", "clusterIPs"}
 TIMES = {"time", "lastTransitionTime", "lastUpdateTime", "lastHeartbeatTime",
-         "deletionTimestamp"}
+         "deletionTimestamp", "expirationTimestamp"}
 NUMBERS = re.compile(r"\d{3,}")
 UIDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -414,6 +414,8 @@ def _norm(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
+            if k == "continue" and v == "":
+                continue  # an empty continue token is no token
             if k in VOLATILE:
                 out[k] = "<volatile>"
             elif k in TIMES:
