@@ -179,11 +179,14 @@ def test_upgrading_lockwright_across_the_naming_switches_no_package(
             stack.wait_healthy(kind, name, timeout=120)
             assert states(stack, kind, name) == {legacy[kind]: "Active"}
     finally:
+        # Upgrading lockwright replaces the worker and the watcher (one image): the new
+        # watcher's first list signals every package (no resync is waited for).
         stack.restart_worker(LOCKWRIGHT_REVISION_NAMES="Generation")
+        stack.restart_watcher()
 
     for kind, name in pkgs.items():
-        # The watcher's resync (every 30 s on the test stacks) makes each package look
-        # again under the new worker: its pass keeps the revision and records it.
+        # Each package looks again under the new worker: its pass keeps the revision
+        # and records it.
         wait_for(lambda: _recorded(stack, kind, name, legacy[kind]) == "1", timeout=90,
                  interval=0.2, what=f"{kind} {name}: its revision kept at generation 1")
         assert states(stack, kind, name) == {legacy[kind]: "Active"}  # no new revision
