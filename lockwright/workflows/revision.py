@@ -65,6 +65,12 @@ PATCH_HEALTH_WATCH = "health-watch"
 #: The longest window one check_health watches: within the workflow task's timeout (10 s),
 #: since check_health runs as a local activity.
 HEALTH_WATCH_S = 5.0
+# Between two watch windows the workflow task ends on a timer this short: local activities
+# otherwise keep one workflow task open for the whole wait (up to a switch's deadline), and
+# a worker draining for shutdown waited for it (minutes, not its graceful 20 s). Runs
+# started before this change replay without the timer.
+PATCH_HEALTH_WINDOW_GAP = "health-window-gap"
+HEALTH_WINDOW_GAP_S = 0.05
 _EPSILON_S = 1e-6
 
 
@@ -293,6 +299,9 @@ class InstallRevision:
                 await workflow.sleep(timedelta(seconds=inp.tuning.health_poll_s),
                                      summary="wait for the runtime to become available")
                 left -= inp.tuning.health_poll_s
+            elif workflow.patched(PATCH_HEALTH_WINDOW_GAP):
+                await workflow.sleep(timedelta(seconds=HEALTH_WINDOW_GAP_S),
+                                     summary="end the workflow task between watch windows")
 
     async def _run(self, inp: c.InstallRevisionInput, name: str, arg: object,
                    result_type: type[R], summary: str) -> R:
