@@ -5,8 +5,9 @@ behaviour as ``docs/crossplane.md §N`` (``§N step M``), and any document as ``
 or ``<file>.md, "<heading>"`` (docs/design.md, "Citations"). A citation of a file,
 heading, section, step or invariant that does not exist fails here, and so does a ``§`` or
 an invariant cited without its file. A relative link of the README or docs/
-(``[x](docs/operations.md#settings)``) must reach an existing file and heading. The layout map (docs/design.md, "Layout") must name
-every folder and module of lockwright/ and every top-level directory, and nothing else.
+(``[x](docs/operations.md#settings)``) must reach an existing file and heading. The layout
+map (docs/design.md, "Layout") must name every folder and module of lockwright/ and every
+top-level directory, and nothing else.
 """
 
 from __future__ import annotations
