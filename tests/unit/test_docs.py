@@ -341,6 +341,17 @@ def test_the_readme_links_into_every_document_of_docs() -> None:
     assert sorted(f"docs/{p.name}" for p in DOCUMENTS[1:] if f"docs/{p.name}" not in linked) == []
 
 
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """The README's second set-up command is what CI runs, word for word."""
+    readme = (ROOT / "README.md").read_text().splitlines()
+    command = readme[readme.index("# the tests: the whole suite on devcluster, the end-to-end "
+                                  "tests on the real control plane too") + 1]
+    assert command.startswith("bash scripts/setup.sh && ")
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [command]
+
+
 @pytest.mark.parametrize("target, wanted", [
     ("docs/operations.md#settings", None),
     ("docs/upgrades.md#the-upgrade-gates-verdicts", "no heading"),
