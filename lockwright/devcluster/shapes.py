@@ -1,6 +1,7 @@
-"""The shape of a request devcluster serves, for the differential check (README.md,
-"Fidelity"): method, path template, query parameter names (values only where they choose
-behaviour), content type, accept, body kind and patch type; never names or values.
+"""The shape of a request devcluster serves, for the differential check
+(docs/testing.md, "Fidelity"): method, path template, query parameter names (values only
+where they choose behaviour), content type, accept, body kind and patch type; never names
+or values.
 
 ``--record-shapes FILE`` (or ``LOCKWRIGHT_DEVCLUSTER_SHAPES``) appends each shape the first
 time this process serves it, one JSON object a line; readers deduplicate across processes.

@@ -142,8 +142,9 @@ class Kube:
         if resp.status in FORBIDDEN and path != READYZ:
             # A kube-apiserver that is starting (restarted after a crash) serves before its
             # authorizer has synced and refuses what RBAC allows: seen on a killed
-            # kube-apiserver (README, Faults). Not ready: retried as unavailable; ready:
-            # asked once more, and a second refusal is RBAC's answer.
+            # kube-apiserver (docs/testing.md, "Faults: every server killed mid-change").
+            # Not ready: retried as unavailable; ready: asked once more, and a second
+            # refusal is RBAC's answer.
             if not self.ready():
                 raise KubernetesUnavailable(
                     f"{method} {path}: {resp.status} from a Kubernetes API server that is "
@@ -171,7 +172,8 @@ class Kube:
 
         Every user may read ``/readyz`` (the bootstrap ClusterRole
         ``system:public-info-viewer``), so a 401/403 for it too is an authorizer that has
-        not synced its roles yet (a restarted kube-apiserver: README, Faults), not ready.
+        not synced its roles yet, not ready: a restarted kube-apiserver
+        (docs/testing.md, "Faults: every server killed mid-change").
         """
         request = self._serialize("GET", READYZ, [], {"Accept": "text/plain"})
         try:

@@ -164,8 +164,9 @@ def upgrade_then_uninstall(helm: Helm, kube: KubeCluster, api: Any) -> None:
 
 def test_a_release_in_a_namespace_helm_makes(installed: tuple[KubeCluster, Any],
                                              helm: Helm) -> None:
-    """README's other way: the release kept in the system namespace, which helm makes
-    (``--create-namespace``), beside the first release (its roles named apart)."""
+    """The other way of docs/operations.md, "Install with Helm": the release kept in the
+    system namespace, which helm makes (``--create-namespace``), beside the first release
+    (its roles named apart)."""
     kube, api = installed
     namespace = unique("lw-system")
     helm.run("install", "second", str(CHART), "--namespace", namespace, "--create-namespace",

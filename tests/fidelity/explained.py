@@ -1,5 +1,5 @@
 """The differences between devcluster and kube-apiserver the differential check still
-finds, each explained (README.md, "Real control plane", lists them with the ones fixed)."""
+finds, each explained (docs/testing.md, "Fidelity", lists them with the ones fixed)."""
 
 EXPLAINED: dict[tuple[str, str], str] = {
     ("list_with_selectors", "limit"):

@@ -1,7 +1,7 @@
 """A refusal from an API server that is not ready is retried, not taken as RBAC's answer.
 
 A kube-apiserver restarted after a crash serves before its authorizer has synced and answers
-403 to requests RBAC allows, /readyz included (README, "Faults"): the fault tests saw it
+403 to requests RBAC allows, /readyz included (docs/testing.md, "Faults: every server killed mid-change"): the fault tests saw it
 within a second of the restart, but no real server does it on demand, so a loopback
 stand-in answers 403 to everything, and /readyz as each test says.
 """

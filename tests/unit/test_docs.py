@@ -4,8 +4,10 @@ Comments and docstrings cite the design as ``docs/design.md invariant N``, Cross
 behaviour as ``docs/crossplane.md §N`` (``§N step M``), and any document as ``<file>.md``
 or ``<file>.md, "<heading>"`` (docs/design.md, "Citations"). A citation of a file,
 heading, section, step or invariant that does not exist fails here, and so does a ``§`` or
-an invariant cited without its file. The layout map (docs/design.md, "Layout") must name
-every folder and module of lockwright/ and every top-level directory, and nothing else.
+an invariant cited without its file. A relative link of the README or docs/
+(``[x](docs/operations.md#settings)``) must reach an existing file and heading. The layout
+map (docs/design.md, "Layout") must name every folder and module of lockwright/ and every
+top-level directory, and nothing else.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ DESIGN = ROOT / "docs" / "design.md"
 # Where comments and docstrings are read; YAML fixtures (copies of upstream CRDs) are not ours.
 CODE_DIRS = ("lockwright", "tests", "benchmarks")
 # Files of the build and the stack whose comments may cite documents too.
-CONFIG_FILES = ("pyproject.toml", "Dockerfile", "docker-compose.yml", ".ci/run")
+CONFIG_FILES = ("pyproject.toml", "Dockerfile", "docker-compose.yml", ".ci/run",
+                "deploy/chart/lockwright/values.yaml")
 # Documents of other projects, named with their project where cited.
 EXTERNAL = {
     "specs/SIGNATURE_SPEC.md": "sigstore/cosign's signature specification",
@@ -257,7 +260,8 @@ CODE = ROOT / "lockwright" / "example.py"
     ("(docs/crossplane.md §10 step 14.3)", []),
     ("(docs/crossplane.md §11 steps 8-11)", []),
     ("(docs/design.md invariants 2–6)", []),
-    ('see README.md, "Settings"', []),
+    ('see docs/operations.md, "Settings"', []),
+    ('docs/testing.md, "Faults: every server killed mid-change"', []),
     ("(reference §12)", ["names no document"]),
     ("(invariant 3)", ["names no document"]),
     ("(docs/crossplane.md §42)", ["§42: no such section"]),
@@ -268,12 +272,100 @@ CODE = ROOT / "lockwright" / "example.py"
     ("(docs/crossplane.md invariant 1)", ["invariants live in docs/design.md"]),
     ("see DESIGN.md", ["DESIGN.md: no such file"]),
     ('docs/design.md, "No such heading"', ["no such heading"]),
+    ('docs/operations.md, "No such heading"', ["no such heading"]),
+    ('README.md, "Settings"', ["no such heading"]),
 ])
 def test_the_check_catches_a_broken_citation(line: str, wanted: list[str]) -> None:
     """Each kind of broken citation is reported, and well-formed ones are not."""
     errors = citation_errors(CODE, line)
     assert len(errors) == len(wanted), errors
     assert all(w in e for w, e in zip(wanted, errors)), errors
+
+
+# --- links between the documents --------------------------------------------------------
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def slug(title: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to ``-``."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+@functools.cache
+def anchors(path: Path) -> frozenset[str]:
+    """The anchors of ``path``'s headings (a repeated heading gets ``-1``, ``-2``, ...)."""
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in path.read_text().splitlines():
+        fenced ^= line.startswith("```")
+        if not fenced and (m := MD_HEADING.match(line)):
+            base = slug(m.group(2))
+            seen[f"{base}-{seen[base]}" if base in seen else base] = 0
+            seen[base] = seen.get(base, 0) + 1
+    return frozenset(seen)
+
+
+def link_errors(citing: Path, text: str) -> list[str]:
+    """What is wrong with the relative links of one line of a markdown document
+    (``](docs/operations.md#settings)``, ``](#anchor)``); a link with a scheme
+    (``https:``) is not followed."""
+    errors = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):
+            continue
+        name, _, anchor = target.partition("#")
+        path = (citing.parent / name).resolve() if name else citing.resolve()
+        if not path.exists():
+            errors.append(f"{target}: no such file")
+        elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+            errors.append(f"{target}: no heading with the anchor #{anchor} in {path.name}")
+    return errors
+
+
+def test_every_link_of_the_readme_and_docs_reaches_a_file_and_heading() -> None:
+    """A reader following a link from the front door or between documents lands on it."""
+    relative = [t for p in DOCUMENTS for t in LINK.findall(p.read_text()) if "://" not in t]
+    assert len(relative) >= 40  # the README and docs/ link to each other dozens of times
+    errors = [f"{path.relative_to(ROOT)}:{lineno}: {e}"
+              for path in DOCUMENTS
+              for lineno, line in enumerate(path.read_text().splitlines(), 1)
+              for e in link_errors(path, line)]
+    assert errors == [], "\n".join(errors)
+
+
+def test_the_readme_links_into_every_document_of_docs() -> None:
+    """The README is the front door: each document of docs/ is reachable from it."""
+    linked = {t.partition("#")[0] for t in LINK.findall((ROOT / "README.md").read_text())}
+    assert sorted(f"docs/{p.name}" for p in DOCUMENTS[1:] if f"docs/{p.name}" not in linked) == []
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """The README's second set-up command is what CI runs, word for word."""
+    readme = (ROOT / "README.md").read_text().splitlines()
+    command = readme[readme.index("# the tests: the whole suite on devcluster, the end-to-end "
+                                  "tests on the real control plane too") + 1]
+    assert command.startswith("bash scripts/setup.sh && ")
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [command]
+
+
+@pytest.mark.parametrize("target, wanted", [
+    ("docs/operations.md#settings", None),
+    ("docs/upgrades.md#the-upgrade-gates-verdicts", "no heading"),
+    ("docs/design.md#the-upgrade-gates-verdicts", None),
+    ("docs/testing.md#faults-every-server-killed-mid-change", None),
+    ("docs/nothing.md", "no such file"),
+    ("#set-up-and-run", None),
+    ("#no-such-section", "no heading"),
+    ("https://crossplane.io", None),
+])
+def test_the_link_check_catches_a_broken_link(target: str, wanted: str | None) -> None:
+    """A missing file or heading is reported; a good link or a web address is not."""
+    errors = link_errors(ROOT / "README.md", f"see [it]({target})")
+    assert [wanted in e for e in errors] == ([True] if wanted else []), errors
 
 
 # --- the layout map ----------------------------------------------------------------------

@@ -38,7 +38,7 @@ LOCKWRIGHT_METRICS_ADDRESS
 {{- end }}
 
 {{/*
-The Temporal connection and the system namespace, as both processes read them (README
+The Temporal connection and the system namespace, as both processes read them (docs/operations.md,
 "Settings" and "Temporal Cloud").
 */}}
 {{- define "lockwright.connectionEnv" -}}
