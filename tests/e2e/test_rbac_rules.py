@@ -384,7 +384,10 @@ def test_every_rule_of_deploy_rbac_is_used_and_nothing_is_refused(
     record = (stack.cluster.rbac_record() if isinstance(stack.cluster, DevCluster)
               else stack.cluster.rbac_record(stack.api))
     assert record["denied"] == []
-    left = unused(record)
+    # The health poll reads the runtime Deployment with a get; it runs only where the
+    # health watch (list and watch) cannot, and in runs started before the watch
+    # (PATCH_HEALTH_WATCH): the rule stays for them, and nothing here breaks a watch.
+    left = [u for u in unused(record) if not u.endswith("('get', 'apps', 'deployments')")]
     if stack.kind == "kube":
         # kube-apiserver checks escalate and bind inside a role or binding write, and its
         # audit log does not show those checks (devcluster's record does).
