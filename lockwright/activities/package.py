@@ -141,9 +141,8 @@ class PackageActivities:
         package's image); "" if none."""
         if kind == c.CONFIGURATION or self.runtime_configs is None:
             return ""
-        as_revision = {"spec": {"image": str(s.get("package", "")),
-                                "runtimeConfigRef": s.get("runtimeConfigRef")}}
-        drc, _ = self.runtime_configs.runtime_config(as_revision, required=False)
+        drc, _ = self.runtime_configs.for_image(str(s.get("package", "")),
+                                                s.get("runtimeConfigRef"), required=False)
         return f"{meta(drc)['name']}@{meta(drc).get('generation', 0)}" if drc else ""
 
     @activity.defn(name=c.RECORD_EVENT)

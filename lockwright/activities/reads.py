@@ -128,13 +128,19 @@ class RuntimeConfigs:
             KubeNotFound: ``required`` and the referenced DRC does not exist.
             InvalidPackage: ``required`` and the ref names another apiVersion and kind.
         """
+        return self.for_image(str(spec(rev).get("image", "")),
+                              spec(rev).get("runtimeConfigRef"), required)
+
+    def for_image(self, image: str, own_ref: Obj | None, required: bool = True
+                  ) -> tuple[Obj | None, dict[str, str] | None]:
+        """:meth:`runtime_config` of a runtime for ``image`` whose package or revision
+        names ``own_ref`` (``runtimeConfigRef``; an ImageConfig's for the image wins)."""
         if self.external:
             return None, None
-        resolution = self.registries.resolution(str(spec(rev).get("image", "")))
+        resolution = self.registries.resolution(image)
         chosen = next((r for r in resolution.applied
                        if r["reason"] == imageconfig.Reason.CONFIGURE_RUNTIME.value), None)
-        ref = (resolution.runtime_config_ref or spec(rev).get("runtimeConfigRef")
-               or {"name": "default"})
+        ref = resolution.runtime_config_ref or own_ref or {"name": "default"}
         if not external.is_deployment_runtime_config(ref):
             if required:
                 raise InvalidPackage(f"{external.MSG_UNKNOWN_KIND}: {ref.get('kind')} "
