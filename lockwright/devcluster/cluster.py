@@ -28,7 +28,8 @@ ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATION_KINDS = {"Deployment", "CustomResourceDefinition", "ValidatingWebhookConfiguration",
-                     "MutatingWebhookConfiguration"}
+                     "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+                     "ValidatingAdmissionPolicyBinding"}
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                    "generation", "selfLink")
 

@@ -99,11 +99,36 @@ def service_account(obj: Obj) -> None:
     return None
 
 
+def _match_resources(match: Obj) -> None:
+    match.setdefault("namespaceSelector", {})
+    match.setdefault("objectSelector", {})
+    match.setdefault("matchPolicy", "Equivalent")
+    for rule in (match.get("resourceRules") or []) + (match.get("excludeResourceRules") or []):
+        rule.setdefault("scope", "*")
+
+
+def admission_policy(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("failurePolicy", "Fail")
+    if spec.get("matchConstraints") is not None:
+        _match_resources(spec["matchConstraints"])
+    obj.setdefault("status", {})  # kube answers a new policy with status: {}
+
+
+def admission_policy_binding(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    if spec.get("matchResources") is not None:
+        _match_resources(spec["matchResources"])
+
+
 DEFAULTERS = {
     ("apps", "Deployment"): deployment,
     ("", "Service"): service,
     ("", "Secret"): secret,
     ("", "Namespace"): namespace,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): admission_policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"):
+        admission_policy_binding,
 }
 
 

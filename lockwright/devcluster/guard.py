@@ -18,7 +18,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from lockwright.devcluster import auth, bootstrap_policy
+from lockwright.devcluster.admission import now
 from lockwright.devcluster.errors import ApiError, invalid, not_found
+from lockwright.devcluster.managedfields import track_update
 from lockwright.devcluster.policy import RBAC_GROUP, Decision, Snapshot, compile_policy
 from lockwright.devcluster.rbac import (
     Attributes,
@@ -56,12 +58,15 @@ def _review_body(body: Any) -> Obj:
     return body
 
 
-def access_review(body: Any, allowed: bool) -> Obj:
-    """The answer to a SelfSubjectAccessReview (created, never stored, as kube does)."""
+def access_review(body: Any, allowed: bool, manager: str) -> Obj:
+    """The answer to a SelfSubjectAccessReview (created, never stored, as kube does): the
+    create still records ``manager`` as the owner of the fields it sent."""
     review = _review_body(body)
-    return {"apiVersion": f"{SSAR_GROUP}/v1", "kind": "SelfSubjectAccessReview",
-            "metadata": {"creationTimestamp": None}, "spec": review.get("spec") or {},
-            "status": {"allowed": allowed}}
+    asked = {"apiVersion": f"{SSAR_GROUP}/v1", "kind": "SelfSubjectAccessReview",
+             "metadata": {}, "spec": review.get("spec") or {}}
+    fields = track_update(None, asked, manager=manager, api_version=f"{SSAR_GROUP}/v1",
+                          kind="SelfSubjectAccessReview", schema=None, now=now())
+    return {**asked, "metadata": {"managedFields": fields}, "status": {"allowed": allowed}}
 
 
 class Record:
@@ -171,8 +176,10 @@ class Guard:
         key = self.cluster.key(rt, attrs.namespace, attrs.name)
         return self.cluster.store.get(key) is not None
 
-    def answer(self, attrs: Attributes, method: str, body: Any) -> tuple[int, Obj] | None:
-        """The guard's own routes: TokenRequest and the debug record; else None."""
+    def answer(self, attrs: Attributes, method: str, body: Any, manager: str
+               ) -> tuple[int, Obj] | None:
+        """The guard's own routes: access reviews, TokenRequest and the debug record; else
+        None. ``manager`` is the request's field manager."""
         if not attrs.resource_request and attrs.path == DEBUG_PATH and method == "GET":
             return 200, self.record.document()
         if (attrs.api_group, attrs.resource, method) == (SSAR_GROUP, SSAR, "POST"):
@@ -185,7 +192,7 @@ class Guard:
                 str(asked.get("name", "")))
             # Not through decide(): a question is no use of the rule that would answer it.
             allowed = attrs.user.privileged or self.snapshot().decide(question).allowed
-            return 201, access_review(body, allowed)
+            return 201, access_review(body, allowed, manager)
         if (attrs.resource, attrs.subresource, method) == ("serviceaccounts", "token", "POST"):
             rt = self.cluster.resource("", "v1", "serviceaccounts")
             account = self.cluster.store.get(self.cluster.key(rt, attrs.namespace, attrs.name))

@@ -40,6 +40,10 @@ _ZERO: dict[tuple[str, str], dict[str, Any]] = {
         "spec": {"names": {}, "versions": None},
         "status": {"acceptedNames": {}, "conditions": None, "storedVersions": None}},
     ("coordination.k8s.io/v1", "Lease"): {"spec": {}},
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): {"spec": {},
+                                                                      "status": {}},
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): {"spec": {}},
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): {"spec": {}},
 }
 
 

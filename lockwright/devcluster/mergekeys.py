@@ -113,6 +113,15 @@ _BY_KIND: dict[tuple[str, str], dict[str, Shape]] = {
     },
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): _WEBHOOKS,
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): _WEBHOOKS,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): {
+        "spec.matchConstraints": ATOMIC,
+        "spec.matchConditions": _keyed("name"),
+        **_CONDITIONS,
+    },
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): {
+        "spec.matchResources": ATOMIC,
+        "spec.validationActions": Shape("set"),
+    },
 }
 
 

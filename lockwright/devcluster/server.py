@@ -118,7 +118,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if self.server.guard is None and method == "POST" and urlsplit(
                     self.path).path == SSAR_PATH:
-                return self._send(201, access_review(_load_json(self._body()), True))
+                return self._send(201, access_review(_load_json(self._body()), True,
+                                                     self._field_manager()))
             if self.server.guard is None or not self._guarded(method, self.server.guard):
                 self._route(method)
         except ApiError as exc:
@@ -139,7 +140,8 @@ class Handler(BaseHTTPRequestHandler):
         except ApiError:
             self._drain()
             raise
-        answer = guard.answer(attrs, method, lambda: _load_json(self._body()))
+        answer = guard.answer(attrs, method, lambda: _load_json(self._body()),
+                              self._field_manager())
         if answer is not None:
             self._send(*answer)
         return answer is not None
@@ -440,13 +442,17 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, {"kind": t.rt.list_kind, "apiVersion": t.rt.group_version,
                          "metadata": {"resourceVersion": str(rv)}, "items": deleted})
 
+    def _field_manager(self) -> str:
+        """The write's field manager: ``fieldManager``, else the User-Agent's product."""
+        agent = self.headers.get("User-Agent", "")
+        return self._query().get("fieldManager") or agent.split("/")[0][:128] or "unknown"
+
     def _write_options(self) -> WriteOptions:
         q = self._query()
         dry = q.get("dryRun", "")
         if dry and dry != "All":
             raise bad_request(f'dryRun: Unsupported value: "{dry}": supported values: "All"')
-        agent = self.headers.get("User-Agent", "")
-        manager = q.get("fieldManager") or agent.split("/")[0][:128] or "unknown"
+        manager = self._field_manager()
         validation = q.get("fieldValidation") or "Warn"
         if validation not in ("Strict", "Warn", "Ignore"):
             raise bad_request(f"fieldValidation: Unsupported value: \"{validation}\"")

@@ -40,6 +40,16 @@ def _builtin(kind: str, ns: str) -> Obj | None:
         "Secret": {"stringData": {"k": "v"}},
         "Event": {"involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": ns},
                   "reason": "Fidelity", "message": "m"},
+        "ValidatingAdmissionPolicy": {"spec": {
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                "resources": ["configmaps"]}]},
+            "validations": [{"expression": "false", "message": "m"}]}},
+        "ValidatingAdmissionPolicyBinding": {"spec": {
+            "policyName": "fidelity-absent", "validationActions": ["Deny"],
+            "matchResources": {"objectSelector": {"matchLabels": {"fidelity": "never"}}}}},
+        "SelfSubjectAccessReview": {"spec": {"resourceAttributes": {
+            "namespace": ns, "verb": "get", "resource": "configmaps"}}},
     }
     templates["ClusterRoleBinding"] = templates["RoleBinding"]
     for plain in ("Namespace", "ServiceAccount", "Lease"):
@@ -80,7 +90,7 @@ def minimal(schema: Obj) -> Any:
 
 def fresh_object(api_version: str, kind: str, name: str, ns: str) -> Obj:
     """An object of ``kind`` named ``name`` (in ``ns``; cluster-scoped servers ignore it)."""
-    meta = {"name": name, "namespace": ns, "labels": {"fidelity": "yes"}}
+    meta: Obj = {"name": name, "namespace": ns, "labels": {"fidelity": "yes"}}
     if kind == "CustomResourceDefinition":
         return crd(name)
     body = _builtin(kind, ns)
@@ -89,6 +99,8 @@ def fresh_object(api_version: str, kind: str, name: str, ns: str) -> Obj:
         body = {k: v for k, v in minimal(schema).items() if k not in ("apiVersion", "kind",
                                                                       "metadata")} \
             if schema else {}
+    if kind.endswith("AccessReview"):
+        meta = {}  # a review's metadata must be empty (kube-apiserver answers 422)
     return {"apiVersion": api_version, "kind": kind, "metadata": meta, **body}
 
 
