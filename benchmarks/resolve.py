@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 import requests
 
 from benchmarks.common import workdir
-from lockwright.resolution.dependencies import Graph, Node, Requirement
-from lockwright.resolution.resolver import CatalogError, Decision, Policy, resolve
+from lockwright.dependencies.graph import Graph, Node, Requirement
+from lockwright.dependencies.resolver import CatalogError, Decision, Policy, resolve
 
 TARGET_S = 1.0
 LAYERS = 5

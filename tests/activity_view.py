@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lockwright.activities import wire
-from lockwright.activities.apideps import IndexReader
+from lockwright.activities.api_dependencies import IndexReader
 from lockwright.k8s import Kube
 from lockwright.oci.cache import PackageCache
 from lockwright.settings import Settings

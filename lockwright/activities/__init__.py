@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockwright.activities.activation import ActivationActivities
-from lockwright.activities.apideps import ApiNeeds, IndexReader, configured_indexes
+from lockwright.activities.api_dependencies import ApiNeeds, IndexReader, configured_indexes
 from lockwright.activities.approval import ApprovalActivities
 from lockwright.activities.connection import from_settings
 from lockwright.activities.contents import Contents
@@ -40,9 +40,9 @@ from lockwright.activities.reads import PackageReader, Registries, RuntimeConfig
 from lockwright.activities.revision import RevisionActivities
 from lockwright.activities.runtime import RuntimeActivities
 from lockwright.activities.verify import Verifier
+from lockwright.dependencies.resolver import Policy
 from lockwright.k8s import Kube
 from lockwright.oci.cache import PackageCache
-from lockwright.resolution.resolver import Policy
 from lockwright.settings import Settings
 
 __all__ = ["Collaborators", "Wiring", "build", "collaborators", "wire"]
@@ -157,7 +157,7 @@ def build(settings: Settings, kube: Kube | None = None,
             (in-cluster when unset and running in a Pod).
         cache: the package cache; by default at ``settings.cache_dir``.
         indexes: reads the package indexes; by default those of
-            ``settings.package_indexes`` (:func:`activities.apideps.configured_indexes`).
+            ``settings.package_indexes`` (:func:`activities.api_dependencies.configured_indexes`).
     """
     return wire(settings, kube or Kube.connect(settings.kubeconfig or None),
                 cache or PackageCache(settings.cache_dir), indexes).all()

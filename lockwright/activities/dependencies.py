@@ -1,7 +1,7 @@
 """``resolve_dependencies`` and ``apply_resolution``: the resolver's I/O (docs/crossplane.md §12).
 
 ``resolve_dependencies`` reads the Lock, the package objects and the revisions, asks the
-pure resolver (``lockwright.resolution.resolver``) for a decision, and returns it with the inputs in
+pure resolver (``lockwright.dependencies.resolver``) for a decision, and returns it with the inputs in
 brief; it writes nothing. The resolver sees the registry through :class:`RegistryCatalog`:
 tags listed and packages fetched with what the ImageConfigs say for their prefix (rewrite,
 pull secret), each package fetched into the content-addressed cache, so the one chosen
@@ -25,22 +25,22 @@ from lockwright.activities.errors import edge
 from lockwright.activities.lock import LOCK_API, LockKeeper
 from lockwright.activities.reads import PackageReader, Registries
 from lockwright.activities.verify import Verifier
+from lockwright.dependencies import lockstatus
+from lockwright.dependencies.graph import Graph, Requirement, graph_of
+from lockwright.dependencies.resolver import CatalogError, Decision, Policy, resolve
 from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
 from lockwright.k8s import NORMAL, Kube, Obj
 from lockwright.names import LABEL_PACKAGE, parse_reference
 from lockwright.objects.lock import LOCK_NAME
 from lockwright.oci.fetch import fetch_package
 from lockwright.oci.reference import parse
-from lockwright.resolution import lockstatus
-from lockwright.resolution.dependencies import Graph, Requirement, graph_of
-from lockwright.resolution.resolver import CatalogError, Decision, Policy, resolve
 from lockwright.xpkg.constraints import is_digest
 
 REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
 
 
 class RegistryCatalog:
-    """The resolver's :class:`~lockwright.resolution.resolver.Catalog` over the real registries."""
+    """The resolver's :class:`~lockwright.dependencies.resolver.Catalog` over the real registries."""
 
     def __init__(self, registries: Registries, contents: Contents, verifier: Verifier) -> None:
         self.registries = registries

@@ -23,19 +23,19 @@ from typing import Any
 from temporalio import activity
 
 from lockwright import contracts as c
-from lockwright.activities.apideps import ApiNeeds
+from lockwright.activities.api_dependencies import ApiNeeds
 from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
 from lockwright.activities.contents import Contents
 from lockwright.activities.errors import edge
 from lockwright.activities.reads import PackageReader
 from lockwright.contracts import metrics
 from lockwright import conditions
+from lockwright.dependencies.graph import Report, report
 from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
 from lockwright.identity import record
 from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.objects import claims as cl
 from lockwright.objects import lock as lk
-from lockwright.resolution.dependencies import Report, report
 from lockwright.xpkg.parse import PackageSummary
 
 LOCK_API = "pkg.crossplane.io/v1beta1"

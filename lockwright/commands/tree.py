@@ -4,7 +4,7 @@ From plain objects read beforehand (:class:`Snapshot`): the package, then its re
 (the active one first) with the runtime Deployment under each revision that has one, then
 the packages that provide its dependencies, each traced the same way. Dependencies come
 from the Lock entry of the active revision (else the current one) and are found by
-repository, as :func:`lockwright.resolution.dependencies.graph_of` finds them; one the cluster does not
+repository, as :func:`lockwright.dependencies.graph.graph_of` finds them; one the cluster does not
 have yet is a row of its own saying so. A package reached twice is expanded once.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from lockwright.commands import text
+from lockwright.dependencies.graph import Graph, Requirement, graph_of, requirements_of
 from lockwright.names import parse_reference
-from lockwright.resolution.dependencies import Graph, Requirement, graph_of, requirements_of
 from lockwright.runtime.manifests import deployment_health
 
 Obj = dict[str, Any]

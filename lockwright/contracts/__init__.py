@@ -33,6 +33,20 @@ from lockwright.contracts.activation import (
     ActivationState,
     ActivationStatusResult,
 )
+from lockwright.contracts.dependencies import (
+    MAX_LISTED_PACKAGES,
+    ApplyResolutionInput,
+    ApplyResolutionResult,
+    DependencyChange,
+    PackageRef,
+    ResolveDependenciesInput,
+    ResolveDependenciesResult,
+    ResolveInput,
+    ResolveResult,
+    ResolveState,
+    ResolveStatusResult,
+    UnresolvedDependencies,
+)
 from lockwright.contracts.names import (
     ACTIVE,
     ALL_ACTIVITY_NAMES,
@@ -94,14 +108,6 @@ from lockwright.contracts.names import (
     resolve_workflow_id,
     revision_workflow_id,
 )
-from lockwright.contracts.protection import (
-    ProtectionInput,
-    ProtectionResult,
-    ProtectionState,
-    ProtectionStatusResult,
-    ProtectProvidersInput,
-    ProtectProvidersResult,
-)
 from lockwright.contracts.package import (
     ActivateRevisionInput,
     ActivateRevisionResult,
@@ -130,19 +136,13 @@ from lockwright.contracts.plan import (
     PlanCandidateInput,
     PlanRevisionInput,
 )
-from lockwright.contracts.resolve import (
-    MAX_LISTED_PACKAGES,
-    ApplyResolutionInput,
-    ApplyResolutionResult,
-    DependencyChange,
-    PackageRef,
-    ResolveDependenciesInput,
-    ResolveDependenciesResult,
-    ResolveInput,
-    ResolveResult,
-    ResolveState,
-    ResolveStatusResult,
-    UnresolvedDependencies,
+from lockwright.contracts.protection import (
+    ProtectionInput,
+    ProtectionResult,
+    ProtectionState,
+    ProtectionStatusResult,
+    ProtectProvidersInput,
+    ProtectProvidersResult,
 )
 from lockwright.contracts.revision import (
     CheckCrossplaneVersionInput,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lockwright.contracts.resolve import PackageRef
+from lockwright.contracts.dependencies import PackageRef
 from lockwright.contracts.shared import Tuning
 
 #: At most this many names travel in a result (history stays small; counts say the rest).

@@ -37,7 +37,7 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
 - A CRD that is added or written (its ``resourceVersion`` moved: being Established is a
   status write) targets the packages whose revision waits on an API it may serve: its
   ``RevisionHealthy`` condition says ``cannot resolve package dependencies`` naming the
-  API (:func:`lockwright.resolution.apis.waiting_for`), ``plural.group`` as the CRD is
+  API (:func:`lockwright.dependencies.apis.waiting_for`), ``plural.group`` as the CRD is
   named or, for ``Kind.group``, any CRD of the group. So a package requiring an API
   (``lockwright.dev/requires-apis``) installs when a CRD serving it appears, by hand or
   because an MRD was activated, not at its next unhealthy recheck. A revision whose
@@ -70,9 +70,9 @@ from lockwright.contracts import (
     resolve_workflow_id,
 )
 from lockwright.conditions import REVISION_HEALTHY
+from lockwright.dependencies.apis import may_serve, waiting_for
 from lockwright.identity.apis import ApiRef
 from lockwright.identity.names import PIN_API
-from lockwright.resolution.apis import may_serve, waiting_for
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
 Obj = dict[str, Any]

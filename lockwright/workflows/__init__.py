@@ -15,19 +15,19 @@ with workflow.unsafe.imports_passed_through():
     # the payload converter finds the names a dataclass's string annotations refer to
     # (``typing.get_type_hints`` looks them up in ``sys.modules[cls.__module__]``).
     import lockwright.contracts.activation
+    import lockwright.contracts.dependencies
     import lockwright.contracts.names
     import lockwright.contracts.package
     import lockwright.contracts.plan
     import lockwright.contracts.protection
-    import lockwright.contracts.resolve
     import lockwright.contracts.revision
     import lockwright.contracts.shared  # noqa: F401
 
 from lockwright.workflows.activation import ActivateDefinitions
+from lockwright.workflows.dependencies import ResolveDependencies
 from lockwright.workflows.package import PackageWorkflow
 from lockwright.workflows.plan import PlanCandidate
 from lockwright.workflows.protection import ProtectProviders
-from lockwright.workflows.resolve import ResolveDependencies
 from lockwright.workflows.revision import InstallRevision
 
 ALL_WORKFLOWS: list[type] = [PackageWorkflow, InstallRevision, ResolveDependencies,

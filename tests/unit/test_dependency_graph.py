@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lockwright.resolution.dependencies import (
+from lockwright.dependencies.graph import (
     UNRESOLVED_ANNOTATION,
     Graph,
     Node,

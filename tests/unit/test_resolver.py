@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lockwright.resolution.dependencies import Graph, Node, Requirement, satisfies
-from lockwright.resolution.resolver import Catalog, CatalogError, Change, Decision, Policy, resolve
+from lockwright.dependencies.graph import Graph, Node, Requirement, satisfies
+from lockwright.dependencies.resolver import Catalog, CatalogError, Change, Decision, Policy, resolve
 from lockwright.xpkg.constraints import parse_loose_version
 
 ORG = "xpkg.example/org"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from lockwright.resolution.dependencies import Node
-from lockwright.resolution.resolver import CatalogError, Change, Policy
+from lockwright.dependencies.graph import Node
+from lockwright.dependencies.resolver import CatalogError, Change, Policy
 from tests.unit.test_resolver import (
     DIGEST,
     ORG,

@@ -1,7 +1,7 @@
 """Dependencies on APIs at ``take_lock``: who serves each API a package requires, and the indexes.
 
 :class:`ApiNeeds` asks the cluster and the package indexes what
-:func:`lockwright.resolution.apis.needs` decides on: which of the APIs a package's
+:func:`lockwright.dependencies.apis.needs` decides on: which of the APIs a package's
 ``lockwright.dev/requires-apis`` names are served (the server's discovery, now, not a
 cache), by which package in the Lock (the revision whose claim, ``status.objectRefs``,
 holds the definition, as ``take_lock`` read the claims), which are defined by an Inactive MRD, and, only when some API is
@@ -18,6 +18,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from lockwright.activities.reads import Registries
+from lockwright.dependencies import apis
+from lockwright.dependencies.apis import Indexes, Needs, Served
 from lockwright.errors import KubeNotFound, LockwrightError
 from lockwright.identity.apis import ApiRef
 from lockwright.index.model import PackageIndex, merged
@@ -26,8 +28,6 @@ from lockwright.k8s import Kube, Obj
 from lockwright.k8s.watch import list_all
 from lockwright.managed.convert import MRD_API_VERSION, MRD_KIND
 from lockwright.objects.claims import Claim
-from lockwright.resolution import apis
-from lockwright.resolution.apis import Indexes, Needs, Served
 from lockwright.settings import Settings
 
 #: Reads the configured package indexes (none configured: an empty list). Raises a

@@ -2,7 +2,7 @@
 
 Crossplane never gives up on a graph: it installs each missing dependency at the highest
 tag its dependent asks for, and the package whose constraint stays unmet reports the
-conflict. The search (:mod:`lockwright.resolution.components`) sets such roots aside; for
+conflict. The search (:mod:`lockwright.dependencies.components`) sets such roots aside; for
 each, in Lock order, :func:`salvage` walks its tree breadth first and picks, for every
 repository nothing installs yet, the highest tag (or the digest) that every constraint
 known on it accepts, else the highest one the asker it was reached through accepts.
@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from lockwright.dependencies.components import Outcome, created
+from lockwright.dependencies.graph import Graph, Node, Requirement, find_cycles
+from lockwright.dependencies.search import Solution, dependencies, satisfied
+from lockwright.dependencies.space import Candidate, Failure, Space
 from lockwright.names import package_name_from_reference
-from lockwright.resolution.components import Outcome, created
-from lockwright.resolution.dependencies import Graph, Node, Requirement, find_cycles
-from lockwright.resolution.search import Solution, dependencies, satisfied
-from lockwright.resolution.space import Candidate, Failure, Space
 from lockwright.xpkg.constraints import is_digest
 
 

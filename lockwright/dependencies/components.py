@@ -1,4 +1,4 @@
-"""Roots, isolated components and trials, under :mod:`lockwright.resolution.resolver`.
+"""Roots, isolated components and trials, under :mod:`lockwright.dependencies.resolver`.
 
 Resolution starts at the roots: Lock entries no other node depends on. Roots that reach a
 common repository form a component and are resolved together; a component that has no
@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockwright.dependencies.graph import Graph, Node, find_cycles, trace
+from lockwright.dependencies.search import Solution, dependencies, satisfied, search
+from lockwright.dependencies.space import Candidate, Failure, Space
 from lockwright.names import package_name_from_reference
-from lockwright.resolution.dependencies import Graph, Node, find_cycles, trace
-from lockwright.resolution.search import Solution, dependencies, satisfied, search
-from lockwright.resolution.space import Candidate, Failure, Space
 
 
 def depended(graph: Graph) -> set[str]:

@@ -1,17 +1,17 @@
 """Dependency resolution over the whole package graph (docs/crossplane.md §12), with resolvelib.
 
-:func:`resolve` takes the installed :class:`~lockwright.resolution.dependencies.Graph`, a
+:func:`resolve` takes the installed :class:`~lockwright.dependencies.graph.Graph`, a
 :class:`Catalog` (available tags and each version's dependencies) and a :class:`Policy`
 (may installed dependencies move up or down), and returns a :class:`Decision`: the
 packages to create or move, and what could not be resolved, explained as a chain.
 
 Where Crossplane installs the highest tag of one missing dependency per pass, this looks
 for versions that satisfy every constraint at once (a real backtracking search,
-:mod:`lockwright.resolution.search`), across every level of the graph in one decision.
+:mod:`lockwright.dependencies.search`), across every level of the graph in one decision.
 Roots (Lock entries nobody depends on) are resolved in isolated components: roots that
 share no repository never affect each other, and a root that cannot be satisfied is set
 aside so it never blocks the roots that can; what can still be installed for it is, as
-Crossplane would (:mod:`lockwright.resolution.fallback`).
+Crossplane would (:mod:`lockwright.dependencies.fallback`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from lockwright.names import package_name_from_reference
-from lockwright.resolution.components import (
+from lockwright.dependencies.components import (
     Outcome,
     components,
     depended,
@@ -29,16 +28,17 @@ from lockwright.resolution.components import (
     roots_of,
     settle,
 )
-from lockwright.resolution.dependencies import (
+from lockwright.dependencies.fallback import salvage
+from lockwright.dependencies.graph import (
     Graph,
     Node,
     Requirement,
     find_cycles,
     incompatibility,
 )
-from lockwright.resolution.fallback import salvage
-from lockwright.resolution.search import Solution, complete_tags, fetched
-from lockwright.resolution.space import Failure, Space, Unlisted
+from lockwright.dependencies.search import Solution, complete_tags, fetched
+from lockwright.dependencies.space import Failure, Space, Unlisted
+from lockwright.names import package_name_from_reference
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 T = TypeVar("T")
@@ -132,7 +132,7 @@ def resolve(graph: Graph, catalog: Catalog, policy: Policy = Policy()) -> Decisi
     """Decide which packages to create or move so every constraint holds.
 
     Args:
-        graph: what is installed (:func:`lockwright.resolution.dependencies.graph_of`).
+        graph: what is installed (:func:`lockwright.dependencies.graph.graph_of`).
         catalog: the registry; the only I/O, each question asked at most once.
         policy: whether installed dependencies may move.
 
@@ -243,7 +243,7 @@ def _changes(space: Space, solutions: list[Solution]) -> tuple[Change, ...]:
 def _dropped(graph: Graph, outcomes: list[Outcome]) -> list[Unresolved]:
     """An :class:`Unresolved` per root set aside, in Lock order, naming the root and every
     installed package in its tree whose own constraints stay unmet: the ones that report
-    the conflict once what could be installed is (see :mod:`lockwright.resolution.fallback`)."""
+    the conflict once what could be installed is (see :mod:`lockwright.dependencies.fallback`)."""
     position = {node.revision: i for i, node in enumerate(graph.nodes)}
     dropped = sorted((d for o in outcomes for d in o.dropped), key=lambda d: position[d[0]])
     return [Unresolved((revision, *unmet(graph, graph.nodes[position[revision]])), err.message,

@@ -6,11 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockwright.errors import InvalidPackage
-from lockwright.identity.apis import ApiRef, ServedType, parse
-from lockwright.identity.names import REQUIRES_APIS
-from lockwright.index.model import Entry
-from lockwright.resolution.apis import (
+from lockwright.dependencies.apis import (
     Indexes,
     Served,
     definition_names,
@@ -23,7 +19,11 @@ from lockwright.resolution.apis import (
     unserved,
     waiting_for,
 )
-from lockwright.resolution.dependencies import satisfies
+from lockwright.dependencies.graph import satisfies
+from lockwright.errors import InvalidPackage
+from lockwright.identity.apis import ApiRef, ServedType, parse
+from lockwright.identity.names import REQUIRES_APIS
+from lockwright.index.model import Entry
 
 Obj = dict[str, Any]
 PKG = "pkg.crossplane.io/v1"

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lockwright.resolution.dependencies import Node, Requirement, satisfies
-from lockwright.resolution.space import Space
+from lockwright.dependencies.graph import Node, Requirement, satisfies
+from lockwright.dependencies.space import Space
 from lockwright.xpkg.constraints import is_digest, parse_loose_version
 
 if TYPE_CHECKING:
-    from lockwright.resolution.space import Cause
+    from lockwright.dependencies.space import Cause
 
 # Enough tags to see where the ranges fall without flooding the Lock's condition.
 MAX_TAGS = 10

@@ -22,7 +22,7 @@ constraint, or a message on the revision when none can be chosen. Per API:
   the indexes, and the fix. A dependency recorded by an earlier take is kept while the
   indexes cannot be read, so the Lock entry does not lose it to an outage.
 
-Pure functions; :mod:`activities.apideps` asks the cluster and the indexes.
+Pure functions; :mod:`activities.api_dependencies` asks the cluster and the indexes.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from lockwright import conditions as cond
-from lockwright.resolution.dependencies import UNRESOLVED_ANNOTATION, report
+from lockwright.dependencies.graph import UNRESOLVED_ANNOTATION, report
 
 Obj = dict[str, Any]
 LOCK_FINALIZER = "lock.pkg.crossplane.io"
@@ -86,7 +86,7 @@ def revision_out_of_date(lock: Obj, revision: Obj) -> bool:
     """Whether a revision's dependency status differs from what the Lock now implies.
 
     Compares ``installedDependencies``, ``invalidDependencies`` and the dependency message
-    of its ``RevisionHealthy`` condition with :func:`~lockwright.resolution.dependencies.report`.
+    of its ``RevisionHealthy`` condition with :func:`~lockwright.dependencies.graph.report`.
     Revisions without dependencies never are.
     """
     name = str((revision.get("metadata") or {}).get("name", ""))

@@ -1,7 +1,7 @@
 """What a dependency search chooses from: the catalog, its candidates, and why a trial failed.
 
-Shared by :mod:`lockwright.resolution.search` (which searches it) and
-:mod:`lockwright.resolution.explain` (which says why no choice fits).
+Shared by :mod:`lockwright.dependencies.search` (which searches it) and
+:mod:`lockwright.dependencies.explain` (which says why no choice fits).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from lockwright.resolution.dependencies import Node, Requirement
+from lockwright.dependencies.graph import Node, Requirement
 
 if TYPE_CHECKING:  # where resolvelib keeps this moved between 1.0 and 1.1
     from resolvelib.structs import RequirementInformation

@@ -1,6 +1,6 @@
-"""The backtracking search under :mod:`lockwright.resolution.resolver`: a resolvelib provider.
+"""The backtracking search under :mod:`lockwright.dependencies.resolver`: a resolvelib provider.
 
-Identifiers are repositories, requirements are :class:`~lockwright.resolution.dependencies.Requirement`
+Identifiers are repositories, requirements are :class:`~lockwright.dependencies.graph.Requirement`
 and candidates are ``(source, version)`` pairs. Which versions a repository may take
 (docs/crossplane.md §12) is decided here: a repository not installed may take any complete semver
 tag, highest first (or exactly the digest a requirement pins); an installed one keeps its
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
+from lockwright.dependencies.explain import asking, explain
+from lockwright.dependencies.graph import Requirement, satisfies
+from lockwright.dependencies.space import Candidate, Failure, Space, Unlisted
 from lockwright.errors import ConstraintError
-from lockwright.resolution.dependencies import Requirement, satisfies
-from lockwright.resolution.explain import asking, explain
-from lockwright.resolution.space import Candidate, Failure, Space, Unlisted
 from lockwright.xpkg.constraints import (
     is_digest,
     parse_constraint,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # where resolvelib keeps these moved between 1.0 and 1.1
     from resolvelib.resolvers import Result
     from resolvelib.structs import RequirementInformation
 
-    from lockwright.resolution.space import Cause
+    from lockwright.dependencies.space import Cause
 
 # Each round pins one repository; a graph of thousands of packages with some backtracking
 # still fits, while a pathological catalog ends with an explanation instead of spinning.
@@ -60,7 +60,7 @@ def complete_tags(tags: Iterable[str]) -> list[str]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def satisfied(version: str, constraint: str) -> bool:
-    """:func:`~lockwright.resolution.dependencies.satisfies`, remembered: parsing the constraint
+    """:func:`~lockwright.dependencies.graph.satisfies`, remembered: parsing the constraint
     dominates a search, and the same pairs come back on every backtrack."""
     return satisfies(version, constraint)
 
@@ -185,7 +185,7 @@ def search(space: Space, requirements: Sequence[Requirement]) -> Solution:
     """Find a version for every repository ``requirements`` reach.
 
     Raises:
-        Failure: no solution (explained, see :mod:`lockwright.resolution.explain`), an
+        Failure: no solution (explained, see :mod:`lockwright.dependencies.explain`), an
             invalid constraint, or the catalog failing.
     """
     provider = Provider(space)
