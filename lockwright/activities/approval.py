@@ -1,10 +1,11 @@
 """``record_approval``: who approved a revision (Manual policy), and when, on the record.
 
-Approvals come three ways: the ``activate_revision`` update, the ``request_activation``
-signal (both from the ``temporal`` CLI or any client), or ``kubectl`` setting the
-revision's ``spec.desiredState: Active``. Workflow code cannot see who sent an update or
-a signal, so this activity reads the Temporal identity from the workflow's history (of
-the run that received the approval: see :func:`approver`);
+Approvals come three ways: the ``approve_revision`` update, the ``request_approval``
+signal (registered as ``activate_revision`` and ``request_activation``; both from the
+``temporal`` CLI or any client), or ``kubectl`` setting the revision's
+``spec.desiredState: Active``. Workflow code cannot see who sent an update or a signal, so
+this activity reads the Temporal identity from the workflow's history (of the run that
+received the approval: see :func:`approver`);
 for kubectl, the field manager and time of ``spec.desiredState`` in the revision's
 managedFields (Kubernetes records the writer's field manager there, not the user). The
 result is an Event on the revision.
@@ -101,11 +102,11 @@ def approval_in(event: HistoryEvent, revision: str) -> Found | None:
     when = event.event_time.ToDatetime().isoformat() + "Z"
     if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
         attrs = event.workflow_execution_signaled_event_attributes
-        if attrs.signal_name == c.SIGNAL_REQUEST_ACTIVATION and names(attrs.input, revision):
+        if attrs.signal_name == c.SIGNAL_REQUEST_APPROVAL and names(attrs.input, revision):
             return str(attrs.identity), when
     if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
         request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-        if request.input.name == c.UPDATE_ACTIVATE_REVISION and names(request.input.args,
+        if request.input.name == c.UPDATE_APPROVE_REVISION and names(request.input.args,
                                                                      revision):
             return str(request.meta.identity), when
     return None

@@ -38,9 +38,9 @@ def register(subparsers: Any) -> None:
                         help="with --api: the repository to take it from when several serve it")
     parser.add_argument("--name", help="the package object's name (default: derived from "
                         "the repository, as Crossplane does)")
-    parser.add_argument("-m", "--manual-activation", action="store_true",
+    parser.add_argument("-m", "--manual-approval", "--manual-activation", action="store_true",
                         help="revisionActivationPolicy Manual: approve revisions with "
-                        "lockwright activate")
+                        "lockwright approve")
     parser.add_argument("--runtime-config", metavar="NAME",
                         help="a DeploymentRuntimeConfig (Providers and Functions)")
     parser.add_argument("--package-pull-secrets", type=_names, default=[], metavar="S1,S2",
@@ -135,7 +135,7 @@ def create(args: argparse.Namespace, s: Any, kube: Any, ref: common.PackageRef,
     from lockwright.errors import KubeAlreadyExists
 
     try:
-        kube.create(package_object(ref.kind, reference, ref.name, args.manual_activation,
+        kube.create(package_object(ref.kind, reference, ref.name, args.manual_approval,
                                    args.runtime_config, args.package_pull_secrets,
                                    args.revision_history_limit, annotations))
     except KubeAlreadyExists:

@@ -13,13 +13,13 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from lockwright.commands import activate, api, history, index, install, plan, processes, search, trace, xpkg
+from lockwright.commands import api, approve, history, index, install, plan, processes, search, trace, xpkg
 from lockwright.devcluster import cli as devcluster_cli
 
 DESCRIPTION = ("A package manager for Kubernetes control planes: Crossplane-format packages "
                "installed by durable Temporal workflows.")
 # Each exposes ``register(subparsers)``, adding its top-level subcommands in this order.
-AREAS = (install, activate, plan, trace, history, search, api, xpkg, index, processes,
+AREAS = (install, approve, plan, trace, history, search, api, xpkg, index, processes,
          devcluster_cli)
 
 

@@ -3,7 +3,7 @@
 What ends the wait is decided by :func:`verdict`, a pure function of the package object
 and the workflow's ``status`` query: Installed=True and Healthy=True is success; a
 Manual package whose revision installed inactive is done too (it waits for
-``lockwright activate``); a permanent failure (the workflow settled in ``Failed``) ends it
+``lockwright approve``); a permanent failure (the workflow settled in ``Failed``) ends it
 at once with the condition's message. Anything that can heal (a tag not pushed yet, a
 registry down) is waited out until the timeout, as Crossplane's own ``--wait`` does.
 
@@ -55,7 +55,7 @@ def verdict(pkg: Obj | None, status: Any, ref: common.PackageRef) -> Verdict | N
     phase, idle = getattr(status, "phase", ""), bool(getattr(status, "idle", False))
     if phase == "Inactive" and idle:
         return Verdict(True, f"{ref}: revision {revision} is installed inactive; approve it "
-                             f"with: lockwright activate {ref} {revision}")
+                             f"with: lockwright approve {ref} {revision}")
     if phase == "Failed" and idle:
         return Verdict(False, f"{ref} failed: {condition_message(conds)}")
     return None

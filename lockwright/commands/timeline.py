@@ -30,6 +30,8 @@ ACTIVITY, LOCAL, CHILD, TIMER, SIGNAL, UPDATE = (
     "activity", "local", "child", "timer", "signal", "update")
 OK, FAILED, RUNNING, CANCELLED, TIMED_OUT = "ok", "failed", "running", "cancelled", "timed out"
 RECORD_APPROVAL = "record_approval"  # contracts.RECORD_APPROVAL, without Temporal
+# contracts.UPDATE_APPROVE_REVISION and SIGNAL_REQUEST_APPROVAL: the registered names
+APPROVE_REVISION, REQUEST_APPROVAL = "activate_revision", "request_activation"
 _PREFIX = "EVENT_TYPE_"
 
 
@@ -365,5 +367,5 @@ def with_pending(timeline: Timeline, pending: Iterable[Pending]) -> Timeline:
 
 def approvals(steps: Iterable[Step]) -> list[Step]:
     """The steps that approve a revision or put an approval on record, in order."""
-    return [s for s in steps if s.name in ("activate_revision", "request_activation")
+    return [s for s in steps if s.name in (APPROVE_REVISION, REQUEST_APPROVAL)
             or (s.name == RECORD_APPROVAL and s.who)]

@@ -95,8 +95,10 @@ ALL_ACTIVITY_NAMES = (
 
 # --- signal, update and query names ----------------------------------------------------
 SIGNAL_LOOK_AGAIN = "look_again"
-SIGNAL_REQUEST_ACTIVATION = "request_activation"
-UPDATE_ACTIVATE_REVISION = "activate_revision"
+# An operator's approval of a revision (Manual policy): registered names, kept for histories
+# and clients (they keep the older word, "activation"; docs/design.md, "Words").
+SIGNAL_REQUEST_APPROVAL = "request_activation"
+UPDATE_APPROVE_REVISION = "activate_revision"
 QUERY_STATUS = "status"
 # The plan of the last prepared upgrade (``Plan``), or None.
 QUERY_PLAN = "plan"

@@ -58,7 +58,7 @@ class PackageState:
     approved_run_id: str = ""
     recorded_approval: str = ""
     # The last prepared upgrade's plan, and the revision whose breaking plan an operator
-    # accepted through the activation update (the annotation is read each pass).
+    # accepted through the approval update (the annotation is read each pass).
     plan: Plan | None = None
     accepted_plan: str = ""
     # Active ManagedResourceDefinitions of the installed revision when it was installed: a
@@ -102,8 +102,9 @@ class LookAgainInput:
 
 
 @dataclass(frozen=True)
-class ActivateRevisionInput:
-    """Update ``activate_revision`` and signal ``request_activation`` (Manual policy).
+class ApproveRevisionInput:
+    """Update ``approve_revision`` and signal ``request_approval`` (Manual policy; registered
+    as ``activate_revision`` and ``request_activation``).
 
     Both also take the revision name as a plain string (what people type on the
     ``temporal`` CLI: ``--input '"provider-x-0123456789ab"'``).
@@ -116,14 +117,14 @@ class ActivateRevisionInput:
     accept_plan: bool = False
 
 
-def approval(inp: ActivateRevisionInput | str) -> ActivateRevisionInput:
+def approval(inp: ApproveRevisionInput | str) -> ApproveRevisionInput:
     """The update's or signal's input, whichever form it came in."""
-    return ActivateRevisionInput(revision=inp) if isinstance(inp, str) else inp
+    return ApproveRevisionInput(revision=inp) if isinstance(inp, str) else inp
 
 
 @dataclass(frozen=True)
-class ActivateRevisionResult:
-    """What the update's caller learns once the activation has been carried out."""
+class ApproveRevisionResult:
+    """What the update's caller learns once the approval has been carried out."""
 
     revision: str = ""
     active: bool = False
@@ -171,6 +172,7 @@ class ReadPackageResult:
     uid: str = ""
     generation: int = 0
     source: str = ""
+    # Crossplane's revisionActivationPolicy, under the name histories hold.
     activation_policy: str = AUTOMATIC
     revision_history_limit: int = 1
     ignore_crossplane_constraints: bool = False

@@ -2,7 +2,7 @@
 (``:<task queue>`` appended off the default queue, as on its children: ``workflows.ids``).
 
 Shape: one consumer loop. Handlers only record intent (``look_again`` marks the package
-dirty, ``activate_revision`` records an approval); the loop waits for that, then runs one
+dirty, ``approve_revision`` records an approval); the loop waits for that, then runs one
 *pass*: re-read the object → resolve the digest → ensure the revision → activate per
 policy → ``InstallRevision`` child → collect old revisions → write the status. A pass reads
 all it decides on from Kubernetes (docs/design.md invariant 1), so a lost, repeated or reordered
@@ -13,7 +13,7 @@ installed healthy starts no child, so duplicates install nothing twice.
 asks it for each pass's step and hands it the pass when another revision is active. The
 workflow is its :class:`workflows.upgrade.Host`: ``state`` and the steps both use
 (``activity``, ``install``, ``write_status``, ``collect``, ``settle``, ``wait_for_gone``,
-``fail_activation``) are its only public members besides ``run`` and the handlers.
+``fail_approval``) are its only public members besides ``run`` and the handlers.
 
 **Errors while Temporal retries.** Each activity gets a few quick attempts from the shared
 retry policy (``workflows.retry``). If they are spent on a transient error, the pass ends,
@@ -29,10 +29,11 @@ resets this workflow, the install stops between idempotent steps instead of bein
 mid-write (``TERMINATE``) or left running unwatched (``ABANDON``). The loop awaits the child,
 so continue-as-new never leaves one behind.
 
-**Manual activation** (``revisionActivationPolicy: Manual``): a new revision installs
-Inactive (owner references only) and waits; the ``activate_revision`` update (validated:
-Manual policy, known and current revision) or its ``request_activation`` signal twin records
-the approval, and the next pass activates it and installs it with control. Setting
+**Manual approval** (``revisionActivationPolicy: Manual``): a new revision installs
+Inactive (owner references only) and waits; the ``approve_revision`` update (registered as
+``activate_revision``; validated: Manual policy, known and current revision) or its
+``request_approval`` signal twin (registered as ``request_activation``) records the
+approval, and the next pass switches to it and installs it with control. Setting
 ``desiredState: Active`` on the revision by hand works too. Deviation from Crossplane: the
 previously active revision stays active until the approval, instead of being deactivated at
 once.
@@ -107,7 +108,7 @@ class PackageWorkflow:
         self._gone = False
         self._updates_waiting = 0
         self._settled_active = ""
-        self._activation_errors: dict[str, str] = {}
+        self._approval_errors: dict[str, str] = {}
         self._upgrader = Upgrader(self, inp.kind, inp.name, inp.tuning)
 
     @property
@@ -152,50 +153,50 @@ class PackageWorkflow:
         """Mark the package dirty; the loop re-reads it."""
         self._s = replace(self._s, dirty=True, signals_seen=self._s.signals_seen + 1)
 
-    @workflow.signal(name=c.SIGNAL_REQUEST_ACTIVATION)
-    def request_activation(self, inp: c.ActivateRevisionInput | str) -> None:
+    @workflow.signal(name=c.SIGNAL_REQUEST_APPROVAL)
+    def request_approval(self, inp: c.ApproveRevisionInput | str) -> None:
         """Record an approval without waiting (no worker needed; nothing validated)."""
         self._approve(c.approval(inp), via="signal")
 
-    @workflow.update(name=c.UPDATE_ACTIVATE_REVISION)
-    async def activate_revision(self, raw: c.ActivateRevisionInput | str
-                                ) -> c.ActivateRevisionResult:
+    @workflow.update(name=c.UPDATE_APPROVE_REVISION)
+    async def approve_revision(self, raw: c.ApproveRevisionInput | str
+                               ) -> c.ApproveRevisionResult:
         """Approve ``inp.revision`` (Manual policy) and return once it is active.
 
         Raises:
-            ApplicationError: the activation failed permanently or the package was deleted.
+            ApplicationError: the switch to it failed permanently or the package was deleted.
         """
         inp = c.approval(raw)
         if self._s.generation == 0:
             # Accepted before this run's state holds the package (see the validator): judged
             # once a pass has read it.
             await workflow.wait_condition(lambda: self._s.generation != 0 or self._gone)
-            if problem := self._activation_problem(inp):
-                raise ApplicationError(problem, type="ActivationRefused")
+            if problem := self._approval_problem(inp):
+                raise ApplicationError(problem, type="ActivationRefused")  # a client reads it
         self._approve(inp, via="update")
         self._updates_waiting += 1
         try:
             await workflow.wait_condition(
                 lambda: self._settled_active == inp.revision
-                or inp.revision in self._activation_errors or self._gone)
+                or inp.revision in self._approval_errors or self._gone)
         finally:
             self._updates_waiting -= 1
         if self._settled_active == inp.revision:
-            return c.ActivateRevisionResult(revision=inp.revision, active=True,
-                                            message=f"revision {inp.revision} is active")
-        reason = self._activation_errors.get(inp.revision, "the package was deleted")
-        raise ApplicationError(reason, type="ActivationFailed")
+            return c.ApproveRevisionResult(revision=inp.revision, active=True,
+                                           message=f"revision {inp.revision} is active")
+        reason = self._approval_errors.get(inp.revision, "the package was deleted")
+        raise ApplicationError(reason, type="ActivationFailed")  # a client reads it
 
-    @activate_revision.validator
-    def _validate_activation(self, raw: c.ActivateRevisionInput | str) -> None:
+    @approve_revision.validator
+    def _validate_approval(self, raw: c.ApproveRevisionInput | str) -> None:
         # A state that has not read the package yet (generation 0) cannot judge: a pass whose
         # workflow task timed out under load has written the package's status through its
         # local activities while its record, the policy read included, was lost with the
         # task; refusing then said "Automatic" of a Manual package. The handler judges it.
-        if self._s.generation != 0 and (problem := self._activation_problem(c.approval(raw))):
+        if self._s.generation != 0 and (problem := self._approval_problem(c.approval(raw))):
             raise ValueError(problem)
 
-    def _activation_problem(self, inp: c.ActivateRevisionInput) -> str | None:
+    def _approval_problem(self, inp: c.ApproveRevisionInput) -> str | None:
         if self._s.policy != c.MANUAL:
             return f"revisionActivationPolicy is {self._s.policy}; nothing to approve"
         if inp.revision not in self._s.revisions:
@@ -481,7 +482,7 @@ class PackageWorkflow:
                           last_error_type=failure.type, phase=phase, next_retry_at=next_at,
                           wake_after_s=wake.total_seconds() if wake else 0.0)
         if failure.permanent and self._s.approved_revision:
-            self.fail_activation(self._s.approved_revision, failure.message)
+            self.fail_approval(self._s.approved_revision, failure.message)
         step = failure.step or self._step
         workflow.logger.warning("pass failed step=%s type=%s permanent=%s attempt=%d",
                                 step, failure.type, failure.permanent, attempt,
@@ -516,13 +517,13 @@ class PackageWorkflow:
             self._step = name
         return await call(name, arg, result_type, summary, self._inp.tuning, small)
 
-    def fail_activation(self, rev: str, reason: str) -> None:
+    def fail_approval(self, rev: str, reason: str) -> None:
         """Answer an approval of ``rev`` waiting for it: it failed, because of ``reason``."""
-        self._activation_errors[rev] = reason
+        self._approval_errors[rev] = reason
 
     # --- small helpers ------------------------------------------------------------------
-    def _approve(self, inp: c.ActivateRevisionInput, via: str) -> None:
-        self._activation_errors.pop(inp.revision, None)
+    def _approve(self, inp: c.ApproveRevisionInput, via: str) -> None:
+        self._approval_errors.pop(inp.revision, None)
         self._s = replace(self._s, approved_revision=inp.revision, dirty=True, approved_via=via,
                           approved_by=inp.by, approved_at=workflow.now().isoformat(),
                           approved_run_id=workflow.info().run_id,

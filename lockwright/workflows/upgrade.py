@@ -102,7 +102,7 @@ class Host(Protocol):
     def wait_for_gone(self, message: str) -> None:
         """A step found the package or a revision gone: look again on the next signal."""
 
-    def fail_activation(self, rev: str, reason: str) -> None:
+    def fail_approval(self, rev: str, reason: str) -> None:
         """Answer an approval of ``rev`` waiting for it with ``reason``: it failed."""
 
 
@@ -226,7 +226,7 @@ class Upgrader:
                 message=refusal(self._kind, self._name, plan, gate, pkg.upgrade_gate_problem)),
                 c.RecordEventResult, f"event: plan of {new.revision} breaks", step=False)
         host.state = replace(host.state, installed_key=key, healthy=True)
-        host.fail_activation(new.revision, (
+        host.fail_approval(new.revision, (
             f"the upgrade plan of {new.revision} breaks ({plan.breaking_count} change(s)); "
             "approve it again accepting the plan, or fix the package"))
         await host.write_status(conditions.package_plan_refused(pkg.active_revision, plan,
@@ -296,7 +296,7 @@ class Upgrader:
             return
         host.state = replace(host.state, reverted_revision=new.revision,
                              reverted_generation=pkg.generation)
-        host.fail_activation(new.revision, f"reverted to {old}: {message}")
+        host.fail_approval(new.revision, f"reverted to {old}: {message}")
         await host.activity(c.RECORD_EVENT, c.RecordEventInput(
             kind=self._kind, name=self._name, type="Warning", reason="RevertRevision",
             message=f"Reverted to revision {old}: revision {new.revision} did not become "

@@ -107,11 +107,11 @@ def test_activate_a_manual_revision_says_who_and_history_shows_it(stack: Stack,
                       "--wait", "--timeout", "60s")
     assert done.returncode == 0, output(done)
     revision = (stack.get_package("Provider", name) or {})["status"]["currentRevision"]
-    assert f"approve it with: lockwright activate provider/{name} {revision}" in done.stdout
+    assert f"approve it with: lockwright approve provider/{name} {revision}" in done.stdout
 
     refused = lockwright(stack, "activate", f"provider/{name}", f"{name}-000000000000")
     assert refused.returncode == 1 and "unknown revision" in refused.stderr, output(refused)
-    approved = lockwright(stack, "activate", f"provider/{name}")
+    approved = lockwright(stack, "approve", f"provider/{name}")  # activate: older name
     assert approved.returncode == 0, output(approved)
     first, second = approved.stdout.splitlines()
     assert first == f"provider/{name}: revision {revision} is active", approved.stdout

@@ -1,7 +1,7 @@
 """``lockwright trace --watch`` on a terminal (issue 31), against the session's stack.
 
 ``trace provider/NAME --watch --exit-healthy`` runs in a pseudo-terminal (Python's ``pty``,
-160 columns) on a Provider waiting for Manual activation. The test reads the screen as a
+160 columns) on a Provider waiting for Manual approval. The test reads the screen as a
 terminal would get it: a first drawing shows the package not Installed; the operator then
 switches the package to Automatic with kubectl, the watcher and the worker activate the
 revision, the screen is cleared and drawn again with the package Installed and Healthy, and

@@ -288,7 +288,7 @@ def check_one_active_runtime(stack: Stack, name: str, group: str, watched: Runti
     assert watched.least >= 1, f"{where}: {name} had no Available runtime: {watched.events}"
 
 
-# --- Manual activation, audited -------------------------------------------------------
+# --- Manual approval, audited ---------------------------------------------------------
 def temporal_cli(stack: Stack, *args: str) -> str:
     import shutil
     import subprocess
@@ -348,13 +348,13 @@ def test_manual_approvals_by_update_signal_and_kubectl_are_audited(
 
     # 1. The update, with a plain revision name, as typed on the temporal CLI.
     temporal_cli(stack, "workflow", "update", "execute", "--workflow-id", wid,
-                 "--name", c.UPDATE_ACTIVATE_REVISION, "--input", f'"{first}"')
+                 "--name", c.UPDATE_APPROVE_REVISION, "--input", f'"{first}"')
     wait_active(stack, name, first)
     # 2. The signal, with a plain revision name.
     second = new_manual_version(stack, tmp_path, name, group, repo, "v2.0.0")
     assert active_and_inactive(stack, name)[0]["metadata"]["name"] == first  # still v1
     temporal_cli(stack, "workflow", "signal", "--workflow-id", wid,
-                 "--name", c.SIGNAL_REQUEST_ACTIVATION, "--input", f'"{second}"')
+                 "--name", c.SIGNAL_REQUEST_APPROVAL, "--input", f'"{second}"')
     wait_active(stack, name, second)
     # 3. kubectl, on the revision.
     third = new_manual_version(stack, tmp_path, name, group, repo, "v3.0.0")

@@ -80,7 +80,7 @@ async def upgrade_approved_mid_pass(
     v1 = (await settled(handle, "Inactive", signals=1)).current_revision
     bob = await as_operator(client, BOB)
     await bob.get_workflow_handle(handle.id).execute_update(
-        c.UPDATE_ACTIVATE_REVISION, v1, result_type=c.ActivateRevisionResult)
+        c.UPDATE_APPROVE_REVISION, v1, result_type=c.ApproveRevisionResult)
     received: list[str] = []
 
     async def approve_v2(inp: c.WritePackageStatusInput) -> None:
@@ -112,7 +112,7 @@ async def test_a_signal_approval_names_its_sender_after_continue_as_new(
     alice = await as_operator(temporal_client, ALICE)
 
     async def signal(handle: Handle, rev: str) -> None:
-        await alice.get_workflow_handle(handle.id).signal(c.SIGNAL_REQUEST_ACTIVATION, rev)
+        await alice.get_workflow_handle(handle.id).signal(c.SIGNAL_REQUEST_APPROVAL, rev)
 
     handle, v2, received_in = await upgrade_approved_mid_pass(
         temporal_client, task_queue, cluster, signal)
@@ -135,7 +135,7 @@ async def test_a_signal_accepting_a_breaking_plan_names_its_sender_after_continu
 
     async def signal(handle: Handle, rev: str) -> None:
         await alice.get_workflow_handle(handle.id).signal(
-            c.SIGNAL_REQUEST_ACTIVATION, c.ActivateRevisionInput(rev, accept_plan=True))
+            c.SIGNAL_REQUEST_APPROVAL, c.ApproveRevisionInput(rev, accept_plan=True))
 
     handle, v2, received_in = await upgrade_approved_mid_pass(
         temporal_client, task_queue, cluster, signal, BREAKING)

@@ -102,9 +102,9 @@ async def test_manual_approval_of_a_breaking_plan_fails_until_it_accepts_the_pla
     assert "plan" in str(refused.value.cause) and "accept" in str(refused.value.cause)
     assert cluster.revisions[v1].desired_state == c.ACTIVE
 
-    result: c.ActivateRevisionResult = await handle.execute_update(
-        c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(v2, by="ops", accept_plan=True),
-        result_type=c.ActivateRevisionResult)
+    result: c.ApproveRevisionResult = await handle.execute_update(
+        c.UPDATE_APPROVE_REVISION, c.ApproveRevisionInput(v2, by="ops", accept_plan=True),
+        result_type=c.ApproveRevisionResult)
     assert result.active and cluster.revisions[v2].desired_state == c.ACTIVE
     assert [(a.via, a.by) for a in cluster.approvals if a.plan] == [("update", "ops")]
 

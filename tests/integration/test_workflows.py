@@ -9,7 +9,7 @@ Matrix:
 - errors that heal (outage, tag not yet pushed, no pull secret yet, a conflict): retried
   with capped backoff, shown on status and in the workflow meanwhile, then Healthy;
 - runtime that never becomes available: Healthy=False with the runtime's message;
-- Manual activation: waits for the update, whose validator rejects unknown revisions;
+- Manual approval: waits for the update, whose validator rejects unknown revisions;
 - continue-as-new: state survives, nothing reinstalled;
 - package deleted: cleanup, workflow ends; a package being deleted (any propagation) is
   only cleaned up, an install running then is cancelled, and nothing is written after;
@@ -108,11 +108,11 @@ async def settled(handle: Handle, phase: str, signals: int = 0,
 
 
 async def activate(handle: Handle, revision: str,
-                   update_id: str | None = None) -> c.ActivateRevisionResult:
+                   update_id: str | None = None) -> c.ApproveRevisionResult:
     """The operator's approval, by update name as the CLI sends it."""
-    result: c.ActivateRevisionResult = await handle.execute_update(
-        c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(revision), id=update_id,
-        result_type=c.ActivateRevisionResult)
+    result: c.ApproveRevisionResult = await handle.execute_update(
+        c.UPDATE_APPROVE_REVISION, c.ApproveRevisionInput(revision), id=update_id,
+        result_type=c.ApproveRevisionResult)
     return result
 
 
@@ -307,7 +307,7 @@ async def test_runtime_never_available_is_unhealthy_not_failed(
                  "revision_install_unhealthy")
 
 
-# --- Manual activation ------------------------------------------------------------------
+# --- Manual approval --------------------------------------------------------------------
 async def test_manual_activation_waits_for_update(
         temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
     """Manual: installed inactive; the update's validator rejects unknown revisions."""
@@ -342,7 +342,7 @@ async def test_activation_signal_twin_records_approval(
     handle = await start(temporal_client, task_queue, pkg)
     st = await settled(handle, "Inactive", signals=1)
     # A plain string, as typed on the temporal CLI: --input '"<revision>"'.
-    await handle.signal(c.SIGNAL_REQUEST_ACTIVATION, st.current_revision)
+    await handle.signal(c.SIGNAL_REQUEST_APPROVAL, st.current_revision)
     await settled(handle, "Healthy")
     assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
     assert [(a.revision, a.via) for a in cluster.approvals] == [(st.current_revision,
@@ -363,8 +363,8 @@ async def test_manual_upgrade_is_prepared_then_switched_on_a_plain_string_update
     assert (st.active_revision, cluster.established[f"{v2}/dry-run"]) == (v1, 1)
     assert cluster.revisions[v1].desired_state == c.ACTIVE
 
-    result: c.ActivateRevisionResult = await handle.execute_update(
-        c.UPDATE_ACTIVATE_REVISION, v2, result_type=c.ActivateRevisionResult)
+    result: c.ApproveRevisionResult = await handle.execute_update(
+        c.UPDATE_APPROVE_REVISION, v2, result_type=c.ApproveRevisionResult)
     assert result.active and result.revision == v2
     assert cluster.revisions[v1].desired_state == c.INACTIVE
     assert [(a.revision, a.via) for a in cluster.approvals] == [(v1, "update"),

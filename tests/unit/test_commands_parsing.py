@@ -28,7 +28,7 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_install_defaults() -> None:
     """Without flags: no name (derived later), Automatic, no wait, a 5 minute timeout."""
     args = parse("install", "provider", REF)
-    assert (args.kind, args.reference, args.name, args.manual_activation) == (
+    assert (args.kind, args.reference, args.name, args.manual_approval) == (
         "provider", REF, None, False)
     assert (args.runtime_config, args.package_pull_secrets, args.revision_history_limit) == (
         None, [], None)
@@ -39,7 +39,7 @@ def test_install_every_flag() -> None:
     args = parse("install", "function", REF, "--name", "fn", "-m", "--runtime-config", "rc",
                  "--package-pull-secrets", "a, b,", "-r", "3", "--wait", "--timeout", "1m30s",
                  "--kubeconfig", "/k", "--temporal-address", "t:7233")
-    assert (args.kind, args.name, args.manual_activation, args.runtime_config) == (
+    assert (args.kind, args.name, args.manual_approval, args.runtime_config) == (
         "function", "fn", True, "rc")
     assert (args.package_pull_secrets, args.revision_history_limit) == (["a", "b"], 3)
     assert (args.wait, args.timeout, args.kubeconfig, args.temporal_address) == (
@@ -94,13 +94,20 @@ def test_install_problems(argv: tuple[str, ...], found: str) -> None:
     assert (found in text) if found else text == ""
 
 
-# --- activate, trace, history -------------------------------------------------------------
-def test_activate() -> None:
-    args = parse("activate", "provider/p")
+# --- approve, trace, history --------------------------------------------------------------
+@pytest.mark.parametrize("command", ["approve", "activate"])  # activate: its older name
+def test_approve(command: str) -> None:
+    args = parse(command, "provider/p")
     assert (args.package, args.revision, args.timeout) == (
         common.PackageRef("provider", "p"), None, 300.0)
-    args = parse("activate", "Provider/p", "p-0123456789ab", "--timeout", "30s")
+    args = parse(command, "Provider/p", "p-0123456789ab", "--timeout", "30s")
     assert (args.package.name, args.revision, args.timeout) == ("p", "p-0123456789ab", 30.0)
+
+
+def test_install_manual_approval_keeps_its_older_flag() -> None:
+    """``--manual-activation`` was the flag's name; it still says Manual."""
+    for flag in ("-m", "--manual-approval", "--manual-activation"):
+        assert parse("install", "provider", REF, flag).manual_approval
 
 
 @pytest.mark.parametrize("command", ["trace", "history"])
@@ -134,6 +141,7 @@ def test_trace_outputs_and_watch() -> None:
     ("trace", "provider/p", "-o", "table"),
     ("trace", "deployment/p"),
     ("history", "provider/p", "--runs", "0"),
+    ("approve", "provider"),
     ("activate", "provider"),
 ])
 def test_refused(argv: tuple[str, ...]) -> None:
@@ -146,7 +154,7 @@ def test_every_area_is_registered() -> None:
     """The operator commands first, then the areas that were there before, in that order."""
     listed = [line.split()[0] for line in build_parser().format_help().splitlines()
               if line.startswith("    ") and not line.startswith("     ")]
-    assert listed == ["install", "activate", "plan", "trace", "history", "search", "api",
+    assert listed == ["install", "approve", "plan", "trace", "history", "search", "api",
                       "xpkg", "index", "crds",
                       "worker",
                       "watcher", "dev", "devcluster"]
@@ -221,7 +229,7 @@ def test_plan_takes_a_candidate_and_an_output() -> None:
 
 
 def test_activate_can_accept_the_plan() -> None:
-    assert parse("activate", "provider/p", "p-1", "--accept-plan").accept_plan
+    assert parse("approve", "provider/p", "p-1", "--accept-plan").accept_plan
     assert not parse("activate", "provider/p").accept_plan
 
 

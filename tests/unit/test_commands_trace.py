@@ -1,5 +1,5 @@
 """The ``trace`` tree and the ``install --wait`` verdict from plain objects (commands.tree,
-commands.progress, commands.activate).
+commands.progress, commands.approve).
 
 Matrix for the tree: a Configuration whose dependency is a Provider with a runtime, drawn
 as ``crossplane beta trace`` draws it (plain and wide, and as JSON); the condition each row
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lockwright.commands import rows
-from lockwright.commands.activate import approval, current_revision
+from lockwright.commands.approve import approval, current_revision
 from lockwright.commands.common import PackageRef
 from lockwright.commands.follow import Install
 from lockwright.commands.progress import (
@@ -239,7 +239,7 @@ HEALTHY = ("True", "HealthyPackageRevision", "")
     (package(ACTIVE, HEALTHY), None, True, "provider/p is installed and healthy (revision p-1)"),
     (package(INACTIVE, UNKNOWN), Status("Inactive"), True,
      ("provider/p: revision p-1 is installed inactive; approve it with: "
-     "lockwright activate provider/p p-1")),
+     "lockwright approve provider/p p-1")),
     (package(UNPACKING, UNKNOWN), Status("Failed"), False,
      "provider/p failed: Installed=False UnpackingPackage: cannot unpack package: lint failed"),
     (None, None, False, "provider/p is gone (deleted while installing)"),

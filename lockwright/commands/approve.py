@@ -1,6 +1,7 @@
-"""``lockwright activate KIND/NAME [REVISION]``: approve a revision of a Manual package.
+"""``lockwright approve KIND/NAME [REVISION]``: approve a revision of a Manual package.
 
-Sends the package workflow's ``activate_revision`` update, which returns once the revision
+``lockwright activate`` is the same command, its older name (an alias). Sends the package
+workflow's approval update (registered as ``activate_revision``), which returns once the revision
 is active (or says why it cannot be: not Manual, not the current revision, failed). Then
 prints who approved it and when, as the workflow put it on record: the revision's
 ``ApproveRevision`` Event names the Temporal identity of this command.
@@ -20,31 +21,32 @@ from lockwright.commands import common
 APPROVE_REASON = "ApproveRevision"
 
 
-class ActivationError(Exception):
+class ApprovalError(Exception):
     """The update was refused or failed; the message says why."""
 
 
 def register(subparsers: Any) -> None:
-    """Add ``activate``."""
+    """Add ``approve`` and its older name, ``activate``."""
     parser = subparsers.add_parser(
-        "activate", help="approve a revision of a package with revisionActivationPolicy "
-        "Manual (the activate_revision update); prints who approved it and when")
+        "approve", aliases=["activate"], help="approve a revision of a package with "
+        "revisionActivationPolicy Manual (the activate_revision update); prints who approved "
+        "it and when")
     parser.add_argument("package", type=common.package_ref, metavar="KIND/NAME",
                         help="e.g. provider/provider-nop")
     parser.add_argument("revision", nargs="?", metavar="REVISION",
-                        help="the revision to activate (default: the package's current one)")
+                        help="the revision to approve (default: the package's current one)")
     parser.add_argument("--accept-plan", action="store_true",
                         help="also accept this revision's breaking upgrade plan (see "
                         "lockwright plan); it accepts no other revision's")
     parser.add_argument("--timeout", type=common.duration, default=300.0, metavar="DURATION",
-                        help="how long to wait for the activation to be carried out "
+                        help="how long to wait for the approval to be carried out "
                         "(default 5m)")
     common.add_connection_arguments(parser)
     parser.set_defaults(func=common.guarded(run))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Activate and report; exit 1 with the workflow's reason when it refuses."""
+    """Approve and report; exit 1 with the workflow's reason when it refuses."""
     ref: common.PackageRef = args.package
     s = common.settings(args)
     kube = common.kube(s)
@@ -53,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
                                                               ref.name))
         if not revision:
             return common.fail(f"{ref} not found, or it has no current revision yet")
-        message, identity = asyncio.run(_activate(s, ref, revision, args.timeout,
-                                                  args.accept_plan))
+        message, identity = asyncio.run(_approve(s, ref, revision, args.timeout,
+                                                 args.accept_plan))
         events = kube.list("v1", "Event", _events_namespace())
-    except ActivationError as exc:
+    except ApprovalError as exc:
         return common.fail(f"cannot activate {revision} of {ref}: {exc}")
     finally:
         kube.close()
@@ -85,9 +87,9 @@ def _events_namespace() -> str:
     return DEFAULT_NAMESPACE
 
 
-async def _activate(s: Any, ref: common.PackageRef, revision: str,
-                    timeout: float, accept_plan: bool = False) -> tuple[str, str]:
-    """The update's message and this client's identity; :class:`ActivationError` if refused."""
+async def _approve(s: Any, ref: common.PackageRef, revision: str,
+                   timeout: float, accept_plan: bool = False) -> tuple[str, str]:
+    """The update's message and this client's identity; :class:`ApprovalError` if refused."""
     from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
 
@@ -98,13 +100,13 @@ async def _activate(s: Any, ref: common.PackageRef, revision: str,
                                                               s.task_queue))
     try:
         result = await asyncio.wait_for(handle.execute_update(
-            c.UPDATE_ACTIVATE_REVISION, c.ActivateRevisionInput(revision=revision,
-                                                                accept_plan=accept_plan),
-            result_type=c.ActivateRevisionResult), timeout)
+            c.UPDATE_APPROVE_REVISION, c.ApproveRevisionInput(revision=revision,
+                                                               accept_plan=accept_plan),
+            result_type=c.ApproveRevisionResult), timeout)
     except WorkflowUpdateFailedError as exc:
-        raise ActivationError(str(exc.cause or exc)) from None
+        raise ApprovalError(str(exc.cause or exc)) from None
     except RPCError as exc:
-        raise ActivationError(exc.message) from None
+        raise ApprovalError(exc.message) from None
     except TimeoutError:
-        raise ActivationError(f"not carried out within {timeout:g}s") from None
+        raise ApprovalError(f"not carried out within {timeout:g}s") from None
     return result.message, client.identity
