@@ -29,8 +29,8 @@ from lockwright.activities.connection import TemporalConnection
 from lockwright.activities.errors import edge
 from lockwright.activities.reads import PackageReader
 from lockwright.k8s import NORMAL
-from lockwright.upgrade.activation import annotation_writer, desired_state_writer
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION as ACCEPT_PLAN
+from lockwright.upgrade.switch import annotation_writer, desired_state_writer
 
 Found = tuple[str, str]  # who, when (ISO 8601)
 # Runs read back through continue-as-new for an approval whose run is not named.

@@ -1,4 +1,4 @@
-"""Revision lifecycle: activate one, retire the rest, collect old ones, clean up after a package.
+"""Revision lifecycle: the switch (one Active, the rest retired), collecting old ones, clean-up.
 
 Deactivating a revision releases control of its objects, flips its ``desiredState`` to
 Inactive, takes it out of the Lock and stops its runtime. A worker killed halfway leaves it

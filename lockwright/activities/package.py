@@ -4,8 +4,8 @@ Each re-reads the package object (docs/design.md invariant 1). Revisions are nam
 ``<package>-<first 12 hex of sha256(digest|generation)>`` as Crossplane's main branch names
 them (an existing revision of the digest under another name may stay the package's:
 ``lockwright.upgrade.revisions.current_name``), created Inactive with a controller
-reference to the package and numbered one above the highest; only ``activate_revision``
-changes which one is Active.
+reference to the package and numbered one above the highest; only ``set_active_revision``
+(the switch) changes which one is Active.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.names import LABEL_PACKAGE
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.reference import Reference, parse
-from lockwright.upgrade import activation, gate
+from lockwright.upgrade import gate, switch
 from lockwright.upgrade import revisions as rv
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
@@ -120,7 +120,7 @@ class PackageActivities:
             deleting=deleting(pkg),
             revisions=[meta(r)["name"] for r in revs],
             active_revision=str(meta(active).get("name", "")),
-            switch_deadline_s=activation.switch_deadline(
+            switch_deadline_s=switch.switch_deadline(
                 str(annotations.get(c.SWITCH_DEADLINE_ANNOTATION, ""))),
             active_source=str(((active or {}).get("status") or {}).get("resolvedImage")
                               or spec(active).get("image", "")),

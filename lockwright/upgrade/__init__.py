@@ -1,1 +1,1 @@
-"""Upgrades: the activation decision and the plan of an upgrade."""
+"""Upgrades: the switch decision (which revision runs), the gate and the plan of an upgrade."""

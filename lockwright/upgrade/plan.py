@@ -320,7 +320,7 @@ def refused_by_pin(plan: Plan, refusal: str) -> Plan:
 
 
 def blocks(plan: Plan | None, accepted: str) -> bool:
-    """Whether ``plan`` keeps its revision from activating: breaking and not accepted.
+    """Whether ``plan`` holds the switch to its revision: breaking and not accepted.
 
     Args:
         accepted: the revision whose plan an operator accepted (annotation or update);

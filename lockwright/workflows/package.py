@@ -3,10 +3,10 @@
 
 Shape: one consumer loop. Handlers only record intent (``look_again`` marks the package
 dirty, ``approve_revision`` records an approval); the loop waits for that, then runs one
-*pass*: re-read the object → resolve the digest → ensure the revision → activate per
+*pass*: re-read the object → resolve the digest → ensure the revision → switch per
 policy → ``InstallRevision`` child → collect old revisions → write the status. A pass reads
 all it decides on from Kubernetes (docs/design.md invariant 1), so a lost, repeated or reordered
-signal changes nothing; a pass whose revision, generation and activation were already
+signal changes nothing; a pass whose revision, generation and desired state were already
 installed healthy starts no child, so duplicates install nothing twice.
 
 **Upgrades** are a collaborator's: the workflow composes a :class:`workflows.upgrade.Upgrader`,

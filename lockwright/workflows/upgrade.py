@@ -2,7 +2,7 @@
 
 A package whose ``spec.package`` now names another revision than the active one is
 upgraded without ever leaving the cluster without a working runtime
-(:mod:`lockwright.upgrade.activation` decides; this module carries it out):
+(:mod:`lockwright.upgrade.switch` decides; this module carries it out):
 
 1. **Prepare** the new revision while the active one keeps control and keeps running:
    ``InstallRevision`` with ``prepare`` fetches, parses, lints, checks the Crossplane
@@ -18,7 +18,7 @@ upgraded without ever leaving the cluster without a working runtime
    the package says why (and an Event names both), and the same revision is not tried
    again until the package's spec changes.
 
-Runs started before this (``PATCH_PREPARE_THEN_SWITCH``) activated first and installed
+Runs started before this (``PATCH_PREPARE_THEN_SWITCH``) switched first and installed
 after, and replay that way.
 
 **Shape.** :class:`Upgrader` carries the steps out; ``PackageWorkflow`` composes one and,
@@ -42,9 +42,9 @@ from temporalio.exceptions import ActivityError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from lockwright import contracts as c
     from lockwright.contracts import metrics
-    from lockwright.upgrade.activation import Situation, Step, next_step
     from lockwright.upgrade.gate import STRICT, Outcome, decide, refusal, unaffected
     from lockwright.upgrade.plan import Plan, blocks
+    from lockwright.upgrade.switch import Situation, Step, next_step
     from lockwright.workflows import status as conditions
     from lockwright.workflows.calls import R, classify
 
@@ -125,7 +125,7 @@ class Upgrader:
         self._tuning = tuning
 
     def next_step(self, pkg: c.ReadPackageResult, rev: str, approved: bool) -> Step:
-        """What :func:`lockwright.upgrade.activation.next_step` says for this pass."""
+        """What :func:`lockwright.upgrade.switch.next_step` says for this pass."""
         s = self._host.state
         return next_step(Situation(
             policy=pkg.activation_policy, current=rev, active=pkg.active_revision,
@@ -248,8 +248,8 @@ class Upgrader:
     async def _switch(self, pkg: c.ReadPackageResult, new: Install) -> None:
         """Hand control to ``new`` and wait for its runtime; finish, or revert."""
         host, old, began = self._host, pkg.active_revision, workflow.time()
-        await self._activate(new.revision, keep_runtime=True,
-                             why=f"switch {old} → {new.revision}")
+        await self._set_active(new.revision, keep_runtime=True,
+                               why=f"switch {old} → {new.revision}")
         deadline = pkg.switch_deadline_s or self._tuning.switch_deadline_s
         try:
             result = await host.install(pkg, replace(new, active=True, deadline_s=deadline))
@@ -273,8 +273,8 @@ class Upgrader:
                       active_definitions: int = 0) -> None:
         """``new`` is healthy: the old revision lets go of the rest and leaves."""
         host = self._host
-        await self._activate(new.revision, keep_runtime=False,
-                             why=f"finish the switch to {new.revision}", finish=True)
+        await self._set_active(new.revision, keep_runtime=False,
+                               why=f"finish the switch to {new.revision}", finish=True)
         host.state = replace(host.state, installed_key=f"{new.revision}/{pkg.generation}/active",
                              healthy=True, health_message="", installs=host.state.installs + 1,
                              active_revision=new.revision, active_definitions=active_definitions)
@@ -286,10 +286,10 @@ class Upgrader:
                       message: str, hold: bool = True) -> None:
         """The old revision takes control back; the new one is retired, Inactive."""
         host, old = self._host, pkg.active_revision
-        await self._activate(old, keep_runtime=True, why=f"revert to {old}")
+        await self._set_active(old, keep_runtime=True, why=f"revert to {old}")
         if pkg.active_digest:  # revisions made before lockwright.dev/digest: no reinstall
             await host.install(pkg, Install(old, pkg.active_source, pkg.active_digest, True))
-        await self._activate(old, keep_runtime=False, why=f"retire {new.revision}")
+        await self._set_active(old, keep_runtime=False, why=f"retire {new.revision}")
         host.state = replace(host.state, active_revision=old, installed_key="",
                              health_message=message)
         if not hold:
@@ -312,8 +312,8 @@ class Upgrader:
         host.settle(False, new.revision)
         host.state = replace(host.state, phase="Reverted", healthy=False, wake_after_s=0.0)
 
-    async def _activate(self, rev: str, keep_runtime: bool, why: str,
-                        finish: bool = False) -> None:
+    async def _set_active(self, rev: str, keep_runtime: bool, why: str,
+                          finish: bool = False) -> None:
         """Mark ``rev`` Active, the others Inactive (``finish``: drop what it no longer
         ships)."""
         await self._host.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(

@@ -30,7 +30,7 @@ class Step(str, Enum):
 
     INSTALL = "install"  # nothing else runs: install the current revision directly
     PREPARE_AND_SWITCH = "prepare and switch"  # upgrade from the active revision
-    PREPARE_AND_WAIT = "prepare and wait for approval"  # Manual: prepared, not activated
+    PREPARE_AND_WAIT = "prepare and wait for approval"  # Manual: prepared, not switched to
     HOLD = "hold: reverted, waiting for a new spec"  # the last switch to it was reverted
     KEEP = "keep"  # the current revision is the active one: make sure it is installed
 

@@ -1,4 +1,4 @@
-"""Which revision runs, the switch deadline and who approved: lockwright.upgrade.activation."""
+"""Which revision runs, the switch deadline and who approved: lockwright.upgrade.switch."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lockwright.upgrade.activation import (
+from lockwright.upgrade.switch import (
     AUTOMATIC,
     MANUAL,
     Situation,
