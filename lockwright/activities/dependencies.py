@@ -1,8 +1,8 @@
 """``resolve_dependencies`` and ``apply_resolution``: the resolver's I/O (docs/crossplane.md §12).
 
 ``resolve_dependencies`` reads the Lock, the package objects and the revisions, asks the
-pure resolver (``lockwright.dependencies.resolver``) for a decision, and returns it with the inputs in
-brief; it writes nothing. The resolver sees the registry through :class:`RegistryCatalog`:
+pure resolver (``lockwright.dependencies.resolver``) for a decision, and returns it with the
+inputs in brief; it writes nothing. The resolver sees the registry through :class:`RegistryCatalog`:
 tags listed and packages fetched with what the ImageConfigs say for their prefix (rewrite,
 pull secret), each package fetched into the content-addressed cache, so the one chosen
 installs from it. ``apply_resolution`` carries the decision out: creates the missing
@@ -40,7 +40,7 @@ REVISION_KINDS = {kind: f"{kind}Revision" for kind in KINDS.values()}
 
 
 class RegistryCatalog:
-    """The resolver's :class:`~lockwright.dependencies.resolver.Catalog` over the real registries."""
+    """The resolver's :class:`~lockwright.dependencies.resolver.Catalog` over the registries."""
 
     def __init__(self, registries: Registries, contents: Contents, verifier: Verifier) -> None:
         self.registries = registries

@@ -1,1 +1,1 @@
-"""Dependencies: the package graph, the resolver's search for a solution, why there is none, the Lock's status."""
+"""Dependencies: the package graph, the resolver's search, why it found none, the Lock's status."""
