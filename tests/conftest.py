@@ -6,6 +6,9 @@ import tempfile
 import pytest
 
 from tests.fidelity.recorded import ENV_DIR, finish_session
+from tests.fixtures import prebuild
+
+BUILDER = pytest.StashKey["prebuild.Builder"]()
 
 pytest_plugins = [
     "tests.fixtures.devcluster",
@@ -24,9 +27,25 @@ def pytest_configure(config: "pytest.Config") -> None:
         os.environ[ENV_DIR] = tempfile.mkdtemp(prefix="lockwright-shapes-")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: "pytest.Config", items: list["pytest.Item"]) -> None:
+    """Tests needing a cold build run last, and the builds start now in the background
+    (tests/fixtures/prebuild.py); after pytest's own reordering, which groups the stacks."""
+    if not prebuild.enabled(config):
+        return
+    prebuild.reorder(items)
+    builder = prebuild.Builder(prebuild.needed(items))
+    config.stash[BUILDER] = builder
+    builder.start()
+
+
 def pytest_sessionfinish(session: "pytest.Session", exitstatus: int) -> None:
-    """Add the request shapes the stacks sent and the committed snapshot lacks (or, with
-    LOCKWRIGHT_FIDELITY_STRICT=1, fail the run on them)."""
+    """Stop a background build still running; add the request shapes the stacks sent and
+    the committed snapshot lacks (or, with LOCKWRIGHT_FIDELITY_STRICT=1, fail the run on
+    them)."""
+    builder = session.config.stash.get(BUILDER, None)
+    if builder is not None:
+        builder.stop()
     if hasattr(session.config, "workerinput"):
         return
     fails, lines = finish_session()
