@@ -231,11 +231,9 @@ def refused(waiter: Waiter, exc: Exception) -> None:
 
 
 def unseen(batch: list[Waiter], lock: Obj) -> list[Obj]:
-    """``lock``'s entries whose claims some take of ``batch`` has not read (the batch's
-    own revisions aside: the decision knows those)."""
-    ours = {w.claimant.claims.revision for w in batch}
-    unknown = {str(e.get("name", "")): e for w in batch
-               for e in w.claimant.claims.unknown(lock) if e.get("name") not in ours}
+    """``lock``'s entries whose claims some take of ``batch`` has not read (a take of the
+    batch that wins in it is known to the others by what it claims, whatever is read)."""
+    unknown = {str(e.get("name", "")): e for w in batch for e in w.claimant.claims.unknown(lock)}
     return list(unknown.values())
 
 
