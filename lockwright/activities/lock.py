@@ -179,12 +179,12 @@ class LockActivities:
         lock = self.keeper.read_lock()
         claim = self.keeper.claim(inp.kind, rev, refs)
         claim.prefetch(lock)  # outside the writers' turns
-        if lk.find_entry(lock, inp.revision) is None:
-            claim.write()  # counts for nothing until its entry is written; off the turn
         deps, unmet_apis = self.dependencies(inp, summary, lock, claim.claims.others)
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         # The API identity parse_package recorded on the revision (lockwright's fields).
         entry.update(record.lock_fields(meta(rev).get("annotations")))
+        if lk.find_entry(lock, inp.revision) is None:
+            claim.write()  # counts for nothing until its entry is written; off the turn
         prepared = time.monotonic()
         try:
             version, attempts = self.keeper.take(claim, inp.package, entry)
