@@ -474,8 +474,10 @@ def tally(events: list[Any], acts: dict[str, list[float]], wft: list[float]
     timers, local = 0.0, 0
     at = {e.event_id: e for e in events}
     t = {e.event_id: e.event_time.ToDatetime().timestamp() for e in events}
-    step_start = 0.0
+    step_start, heartbeat = 0.0, False
     for e in events:
+        if e.event_type not in _NOT_INPUTS:
+            heartbeat = False
         if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             sched = e.activity_task_completed_event_attributes.scheduled_event_id
             started = e.activity_task_completed_event_attributes.started_event_id
@@ -484,7 +486,9 @@ def tally(events: list[Any], acts: dict[str, list[float]], wft: list[float]
             entry[0] += 1
             entry[1] += t[e.event_id] - t[started]
             entry[2] += t[started] - t[sched]
-        elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+        elif e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_STARTED and not heartbeat:
+            # A task with nothing new since the last is a long local step's heartbeat:
+            # that step still runs from where it began.
             step_start = t[e.event_id]
         elif e.event_type == E.EVENT_TYPE_MARKER_RECORDED:
             kind, done = _local_step(e)
@@ -497,9 +501,27 @@ def tally(events: list[Any], acts: dict[str, list[float]], wft: list[float]
             a = e.workflow_task_completed_event_attributes
             wft[0] += t[e.event_id] - t[a.started_event_id]
             wft[1] += t[a.started_event_id] - t[a.scheduled_event_id]
+            heartbeat = True
         elif e.event_type == E.EVENT_TYPE_TIMER_FIRED:
             timers += t[e.event_id] - t[e.timer_fired_event_attributes.started_event_id]
     return timers, local
+
+
+def _not_inputs() -> frozenset[int]:
+    """History events a workflow writes itself (its tasks and commands): none of them is
+    news that starts a step."""
+    from temporalio.api.enums.v1 import EventType as E
+
+    return frozenset({
+        E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+        E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, E.EVENT_TYPE_MARKER_RECORDED,
+        E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+        E.EVENT_TYPE_ACTIVITY_TASK_STARTED, E.EVENT_TYPE_TIMER_STARTED,
+        E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+        E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED})
+
+
+_NOT_INPUTS = _not_inputs()
 
 
 def _local_step(event: Any) -> tuple[str, float]:
