@@ -1,15 +1,15 @@
 """Group commit for the Lock: every claim waiting in this worker, one compare-and-swap.
 
 ``take_lock`` prepares its claim in its own thread (the revision, the Lock, the other
-revisions' claims, its dependencies), then hands it to this worker's
-:class:`LockCommitter` and waits. The committer's one thread takes every claim waiting,
-reads the Lock once, reads again each waiting revision and the claims of entries added
-since the claims looked (in parallel), decides them all with the pure
-:func:`lockwright.objects.claims.decide_batch` in a fixed order, writes the winners'
-claims, then the Lock once, by compare-and-swap on ``metadata.resourceVersion``
-(docs/design.md invariant 4). Each waiting take gets its own answer: its Lock's version,
-or the conflict that refuses only it. A 409 (another worker wrote first) decides the
-whole batch again on the new Lock.
+revisions' claims, its dependencies, its claim written while it has no entry), then hands
+it to this worker's :class:`LockCommitter` and waits. The committer's one thread takes
+every claim waiting, takes the Lock as it last wrote it (or reads it), reads again each
+waiting revision and the claims of entries added since the claims looked (in parallel),
+decides them all with the pure :func:`lockwright.objects.claims.decide_batch` in a fixed
+order, writes the winners' claims not written yet, then the Lock once, by compare-and-swap
+on ``metadata.resourceVersion`` (docs/design.md invariant 4). Each waiting take gets its
+own answer: its Lock's version, or the conflict that refuses only it. A 409 (another
+worker or step wrote first) decides the whole batch again on the Lock read afresh.
 
 Nothing is answered before the Lock is written, and the Lock changes only by that write:
 a worker that dies between deciding and writing has changed no entry, and the takes it
