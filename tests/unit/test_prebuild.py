@@ -37,7 +37,8 @@ def devcluster(name: str, *fixtures: str) -> Item:
 def both_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCKWRIGHT_TEST_CLUSTER", "devcluster,kube")
     for build in prebuild.BUILDS:
-        monkeypatch.delenv(build.ready, raising=False)
+        if build.ready:
+            monkeypatch.delenv(build.ready, raising=False)
 
 
 def test_tests_needing_a_cold_build_run_last_in_their_order() -> None:
