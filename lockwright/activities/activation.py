@@ -51,10 +51,9 @@ class ActivationActivities:
     def activate_definitions(self, inp: c.ActivateDefinitionsInput
                              ) -> c.ActivateDefinitionsResult:
         """Apply every activation policy to every MRD; see the module."""
-        policies = [o for o in self.kube.list(MRD_API, convert.MRAP_KIND)
-                    if not meta(o).get("deletionTimestamp")]
+        policies = self.definitions.policies()
         rows = self.definitions.rows()
-        decision = policy.decide([_policy(o) for o in policies], rows)
+        decision = policy.decide([policy.Policy.of(o) for o in policies], rows)
         failed = self._activate(decision, {meta(o)["name"]: o for o in policies})
         done = {name for name in decision.activate if name not in failed}
         crds = self.definitions.crd_names()
@@ -179,7 +178,3 @@ class ActivationActivities:
                 out.append(c.PackageRef(kind=c.PROVIDER, name=str(package)))
         return out
 
-
-def _policy(obj: Obj) -> policy.Policy:
-    return policy.Policy(name=str(meta(obj)["name"]),
-                         patterns=tuple(str(p) for p in spec(obj).get("activate") or []))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lockwright.managed.match import matches
 
@@ -59,6 +60,12 @@ class Policy:
         """Whether any pattern matches the MRD name (malformed patterns match nothing)."""
         return any(matches(p, name) for p in self.patterns)
 
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> Policy:
+        """A policy object as activation reads it: its name and ``spec.activate``."""
+        return cls(name=str((obj.get("metadata") or {})["name"]), patterns=tuple(
+            str(p) for p in (obj.get("spec") or {}).get("activate") or []))
+
 
 @dataclass(frozen=True)
 class Activation:
@@ -81,6 +88,16 @@ def decide(policies: Iterable[Policy], definitions: Iterable[Definition]) -> Act
             if not d.active and d.name in names:
                 activate.setdefault(d.name, policy.name)
     return Activation(activate=activate, activated=activated)
+
+
+def at_install(policies: Iterable[Policy], names: Iterable[str], active: Iterable[str]
+               ) -> dict[str, str]:
+    """Which of a package's MRDs (``names``) the policies in force make Active as they are
+    first established, each with the first policy that asks (issue 33: safe-start in one
+    pass). Exactly what :func:`decide` would activate once they existed Inactive beside
+    those ``active`` already, so an install and a later activation never disagree."""
+    now = set(active)
+    return decide(policies, [Definition(name=n, active=n in now) for n in names]).activate
 
 
 def active_by_revision(definitions: Iterable[Definition], activated: Iterable[str]
