@@ -111,6 +111,17 @@ def active_by_revision(definitions: Iterable[Definition], activated: Iterable[st
     return counts
 
 
+def settled_rows(definitions: Iterable[Definition], recorded: dict[str, str | None]
+                 ) -> list[Definition]:
+    """The MRDs whose conditions a pass writes: all but those of a revision whose install
+    has not recorded its count of Active MRDs yet (``recorded``: revision → its count,
+    None while none); that install is still establishing them, and its recording
+    starts another pass. An MRD controlled by no revision, or by one not listed, is
+    written."""
+    installing = {name for name, count in recorded.items() if count is None}
+    return [d for d in definitions if d.controller not in installing]
+
+
 def established(active: bool, crd_exists: bool) -> tuple[str, str]:
     """The MRD's ``Established`` condition: status and reason (Crossplane's)."""
     if not active:

@@ -151,6 +151,17 @@ def test_active_by_revision_counts_what_is_and_what_was_activated() -> None:
     assert policy.active_by_revision(ROWS, {"buckets.s3.aws.io"}) == {"rev-a": 2, "rev-b": 0}
 
 
+@pytest.mark.parametrize(("recorded", "written"), [
+    ({}, [d.name for d in ROWS]),  # revisions not listed: every MRD's conditions written
+    ({"rev-a": "1", "rev-b": "0"}, [d.name for d in ROWS]),
+    # rev-a is still establishing its MRDs (no count yet): they wait for its recording.
+    ({"rev-a": None, "rev-b": "0"}, ["vms.compute.gcp.io", "orphans.x.io"]),
+    ({"rev-a": None, "rev-b": None}, ["orphans.x.io"]),  # no controller: always written
+])
+def test_the_mrds_of_an_install_still_establishing_wait_for_its_count(
+        recorded: dict[str, str | None], written: list[str]) -> None:
+    assert [d.name for d in policy.settled_rows(ROWS, recorded)] == written
+
 # --- safe-start in one pass (issue 33): the policies in force, at install ---------------
 PACKAGE = ["buckets.s3.aws.io", "queues.sqs.aws.io", "topics.sns.aws.io"]
 
