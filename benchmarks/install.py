@@ -213,6 +213,7 @@ class Floor:
         self.lock_add(rev_name, ref)
         ca = self.tls(name, rev_name)
         refs = self.establish(fetched.entry.documents, name, rev_name, uid, ca)
+        self.record(rev_name, refs)
         self.rbac(rev_name, uid, refs)
         controller = getattr(fetched.summary.meta, "controller_image", None) if (
             fetched.summary) else None
@@ -293,6 +294,19 @@ class Floor:
                 list(pool.map(self.kube.create, objs))
                 refs.extend(plan.object_refs)
         return refs
+
+    def record(self, rev_name: str, refs: list[dict[str, str]]) -> None:
+        """The revision's count of Active MRDs, as establish_objects records it: until it
+        is recorded the watcher leaves the revision's MRDs to its install, and once it is,
+        the activation workflow's pass writes every MRD's conditions (2,000 status writes,
+        beside the floor as beside the install)."""
+        from lockwright import contracts as c
+        from lockwright.objects import establish as est
+
+        mrds, active = est.definition_counts(refs)
+        if mrds:
+            self.kube.patch(f"{G}/{V}", "ProviderRevision", rev_name, {"metadata": {
+                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: str(active)}}})
 
     def rbac(self, rev_name: str, uid: str, refs: list[dict[str, str]]) -> None:
         from lockwright.runtime import rbac

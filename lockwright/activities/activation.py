@@ -8,7 +8,10 @@ Event on the policy, a Warning when it fails), and each policy's ``status.activa
 and its CRD (Crossplane's MRD controller writes it; here the CRD comes from the package's
 install). Each policy's ``Established`` condition is True once every MRD it activated is
 Active with its CRD Established (crossplane#7822; CRDs are read one by one, only for a
-policy not yet Established for the same MRDs). Finally each Provider revision whose count
+policy not yet Established for the same MRDs). The MRDs of a revision whose install has
+not recorded its count yet are still being established: their conditions wait for the pass
+its recording starts (the watcher signals it), rather than 2,000 status writes racing the
+install's 2,000 creates. Finally each Provider revision whose count
 of Active MRDs moved gets the count in its annotation, and its package is returned, to be
 told to install again: that creates the CRDs of the newly Active MRDs and wakes a
 safe-start runtime.
@@ -51,17 +54,18 @@ class ActivationActivities:
     def activate_definitions(self, inp: c.ActivateDefinitionsInput
                              ) -> c.ActivateDefinitionsResult:
         """Apply every activation policy to every MRD; see the module."""
-        policies = [o for o in self.kube.list(MRD_API, convert.MRAP_KIND)
-                    if not meta(o).get("deletionTimestamp")]
+        policies = self.definitions.policies()
         rows = self.definitions.rows()
-        decision = policy.decide([_policy(o) for o in policies], rows)
+        decision = policy.decide([policy.Policy.of(o) for o in policies], rows)
         failed = self._activate(decision, {meta(o)["name"]: o for o in policies})
         done = {name for name in decision.activate if name not in failed}
         crds = self.definitions.crd_names()
         present = {r.name for r in rows if r.active or r.name in done} & crds
         written = self._write_policies(policies, decision, failed, present)
-        written += self._write_definitions(rows, done, crds)
-        packages = self._record_counts(policy.active_by_revision(rows, done))
+        revisions = self.kube.list("pkg.crossplane.io/v1", "ProviderRevision")
+        written += self._write_definitions(policy.settled_rows(rows, _recorded(revisions)),
+                                           done, crds)
+        packages = self._record_counts(revisions, policy.active_by_revision(rows, done))
         log().info("definitions.activated", policies=len(policies), definitions=len(rows),
                    activated=len(done), failed=len(failed), packages=len(packages))
         return c.ActivateDefinitionsResult(
@@ -160,13 +164,14 @@ class ActivationActivities:
                         subresource="status")
         return 1
 
-    def _record_counts(self, counts: dict[str, int]) -> list[c.PackageRef]:
+    def _record_counts(self, revisions: list[Obj], counts: dict[str, int]
+                       ) -> list[c.PackageRef]:
         """Write each Provider revision's count of Active MRDs where the one its install
         recorded is behind; return the packages of the active ones among them. A revision
         whose install has not recorded one yet is left to it (its MRDs are still being
         established: telling its package then would install it again for nothing)."""
         out = []
-        for rev in self.kube.list("pkg.crossplane.io/v1", "ProviderRevision"):
+        for rev in revisions:
             name, annotations = meta(rev)["name"], meta(rev).get("annotations") or {}
             count = str(counts.get(name, 0))
             recorded = annotations.get(c.ACTIVE_DEFINITIONS_ANNOTATION)
@@ -180,6 +185,7 @@ class ActivationActivities:
         return out
 
 
-def _policy(obj: Obj) -> policy.Policy:
-    return policy.Policy(name=str(meta(obj)["name"]),
-                         patterns=tuple(str(p) for p in spec(obj).get("activate") or []))
+def _recorded(revisions: list[Obj]) -> dict[str, str | None]:
+    """Each Provider revision's recorded count of Active MRDs (None: none recorded yet)."""
+    return {str(meta(r)["name"]): (meta(r).get("annotations") or {}).get(
+        c.ACTIVE_DEFINITIONS_ANNOTATION) for r in revisions}

@@ -3,7 +3,9 @@
 MRDs carry whole CRD schemas (a 2,000-resource provider's are 100 MB), so they are listed
 as the server prints them (the ``STATE`` and ``ESTABLISHED`` columns and the metadata),
 and CRDs as metadata only. Used by establish_objects (which CRDs of a revision become MRDs,
-in which state) and by the activation activity.
+in which state: a safe-start package's MRDs are Active when they are already, when their
+type is served already, or when the activation policies in force name them, so those are
+established with their CRDs in the install's one pass) and by the activation activity.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from lockwright import contracts as c
 from lockwright.activities.base import meta, stream_objects
 from lockwright.activities.contents import Contents
 from lockwright.activities.reads import PackageReader
+from lockwright.errors import KubeNotFound
 from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.k8s.watch import list_all, list_columns
-from lockwright.managed import convert
+from lockwright.managed import convert, policy
 from lockwright.managed.policy import Definition
 
 MRD_PATH = "/apis/apiextensions.crossplane.io/v1alpha1/managedresourcedefinitions"
@@ -40,9 +43,7 @@ class Definitions:
         if not self.enabled or kind != c.PROVIDER:
             return None
         try:
-            for obj in stream_objects(documents):
-                if convert.is_crd(obj) and convert.converts(obj):
-                    convert.check(obj)
+            names = self._definition_names(documents)
         except convert.ConversionError as exc:
             self.reader.event(rev, WARNING, convert.REASON_CONVERT,
                               f"cannot convert CRDs to ManagedResourceDefinitions, installing "
@@ -52,7 +53,34 @@ class Definitions:
                                "capabilities", ())
         if not convert.safe_start(capabilities):
             return convert.Conversion(default_active=True)
-        return convert.Conversion(default_active=False, active=self.active_names())
+        live = self.active_names()
+        by_policy = policy.at_install([policy.Policy.of(o) for o in self.policies()],
+                                      names, live)
+        return convert.Conversion(default_active=False, active=live | by_policy.keys(),
+                                  activated=tuple(sorted(by_policy.items())))
+
+    @staticmethod
+    def _definition_names(documents: Path) -> list[str]:
+        """The names of the package's CRDs that become MRDs, each checked.
+
+        Raises:
+            ConversionError: a CRD cannot be read as an MRD.
+        """
+        names = []
+        for obj in stream_objects(documents):
+            if convert.is_crd(obj) and convert.converts(obj):
+                convert.check(obj)
+                names.append(str((obj.get("metadata") or {}).get("name", "")))
+        return names
+
+    def policies(self) -> list[Obj]:
+        """The activation policies in force: every one not being deleted (none while the
+        policy CRD is not installed)."""
+        try:
+            listed = self.kube.list(convert.MRD_API_VERSION, convert.MRAP_KIND)
+        except KubeNotFound:
+            return []
+        return [o for o in listed if not meta(o).get("deletionTimestamp")]
 
     def rows(self) -> list[Definition]:
         """Every MRD: name, state, controlling revision, Established status."""

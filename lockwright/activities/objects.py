@@ -60,7 +60,8 @@ from lockwright.errors import (
 )
 from lockwright.identity.record import stamped
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
-from lockwright.managed.convert import reserved
+from lockwright.managed.convert import Conversion, reserved
+from lockwright.managed.policy import MSG_ACTIVATED, REASON_ACTIVATED
 from lockwright.objects import crdcheck, holders
 from lockwright.objects import establish as est
 from lockwright.objects.lock import Conflict, ObjectKey
@@ -175,16 +176,18 @@ class Establisher:
                 counts = self._write_all(pool, revision, documents, checked.seen, ca, service)
                 stale, trusted = checked.stale, checked.trusted
         self.say_adopted(rev, stale)
+        activated = self.say_activated(revision.conversion)
         refs, (definitions, active) = self._record(inp, rev, revision, refs)
         created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "objects.established", objects=len(refs), created=created, updated=updated,
             owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(stale),
-            trusted=trusted)
+            trusted=trusted, activated_by_policy=len(activated))
         return c.EstablishObjectsResult(objects=len(refs), created=created,
                                         updated=updated + counts[est.Op.OWN],
                                         definitions=definitions, active_definitions=active,
-                                        trusted=trusted)
+                                        trusted=trusted, activated=activated[:c.MAX_NAMES],
+                                        activated_count=len(activated))
 
     def _record(self, inp: c.EstablishObjectsInput, rev: Obj, revision: est.Revision,
                 refs: list[dict[str, str]]
@@ -215,6 +218,20 @@ class Establisher:
         except (ConflictError, PreflightError, KubeInvalid) as exc:
             self.reader.event(rev, WARNING, "SyncPackage", SYNC_FAILED + exc.message)
             raise
+
+    def say_activated(self, conversion: Conversion | None) -> list[c.Activated]:
+        """A Normal ``ActivateManagedResourceDefinition`` Event on the policy for each MRD
+        this install established Active because that policy names it (as the activation
+        workflow says it when it activates one); those MRDs, each with its policy."""
+        pairs = conversion.activated if conversion is not None else ()
+        if not pairs:
+            return []
+        policies = {meta(o)["name"]: o for o in self.definitions.policies()}
+        said = [(policies[by], name) for name, by in pairs if by in policies]
+        with ThreadPoolExecutor(self.workers) as pool:
+            list(pool.map(lambda x: self.reader.event(
+                x[0], NORMAL, REASON_ACTIVATED, f"{MSG_ACTIVATED} {x[1]}"), said))
+        return [c.Activated(definition=name, policy=by) for name, by in pairs]
 
     def say_adopted(self, rev: Obj, stale: list[holders.Stale]) -> None:
         """An ``AdoptStaleOwner`` Event on the revision per stale holder it took objects

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lockwright.contracts.activation import Activated
 from lockwright.contracts.names import PROVIDER
 from lockwright.contracts.shared import Condition, Tuning
 from lockwright.upgrade.plan import Plan
@@ -207,6 +208,10 @@ class EstablishObjectsResult:
     checked: list[str] = field(default_factory=list)
     # Objects not dry-run again: their fingerprint was the preparation's.
     trusted: int = 0
+    # Safe-start MRDs made Active by this install because a policy in force names them
+    # (each with the policy; at most MAX_NAMES, the count says how many in all).
+    activated: list[Activated] = field(default_factory=list)
+    activated_count: int = 0
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ of the whole package, which then installs its CRDs as they are (with a Warning E
 
 Where lockwright differs: an MRD that is Active, or will be, is established together with
 its CRD, both controlled by the revision (Crossplane's MRD controller applies the CRD
-later), so upgrades, plans, deletion and the Lock treat the CRD as before.
+later), so upgrades, plans, deletion and the Lock treat the CRD as before. And an MRD the
+activation policies in force already name is established Active in the install's first
+pass, rather than Inactive and then activated (issue 33).
 """
 
 from __future__ import annotations
@@ -90,10 +92,13 @@ def mrd_active(mrd: Obj | None) -> bool:
 @dataclass(frozen=True)
 class Conversion:
     """How one revision's CRDs are established: as MRDs, Active by default or not, and
-    which are Active already (live MRDs, or types served before this revision)."""
+    which are Active (live MRDs, types served before this revision, and those the
+    activation policies in force name); ``activated``: (MRD, policy) for each of the last
+    that is not Active yet, so the install says which policy made it Active."""
 
     default_active: bool
     active: frozenset[str] = frozenset()
+    activated: tuple[tuple[str, str], ...] = ()
 
     def objects(self, obj: Obj) -> list[Obj]:
         """What to establish for one shipped object: itself; or its MRD, and its CRD too

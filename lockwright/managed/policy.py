@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lockwright.managed.match import matches
 
@@ -59,6 +60,12 @@ class Policy:
         """Whether any pattern matches the MRD name (malformed patterns match nothing)."""
         return any(matches(p, name) for p in self.patterns)
 
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> Policy:
+        """A policy object as activation reads it: its name and ``spec.activate``."""
+        return cls(name=str((obj.get("metadata") or {})["name"]), patterns=tuple(
+            str(p) for p in (obj.get("spec") or {}).get("activate") or []))
+
 
 @dataclass(frozen=True)
 class Activation:
@@ -83,6 +90,16 @@ def decide(policies: Iterable[Policy], definitions: Iterable[Definition]) -> Act
     return Activation(activate=activate, activated=activated)
 
 
+def at_install(policies: Iterable[Policy], names: Iterable[str], active: Iterable[str]
+               ) -> dict[str, str]:
+    """Which of a package's MRDs (``names``) the policies in force make Active as they are
+    first established, each with the first policy that asks (issue 33: safe-start in one
+    pass). Exactly what :func:`decide` would activate once they existed Inactive beside
+    those ``active`` already, so an install and a later activation never disagree."""
+    now = set(active)
+    return decide(policies, [Definition(name=n, active=n in now) for n in names]).activate
+
+
 def active_by_revision(definitions: Iterable[Definition], activated: Iterable[str]
                        ) -> dict[str, int]:
     """How many MRDs each controlling revision has Active, counting ``activated`` too."""
@@ -92,6 +109,17 @@ def active_by_revision(definitions: Iterable[Definition], activated: Iterable[st
         if d.controller:
             counts[d.controller] = counts.get(d.controller, 0) + int(d.active or d.name in now)
     return counts
+
+
+def settled_rows(definitions: Iterable[Definition], recorded: dict[str, str | None]
+                 ) -> list[Definition]:
+    """The MRDs whose conditions a pass writes: all but those of a revision whose install
+    has not recorded its count of Active MRDs yet (``recorded``: revision → its count,
+    None while none); that install is still establishing them, and its recording
+    starts another pass. An MRD controlled by no revision, or by one not listed, is
+    written."""
+    installing = {name for name, count in recorded.items() if count is None}
+    return [d for d in definitions if d.controller not in installing]
 
 
 def established(active: bool, crd_exists: bool) -> tuple[str, str]:

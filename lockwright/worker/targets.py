@@ -32,8 +32,9 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   per install.
 - The activation workflow (``activate:definitions``) is targeted when an activation policy
   changes, an MRD is added, deleted or changes its spec (its state), or a CRD of an MRD's
-  name comes or goes. MRDs and CRDs are watched as metadata only (an MRD holds a whole
-  CRD schema).
+  name comes or goes; but not for an MRD (or its CRD) whose controlling revision's install
+  has not recorded its count of Active MRDs yet: the recording targets it, once for all
+  of them. MRDs and CRDs are watched as metadata only (an MRD holds a whole CRD schema).
 - A CRD that is added or written (its ``resourceVersion`` moved: being Established is a
   status write) targets the packages whose revision waits on an API it may serve: its
   ``RevisionHealthy`` condition says ``cannot resolve package dependencies`` naming the
@@ -221,6 +222,7 @@ class Summary:
     entries: int = 0  # the Lock: how many packages it holds
     dependencies: bool = False  # the Lock: some entry has dependencies
     activated: str = ""  # Provider revisions: the lockwright.dev/active-definitions count
+    controller: str = ""  # MRDs: the revision controlling it ("" when none)
     waiting: tuple[ApiRef, ...] = ()  # revisions: the APIs they wait on (status)
     seen: str = ""  # CRDs: resourceVersion (its status writes move no generation)
 
@@ -246,6 +248,9 @@ def summarize(res: Resource, obj: Obj) -> Summary:
             waiting=waiting_for(_unhealthy(obj)))
     if res.role == "crd":
         return replace(base, seen=str(meta.get("resourceVersion") or ""))
+    if res.role == "definition":
+        return replace(base, controller=next((str(r.get("name", "")) for r in meta.get(
+            "ownerReferences") or [] if r.get("controller")), ""))
     if res.role == "lock":
         entries = obj.get("packages") or []
         return replace(base, entries=len(entries),
@@ -383,8 +388,11 @@ class Index:
             return self._lock_changed(new, old, reason)
         if res.role == "crd":
             return self._crd_changed(name, reason)
-        if res.role in ("policy", "definition"):
+        if res.role == "policy":
             return [Target(ACTIVATION, self.task_queue, reason)]
+        if res.role == "definition":
+            return [] if self._establishing(name) else [Target(ACTIVATION, self.task_queue,
+                                                               reason)]
         if res.role == "revision":
             return self._revision_changed(res, new, old, reason)
         if res.role == "runtimeconfig":
@@ -399,9 +407,19 @@ class Index:
     def _crd_changed(self, name: str, reason: str) -> list[Target]:
         """The activation workflow for a CRD of an MRD's name; the packages waiting on an
         API the CRD may serve."""
-        mrd = name in self.of("ManagedResourceDefinition")
+        mrd = name in self.of("ManagedResourceDefinition") and not self._establishing(name)
         return ([Target(ACTIVATION, self.task_queue, reason)] if mrd else []) + \
             self._waiting_on(name, reason)
+
+    def _establishing(self, mrd: str) -> bool:
+        """Whether MRD ``mrd`` is there and controlled by a Provider revision whose install
+        has recorded no count of Active MRDs yet: that install is still establishing it,
+        and its recording signals the activation workflow once for all of them (a
+        2,000-MRD install started a pass per burst of its MRDs, each listing them all)."""
+        found = self.of("ManagedResourceDefinition").get(mrd)
+        rev = self.of("ProviderRevision").get(found.controller) if found and (
+            found.controller) else None
+        return rev is not None and not rev.activated
 
     def _quiet(self, res: Resource, name: str, new: Summary, old: Summary | None
                ) -> list[Target]:
@@ -440,11 +458,14 @@ class Index:
         """Its package; only the activation workflow when just the count of Active MRDs
         its install recorded moved (a count behind the MRDs activated meanwhile is how an
         activation during the install reaches the package)."""
-        if (old is not None and old.activated != new.activated
-                and replace(old, activated=new.activated, waiting=new.waiting) == new):
+        moved = old is not None and old.activated != new.activated
+        if old is not None and moved and replace(
+                old, activated=new.activated, waiting=new.waiting) == new:
             return [Target(ACTIVATION, self.task_queue, reason)]
         pkg = new.package or (old.package if old else "")
-        return [self._package_target(res.package_kind, pkg, reason)] if pkg else []
+        # A count moved beside other changes (a relist merges them) still reaches activation.
+        return ([self._package_target(res.package_kind, pkg, reason)] if pkg else []) + (
+            [Target(ACTIVATION, self.task_queue, reason)] if moved else [])
 
     def _package_target(self, kind: str, name: str, reason: str) -> Target:
         res = next(r for r in RESOURCES if r.role == "package" and r.package_kind == kind)

@@ -8,17 +8,21 @@ its own API group and nothing else; the default policy (``*``) gets a stack of i
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
+from kubernetes import client, watch
+from temporalio.client import Client
 
+from lockwright import contracts as c
 from tests.e2e.packages import crd
 from tests.e2e.test_failures import crd_exists
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for
+from tests.histories import CHILD_STARTED, step_names
 
 NS = "crossplane-system"
 IMAGE = "registry.example.org/example/provider-gadgets:{tag}"
@@ -146,6 +150,94 @@ def test_safe_start_waits_for_policies_and_keeps_activation_across_an_upgrade(
     stack.wait_healthy("Provider", name, timeout=120)
     assert active(stack, group) == names(group, 0, 1, *range(10, 20))
     stack.kubectl("delete", MRAPS, second)
+
+
+class Watched:
+    """A watch of one group's MRDs, from before an install: every state each was seen in
+    (every write the API server made of them, in order)."""
+
+    PATH = ("apiextensions.crossplane.io", "v1alpha1", "managedresourcedefinitions")
+
+    def __init__(self, stack: Stack, group: str) -> None:
+        self.custom, self.group = stack.custom, group
+        self.rv = self.custom.list_cluster_custom_object(*self.PATH)["metadata"][
+            "resourceVersion"]
+        self.states: dict[str, list[str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for event in watch.Watch().stream(self.custom.list_cluster_custom_object,
+                                              *self.PATH, resource_version=self.rv,
+                                              timeout_seconds=1):
+                mrd = event["object"]
+                self.rv = mrd["metadata"]["resourceVersion"]
+                if mrd["spec"].get("group") == self.group:
+                    self.states.setdefault(mrd["metadata"]["name"], []).append(
+                        mrd["spec"].get("state", ""))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+async def installs(stack: Stack, name: str) -> int:
+    """How many times the Provider's workflow installed a revision (InstallRevision
+    children started; the run is young, not continued as new)."""
+    tc = await Client.connect(stack.temporal_address)
+    wid = c.package_workflow_id("provider", name, stack.task_queue)
+    return step_names(await tc.get_workflow_handle(wid).fetch_history()).count(CHILD_STARTED)
+
+
+def _events_on(stack: Stack, policy_name: str) -> list[str]:
+    listed = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
+        field_selector=f"involvedObject.name={policy_name}").items
+    return sorted(e.message for e in listed if e.reason == "ActivateManagedResourceDefinition")
+
+
+async def test_a_policy_in_force_activates_safe_start_mrds_in_the_installs_one_pass(
+        stack: Stack, tmp_path: Path) -> None:
+    """Issue 33: the MRDs a policy already names are established Active with their CRDs
+    by the install itself, never Inactive, the runtime running at once; one install. A
+    policy applied later still activates, installing again."""
+    group, name = f"{unique('one')}.activation.example.org", unique("onepass")
+    first, later = unique("mrap"), unique("mrap")
+    stack.kubectl("apply", "-f", "-", stdin=policy(first, f"thing0[0-2]s.{group}"))
+    ref = provider(stack, tmp_path, group, 20, capabilities=["SafeStart"])
+    watched = Watched(stack, group)
+    try:
+        stack.apply_package("Provider", name, ref)
+        stack.wait_healthy("Provider", name, timeout=120)  # not AwaitingActivation
+        rev = active_revision(stack, name)["metadata"]["name"]
+        assert replicas(stack, rev) == 1
+        assert active(stack, group) == names(group, 0, 1, 2)
+        assert crds_of(stack, group) == names(group, 0, 1, 2) | {f"providerconfigs.{group}"}
+        assert {crd_controller(stack, n) for n in names(group, 0, 1, 2)} == {rev}
+        # The activation workflow has looked at them since: it found nothing to do.
+        stack.kubectl("wait", "--for=condition=Established", f"mrap/{first}",
+                      "--timeout=120s")
+        assert _activated(stack, first) == sorted(names(group, 0, 1, 2))
+        wait_for(lambda: len(_events_on(stack, first)) == 3, timeout=30,
+                 what="an Event on the policy per MRD it activated")
+        assert _events_on(stack, first) == sorted(
+            f"Successfully activated ManagedResourceDefinition {n}"
+            for n in names(group, 0, 1, 2))
+        assert await installs(stack, name) == 1
+    finally:
+        watched.stop()
+    assert set(watched.states) == names(group, *range(20))
+    assert {n: set(s) for n, s in watched.states.items() if n in names(group, 0, 1, 2)} == {
+        n: {"Active"} for n in names(group, 0, 1, 2)}, watched.states  # never Inactive
+
+    stack.kubectl("apply", "-f", "-", stdin=policy(later, f"thing1[0-1]s.{group}"))
+    wait_for(lambda: crds_of(stack, group) >= names(group, 10, 11), timeout=90,
+             what="the later policy's CRDs")
+    assert active(stack, group) == names(group, 0, 1, 2, 10, 11)
+    stack.wait_healthy("Provider", name, timeout=120)
+    assert await installs(stack, name) == 2  # the activation told the package: again
+    stack.kubectl("delete", MRAPS, first, later)
 
 
 def test_a_revision_of_plain_crds_upgrades_to_mrds_keeping_every_type_served(

@@ -2,7 +2,8 @@
 
 A safe-start provider whose MRDs are all Inactive installs with its runtime at zero and
 is Healthy with ``AwaitingActivation`` (no health wait); the activation workflow's pass
-tells the package, whose next pass installs again and runs the runtime. Set
+tells the package, whose next pass installs again and runs the runtime. One whose MRDs a
+policy in force names installs them Active in its first pass (issue 33). Set
 ``LOCKWRIGHT_RECORD_HISTORIES=1`` to (re)write the replay histories.
 """
 
@@ -81,6 +82,29 @@ async def test_safe_start_waits_at_zero_and_an_activation_wakes_it(
     await record(temporal_client,
                  c.revision_workflow_id(pkg.kind, first.current_revision, task_queue),
                  "revision_awaiting_activation")
+
+
+async def test_safe_start_with_a_policy_in_force_installs_in_one_pass(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """Issue 33: the install's establish made 10 of 50 MRDs Active (a policy in force named
+    them), so the runtime runs at once and the health is waited for; the activation
+    workflow's pass, finding them Active, tells no package, and nothing installs again."""
+    pkg = cluster.add(provider())
+    cluster.capabilities[pkg.name] = ["SafeStart"]
+    cluster.definitions[pkg.name] = (50, 10)
+    handle = await start(temporal_client, task_queue, pkg)
+    first = await settled(handle, "Healthy", signals=1)
+    assert [r.awaiting_activation for r in cluster.runtimes] == [False]
+    assert cluster.calls[c.CHECK_HEALTH] >= 1
+    assert cluster.last_status(pkg.name)["Healthy"].reason == "HealthyPackageRevision"
+    cluster.activation_passes = [c.ActivateDefinitionsResult(policies=1, definitions=50)]
+    activation = await start_activation(temporal_client, task_queue)
+    await idle_after(activation, 1)
+    await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(reason="an MRD changed"))
+    await settled(handle, "Healthy", signals=2)
+    assert cluster.established[f"{first.current_revision}/control"] == 1
+    assert len(cluster.runtimes) == 1
+    await activation.terminate("test over")
 
 
 async def test_a_failed_pass_is_retried(temporal_client: Client, task_queue: str,

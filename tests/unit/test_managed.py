@@ -151,6 +151,73 @@ def test_active_by_revision_counts_what_is_and_what_was_activated() -> None:
     assert policy.active_by_revision(ROWS, {"buckets.s3.aws.io"}) == {"rev-a": 2, "rev-b": 0}
 
 
+@pytest.mark.parametrize(("recorded", "written"), [
+    ({}, [d.name for d in ROWS]),  # revisions not listed: every MRD's conditions written
+    ({"rev-a": "1", "rev-b": "0"}, [d.name for d in ROWS]),
+    # rev-a is still establishing its MRDs (no count yet): they wait for its recording.
+    ({"rev-a": None, "rev-b": "0"}, ["vms.compute.gcp.io", "orphans.x.io"]),
+    ({"rev-a": None, "rev-b": None}, ["orphans.x.io"]),  # no controller: always written
+])
+def test_the_mrds_of_an_install_still_establishing_wait_for_its_count(
+        recorded: dict[str, str | None], written: list[str]) -> None:
+    assert [d.name for d in policy.settled_rows(ROWS, recorded)] == written
+
+# --- safe-start in one pass (issue 33): the policies in force, at install ---------------
+PACKAGE = ["buckets.s3.aws.io", "queues.sqs.aws.io", "topics.sns.aws.io"]
+
+
+@pytest.mark.parametrize(("policies", "active", "expected"), [
+    ([], [], {}),  # no policy: every MRD Inactive, the runtime waits at zero
+    ([Policy("p", ("*",))], [], {n: "p" for n in PACKAGE}),  # the default policy
+    ([Policy("p", ("*.s3.aws.io", "topics.*"))], [],
+     {"buckets.s3.aws.io": "p", "topics.sns.aws.io": "p"}),
+    # Already Active (a live MRD, or a type served before): Active anyway, no policy's doing.
+    ([Policy("p", ("*.aws.io",))], ["queues.sqs.aws.io"],
+     {"buckets.s3.aws.io": "p", "topics.sns.aws.io": "p"}),
+    # A union: each MRD with the first policy (by name) that names it.
+    ([Policy("z", ("*",)), Policy("a", ("buckets.*",))], [],
+     {"buckets.s3.aws.io": "a", "queues.sqs.aws.io": "z", "topics.sns.aws.io": "z"}),
+    # Other packages' names and malformed or empty patterns activate nothing here.
+    ([Policy("gcp", ("*.gcp.io",)), Policy("bad", ("[",)), Policy("empty", ())], [], {}),
+    ([Policy("p", ("buckets.s3.aws.io",))], ["buckets.s3.aws.io"], {}),
+])
+def test_at_install_the_policies_in_force_name_the_active_mrds(
+        policies: list[Policy], active: list[str], expected: dict[str, str]) -> None:
+    assert policy.at_install(policies, PACKAGE, active) == expected
+
+
+@pytest.mark.parametrize("patterns", [(), ("*",), ("*.aws.io",), ("q*", "t*"), ("[",),
+                                      ("buckets.s3.aws.io", "nothing")])
+def test_at_install_decides_what_the_later_activation_would(patterns: tuple[str, ...]) -> None:
+    """The install's decision is the activation workflow's over the same MRDs Inactive."""
+    policies = [Policy("p", patterns), Policy("q", ("topics.*",))]
+    later = policy.decide(policies, [Definition(n, n == PACKAGE[1]) for n in PACKAGE])
+    assert policy.at_install(policies, PACKAGE, {PACKAGE[1]}) == later.activate
+
+
+@pytest.mark.parametrize(("obj", "expected"), [
+    ({"metadata": {"name": "p"}, "spec": {"activate": ["*.aws.io", "x"]}},
+     Policy("p", ("*.aws.io", "x"))),
+    ({"metadata": {"name": "p"}, "spec": {}}, Policy("p", ())),
+    ({"metadata": {"name": "p"}}, Policy("p", ())),
+])
+def test_a_policy_object_as_activation_reads_it(obj: dict[str, Any], expected: Policy) -> None:
+    assert Policy.of(obj) == expected
+
+
+@pytest.mark.parametrize(("active", "activated", "expected"), [
+    (frozenset(), (), ["ManagedResourceDefinition:Inactive"]),
+    (frozenset({"buckets.s3.example.org"}), (("buckets.s3.example.org", "p"),),
+     ["ManagedResourceDefinition:Active", "CustomResourceDefinition"]),
+])
+def test_a_safe_start_crd_a_policy_names_is_established_active_with_its_crd(
+        active: frozenset[str], activated: tuple[tuple[str, str], ...],
+        expected: list[str]) -> None:
+    out = convert.Conversion(False, active, activated).objects(crd("s3.example.org", "Bucket"))
+    assert [o["kind"] + (":" + o["spec"]["state"] if "state" in o["spec"] else "")
+            for o in out] == expected
+
+
 @pytest.mark.parametrize(("active", "crd_exists", "expected"), [
     (False, False, ("False", "InactiveManagedResource")),
     (False, True, ("False", "InactiveManagedResource")),

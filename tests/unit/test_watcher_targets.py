@@ -544,6 +544,66 @@ def test_a_revisions_recorded_activation_count_signals_activation_only() -> None
                                                   moved)] == ["package:provider:p"]
 
 
+def _controlled(name: str, revision: str) -> dict[str, Any]:
+    return obj(name, owners=[{"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision",
+                              "name": revision, "uid": "u", "controller": True}])
+
+
+def _revision(name: str, count: str | None) -> dict[str, Any]:
+    rev = obj(name, labels={"pkg.crossplane.io/package": "p"})
+    if count is not None:
+        rev["metadata"]["annotations"] = {"lockwright.dev/active-definitions": count}
+    return rev
+
+
+@pytest.mark.parametrize(("count", "event", "expected"), [
+    (None, "ADDED", []),  # its install is establishing it: the recording will signal
+    ("0", "ADDED", [ACTIVATE]),  # recorded: an MRD added since is the activation's
+    (None, "DELETED", [ACTIVATE]),  # gone: always
+])
+def test_an_mrd_its_install_is_still_establishing_waits_for_the_recorded_count(
+        count: str | None, event: str, expected: list[str]) -> None:
+    index = Index()
+    index.on_event(RES["ProviderRevision"], "ADDED", _revision("p-abc", count))
+    mrd = _controlled("things.x.io", "p-abc")
+    if event == "DELETED":
+        index.on_event(RES["ManagedResourceDefinition"], "ADDED", mrd)
+    assert ids(index.on_event(RES["ManagedResourceDefinition"], event, mrd)) == expected
+
+
+def test_an_install_establishing_its_mrds_signals_activation_once_when_it_records() -> None:
+    """Issue 33: 2,000 MRDs and their CRDs created by one install start no pass each; the
+    count recorded at its end starts one. An MRD of no revision, or of one the watcher has
+    not seen, still signals at once."""
+    index = Index()
+    index.on_event(RES["ProviderRevision"], "ADDED", _revision("p-abc", None))
+    out = []
+    for i in range(50):
+        out += index.on_event(RES["ManagedResourceDefinition"], "ADDED",
+                              _controlled(f"t{i}.x.io", "p-abc"))
+        out += index.on_event(RES["CustomResourceDefinition"], "ADDED", obj(f"t{i}.x.io"))
+    assert out == []
+    assert ids(index.on_event(RES["ProviderRevision"], "MODIFIED",
+                              _revision("p-abc", "50"))) == [ACTIVATE]
+    assert ids(index.on_event(RES["CustomResourceDefinition"], "ADDED", obj("t0.x.io"))) == [
+        ACTIVATE]
+    assert ids(index.on_event(RES["ManagedResourceDefinition"], "ADDED",
+                              obj("byhand.x.io"))) == [ACTIVATE]
+    assert ids(index.on_event(RES["ManagedResourceDefinition"], "ADDED",
+                              _controlled("new.x.io", "unseen-rev"))) == [ACTIVATE]
+
+
+def test_a_count_recorded_beside_another_change_reaches_activation_too() -> None:
+    """A relist can merge the count's write with another: both the package and the
+    activation workflow hear of it."""
+    index = Index()
+    index.on_sync(RES["ProviderRevision"], [_revision("p-abc", None)], signal_all=False)
+    moved = _revision("p-abc", "3")
+    moved["metadata"]["generation"] = 2
+    assert ids(index.on_sync(RES["ProviderRevision"], [moved], signal_all=False)) == [
+        "package:provider:p", ACTIVATE]
+
+
 def test_a_deleted_revision_still_signals_its_package() -> None:
     """A revision deleted by hand: its package cleans up its Lock entry (the count of
     Active MRDs it recorded is unchanged, so this is not the activation's business)."""
