@@ -107,19 +107,24 @@ class ProtectionIndex:
     def on_crds(self, items: list[Obj], full: bool, signal_all: bool = False) -> Streams:
         """CRDs listed (``full``: ``items`` is every CRD) or one added or written: the
         streams to start and stop, and whether to signal (a list with ``signal_all``, a
-        Provider type gone). A new type signals only once its first list finds resources."""
+        Provider type gone or moved to another Provider). A new type signals only once its
+        first list finds resources. A type that moved to another Provider (a hand-off) stops
+        streaming until that Provider has been Healthy: the old revision's RBAC, which let
+        lockwright read it, goes with the old revision."""
         seen = {str((o.get("metadata") or {}).get("name", "")): provider_of(
             o.get("metadata") or {}) for o in items}
-        before = set(self.providers)
+        before = dict(self.providers)
         if full:
             self.providers = {n: p for n, p in seen.items() if p}
         else:
             self.providers.update({n: p for n, p in seen.items() if p})
-        stopped = sorted(before - set(self.providers))
+        stopped = sorted(set(before) - set(self.providers))
         for name in stopped:
             self.resources.pop(name, None)
-        return Streams(start=self._startable(sorted(set(self.providers) - before)),
-                       stop=self._stopped(stopped), signal=signal_all or bool(stopped))
+        moved = sorted(n for n, p in self.providers.items() if before.get(n, p) != p)
+        return Streams(stop=self._stopped(stopped + moved),
+                       start=self._startable(sorted(set(self.providers) - set(before)) + moved),
+                       signal=signal_all or bool(stopped) or bool(moved))
 
     def crd_deleted(self, name: str) -> Streams:
         """A CRD is gone: stop its stream; signal when it was a Provider type."""

@@ -257,15 +257,16 @@ class Watcher:
         return [Target(PROTECTION, self.settings.task_queue, reason)] if signal else []
 
     def _restream(self, streams: Streams) -> bool:
-        """Start and stop the streams of Provider types; whether to signal."""
-        for crd in streams.start:
-            own = threading.Event()
-            self._types[crd] = (self._start(type_resource(crd), own), own)
+        """Stop, then start, the streams of Provider types (a type moved to another
+        Provider may be in both); whether to signal."""
         for crd in streams.stop:
             entry = self._types.pop(crd, None)
             if entry is not None:
                 entry[1].set()
                 entry[0].interrupt()
+        for crd in streams.start:
+            own = threading.Event()
+            self._types[crd] = (self._start(type_resource(crd), own), own)
         return streams.signal
 
     def _provider_health(self, msg: Message) -> None:

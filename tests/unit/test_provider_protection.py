@@ -14,7 +14,7 @@ from lockwright.devcluster.cluster import Cluster
 from lockwright.devcluster.errors import ApiError
 from lockwright.k8s.crds import load_crds
 from lockwright.managed import protection as p
-from lockwright.worker.protection import ProtectionIndex
+from lockwright.worker.protection import ProtectionIndex, Streams
 
 Obj = dict[str, Any]
 W = p.ManagedType("widgets.w.example.org", "Widget", "w.example.org", "provider-w")
@@ -88,6 +88,17 @@ def test_types_are_streamed_once_their_provider_has_been_healthy() -> None:
     assert index.on_crds([crd(G.crd)], full=False).start == [G.crd]  # healthy already
     assert index.on_provider("provider-w", healthy=False, gone=True).stop == []
     assert index.on_crds([crd("new.w.example.org")], full=False).start == []
+
+
+def test_a_type_handed_to_another_provider_streams_again_once_that_one_is_healthy() -> None:
+    index = ProtectionIndex(healthy={"provider-w"})
+    assert index.on_crds([crd(W.crd)], full=True).start == [W.crd]
+    assert index.on_crds([crd(W.crd)], full=False) == Streams()  # written, same owner
+    moved = index.on_crds([crd(W.crd, "provider-w2")], full=False)
+    assert (moved.stop, moved.start, moved.signal) == ([W.crd], [], True)
+    assert index.on_provider("provider-w2", healthy=True).start == [W.crd]
+    back = index.on_crds([crd(W.crd)], full=True)  # to one healthy already: at once
+    assert (back.stop, back.start, back.signal) == ([W.crd], [W.crd], True)
 
 
 def test_the_watcher_streams_provider_types_and_signals_only_on_first_and_last() -> None:
