@@ -56,13 +56,25 @@ def run() -> NoReturn:
     thread state ... must be current", temporalio/sdk-python#300) after the command has
     printed its output and decided its exit code. Seen once in CI, on ``lockwright plan``.
     """
-    code = main()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_gone()
     if TEMPORAL_CORE not in sys.modules:
         sys.exit(code)
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _reader_gone() -> int:
+    """Stdout's reader went away (``lockwright history ... | head``): stop quietly, as
+    shell tools do, with what is still buffered sent nowhere. Exit code 1."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 1
 
 
 if __name__ == "__main__":

@@ -261,3 +261,21 @@ def test_the_entry_point_exits_with_the_commands_code_and_skips_teardown_after_t
     with pytest.raises(Exited if temporal_ran else SystemExit) as stopped:
         entry.run()
     assert stopped.value.args[0] == 2
+
+
+def test_a_reader_that_goes_away_ends_the_command_without_a_traceback() -> None:
+    """``lockwright history ... | head``: the pipe closes while the command still prints."""
+    import subprocess
+    import sys
+
+    script = ("from lockwright.commands import main as m\n"
+              "m.main = lambda argv=None: print('row\\n' * 100_000) or 0\n"
+              "m.run()\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(4) == b"row\n"
+    proc.stdout.close()  # as head does after its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=30) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
