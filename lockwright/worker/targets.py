@@ -74,6 +74,7 @@ from lockwright.conditions import REVISION_HEALTHY
 from lockwright.dependencies.apis import may_serve, waiting_for
 from lockwright.identity.apis import ApiRef
 from lockwright.identity.names import PIN_API
+from lockwright.objects.holders import controller_of, refs_of
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
 Obj = dict[str, Any]
@@ -249,8 +250,8 @@ def summarize(res: Resource, obj: Obj) -> Summary:
     if res.role == "crd":
         return replace(base, seen=str(meta.get("resourceVersion") or ""))
     if res.role == "definition":
-        return replace(base, controller=next((str(r.get("name", "")) for r in meta.get(
-            "ownerReferences") or [] if r.get("controller")), ""))
+        found = controller_of(refs_of(obj))
+        return replace(base, controller=str(found.get("name", "")) if found else "")
     if res.role == "lock":
         entries = obj.get("packages") or []
         return replace(base, entries=len(entries),
