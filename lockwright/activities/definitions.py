@@ -21,6 +21,7 @@ from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.k8s.watch import list_all, list_columns
 from lockwright.managed import convert, policy
 from lockwright.managed.policy import Definition
+from lockwright.objects.holders import controller_name
 
 MRD_PATH = "/apis/apiextensions.crossplane.io/v1alpha1/managedresourcedefinitions"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -86,7 +87,7 @@ class Definitions:
         """Every MRD: name, state, controlling revision, Established status."""
         return [Definition(name=str(md.get("name", "")),
                            active=cells.get("STATE") == convert.ACTIVE,
-                           controller=_controller(md),
+                           controller=controller_name({"metadata": md}),
                            established=str(cells.get("ESTABLISHED") or ""))
                 for cells, md in list_columns(self.kube, MRD_PATH)]
 
@@ -99,9 +100,3 @@ class Definitions:
         """MRDs that are Active, and types already served as CRDs (a revision made before
         MRDs upgrading to one made after keeps serving them)."""
         return frozenset({d.name for d in self.rows() if d.active} | self.crd_names())
-
-
-def _controller(metadata: Obj) -> str:
-    """The name of the revision controlling an object, or ""."""
-    return next((str(r.get("name", "")) for r in metadata.get("ownerReferences") or []
-                 if r.get("controller")), "")

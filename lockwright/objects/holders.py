@@ -78,6 +78,12 @@ def controller_of(refs: list[Ref]) -> Ref | None:
     return next((r for r in refs if r.get("controller")), None)
 
 
+def controller_name(live: Mapping[str, Any]) -> str:
+    """The name of the object controlling ``live`` ("" when none)."""
+    found = controller_of(refs_of(live))
+    return str(found.get("name", "")) if found else ""
+
+
 def names_package(refs: list[Ref], rev: Revision) -> bool:
     """True when a plain reference names ``rev``'s package by kind and name (any UID)."""
     return any(r.get("kind") == rev.package_kind and r.get("name") == rev.package_name

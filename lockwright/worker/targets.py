@@ -74,7 +74,7 @@ from lockwright.conditions import REVISION_HEALTHY
 from lockwright.dependencies.apis import may_serve, waiting_for
 from lockwright.identity.apis import ApiRef
 from lockwright.identity.names import PIN_API
-from lockwright.objects.holders import controller_of, refs_of
+from lockwright.objects.holders import controller_name
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
 Obj = dict[str, Any]
@@ -250,8 +250,7 @@ def summarize(res: Resource, obj: Obj) -> Summary:
     if res.role == "crd":
         return replace(base, seen=str(meta.get("resourceVersion") or ""))
     if res.role == "definition":
-        found = controller_of(refs_of(obj))
-        return replace(base, controller=str(found.get("name", "")) if found else "")
+        return replace(base, controller=controller_name(obj))
     if res.role == "lock":
         entries = obj.get("packages") or []
         return replace(base, entries=len(entries),
