@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.temporal",
     "tests.fixtures.stack",
     "tests.fixtures.helm",
+    "tests.fixtures.groups",
 ]
 
 

@@ -221,14 +221,25 @@ def die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
-def start(state: Path, options: Options = Options(), bin_dir: Path | None = None
-          ) -> ControlPlane:
-    """Start a control plane with its state in ``state``; stopped again if any step fails."""
+def start(state: Path, options: Options = Options(), bin_dir: Path | None = None,
+          before_controllers: Callable[[ControlPlane], None] | None = None) -> ControlPlane:
+    """Start a control plane with its state in ``state``; stopped again if any step fails.
+
+    Args:
+        before_controllers: called once kube-apiserver answers, before the controllers
+            start: what it creates (CRDs) the controllers find at their first sync. The
+            garbage collector learns of a CRD created later only at its next discovery
+            resync, up to 30 s on (not configurable).
+    """
     (state / "logs").mkdir(parents=True, exist_ok=True)
     cp = ControlPlane(state, bin_dir or build.binaries(), options)
     pki.issue(state / "pki")
     try:
-        for step in (_etcd, _apiserver, _controllers, _kwok, _nodes):
+        _etcd(cp)
+        _apiserver(cp)
+        if before_controllers is not None:
+            before_controllers(cp)
+        for step in (_controllers, _kwok, _nodes):
             step(cp)
     except BaseException:
         cp.stop()

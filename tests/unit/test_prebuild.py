@@ -41,18 +41,26 @@ def both_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(build.ready, raising=False)
 
 
-def test_tests_needing_a_cold_build_run_last_in_their_order() -> None:
+def test_tests_run_as_their_builds_finish_the_control_plane_first() -> None:
     items = [devcluster("a"), kube("b"), devcluster("c", "cosign_binary"), Item("d"),
-             Item("e", ("docker",)), devcluster("f")]
+             Item("e", ("docker",)), devcluster("f"), kube("g")]
     prebuild.reorder(items)  # type: ignore[arg-type]
-    assert [i.name for i in items] == ["a", "d", "f", "b", "c", "e"]
+    assert [i.name for i in items] == ["a", "d", "f", "b", "e", "g", "c"]
 
 
-def test_builds_start_in_the_order_tests_first_need_them() -> None:
+def test_builds_start_in_their_order_the_control_plane_first() -> None:
     items = [Item("h", ("helm_executable",)), kube("k"), Item("c", ("compose_cli",
                                                                     "compose_images"))]
     assert [b.script for b in prebuild.needed(items)] == [  # type: ignore[arg-type]
-        "build-helm.sh", "build-control-plane.sh", "build-compose.sh", "build-temporal.sh"]
+        "build-control-plane.sh", "build-helm.sh", "build-compose.sh", "build-temporal.sh"]
+    assert [b.nice for b in prebuild.needed(items)] == [0, 10, 10, 10]  # type: ignore
+
+
+def test_a_ready_build_does_not_hold_its_tests_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCKWRIGHT_CONTROL_PLANE_BIN", "/opt/kube")
+    items = [devcluster("c", "cosign_binary"), kube("k"), Item("u")]
+    prebuild.reorder(items)  # type: ignore[arg-type]
+    assert [i.name for i in items] == ["k", "u", "c"]  # kube waits for nothing now
 
 
 def test_nothing_is_built_for_ready_binaries_or_unselected_clusters(
