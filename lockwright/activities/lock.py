@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from temporalio import activity
@@ -29,7 +30,7 @@ from lockwright.activities.api_dependencies import ApiNeeds
 from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
 from lockwright.activities.contents import Contents
 from lockwright.activities.errors import edge
-from lockwright.activities.lockcommit import WRITERS, LockCommitter
+from lockwright.activities.lockcommit import PARALLEL, WRITERS, LockCommitter
 from lockwright.activities.reads import PackageReader
 from lockwright.contracts import metrics
 from lockwright import conditions
@@ -37,6 +38,7 @@ from lockwright.dependencies.graph import Report, report
 from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
 from lockwright.identity import record
 from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.managed.convert import reserved
 from lockwright.objects import claims as cl
 from lockwright.objects import lock as lk
 from lockwright.xpkg.parse import PackageSummary
@@ -66,6 +68,20 @@ class LockKeeper:
             KubeConflict: the Lock changed since ``lock`` was read.
         """
         return self.kube.update(lock)
+
+    def held(self, rev: Obj, refs: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The refs of ``refs`` whose objects name ``rev`` as an owner, and the CRD names
+        its owned MRDs reserve (read at once; a take that lost pays for them)."""
+        uid = meta(rev).get("uid")
+
+        def owned(ref: dict[str, str]) -> bool:
+            live = self.kube.get(str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"]))
+            return any(o.get("uid") == uid for o in meta(live).get("ownerReferences") or [])
+
+        with ThreadPoolExecutor(PARALLEL, thread_name_prefix="lock-held") as pool:
+            kept = [r for r, ok in zip(refs, pool.map(owned, refs), strict=True) if ok]
+        keys = cl.keys_of(reserved(kept))
+        return [r for r in refs if cl.keys_of([r]) <= keys]
 
     def claims_of(self, entries: list[Obj]) -> dict[str, cl.Claim]:
         """The claims of the revisions ``entries`` name (one gone since holds nothing):
@@ -183,10 +199,12 @@ class LockActivities:
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         # The API identity parse_package recorded on the revision (lockwright's fields).
         entry.update(record.lock_fields(meta(rev).get("annotations")))
-        if lk.find_entry(lock, inp.revision) is None:
-            claim.write()  # counts for nothing until its entry is written; off the turn
         prepared = time.monotonic()
         try:
+            if lk.find_entry(lock, inp.revision) is None:
+                # Counts for nothing until its entry is written; off the turn.
+                claim.write_unless_held(lock, inp.package)
+                prepared = time.monotonic()
             version, attempts = self.keeper.take(claim, inp.package, entry)
         except ConflictError as err:
             claim.withdraw()
@@ -320,10 +338,32 @@ class _Claim:
         self._patch(self.refs)
         self.written = True
 
+    def write_unless_held(self, lock: Obj, package: str) -> None:
+        """Write the claim, unless ``lock`` (its entries' claims read) already shows another
+        package holding some of its objects: then refuse, having written nothing. A loser
+        retries until the holder goes; it must not write and withdraw a claim each time.
+
+        Raises:
+            ConflictError: naming who holds which object.
+        """
+        conflicts = self.claims.conflicts(lock, package)
+        if conflicts:
+            raise ConflictError(lk.conflicts_message(conflicts))
+        self.write()
+
     def withdraw(self) -> None:
-        """The claim as it was, after losing the Lock."""
-        if self.written:
-            self._patch(self.before or [])
+        """Put the claim back to what the revision holds, after losing the Lock.
+
+        What this take read as held (``before``) may be a claim an earlier attempt wrote and
+        never withdrew: it failed, or its worker died, before the Lock decided. So only the
+        objects that name the revision as an owner are kept, with the CRD names its MRDs
+        reserve (docs/design.md, "Group commit for the Lock").
+        """
+        if not (self.written or self.before):
+            return
+        held = self.keeper.held(self.rev, self.before or [])
+        if self.written or held != self.before:
+            self._patch(held)
 
     def _patch(self, refs: list[Any]) -> None:
         self.keeper.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),

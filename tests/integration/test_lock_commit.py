@@ -145,3 +145,47 @@ def test_a_worker_stopping_between_deciding_and_writing_loses_nothing(
     assert outcomes == {names[0]: "won", names[1]: "ConflictError", names[2]: "won"}
     assert {takes[n].revision for n in (names[0], names[2])} <= entries(kube)
     assert takes[names[1]].revision not in entries(kube)
+    # The claim the crashed attempt wrote is withdrawn by the take that lost: the retry read
+    # it as what the revision held, and kept only what names the revision as an owner.
+    lost = kube.get(PKG, "ProviderRevision", takes[names[1]].revision) or {}
+    assert not (lost.get("status") or {}).get("objectRefs"), lost.get("status")
+
+
+def test_a_take_the_lock_already_refuses_writes_nothing(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """A loser retries until the holder goes: refused by a holder already in the Lock, it
+    neither writes nor withdraws a claim (its revision is not written at all)."""
+    contested = f"{unique('g')}.example.org"
+    holder, loser = unique("gch"), unique("gcl")
+    takes = prepared(acts, kube, registry, tmp_path, {holder: contested, loser: contested})
+    run(acts.take_lock, takes[holder])
+    version = (kube.get(PKG, "ProviderRevision", takes[loser].revision) or {})["metadata"][
+        "resourceVersion"]
+    for _ in range(2):
+        with pytest.raises(ApplicationError) as lost:
+            run(acts.take_lock, takes[loser])
+        assert lost.value.type == "ConflictError" and holder in lost.value.message
+    after = kube.get(PKG, "ProviderRevision", takes[loser].revision) or {}
+    assert after["metadata"]["resourceVersion"] == version, after.get("status")
+
+
+def test_what_a_revision_holds_is_what_names_it_an_owner(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """The refs a losing take puts back: the objects that name the revision as an owner,
+    and the CRD name of an MRD it owns (reserved while Inactive); not a ref it only
+    claimed."""
+    name = unique("gco")
+    rev_name = prepared(acts, kube, registry, tmp_path,
+                        {name: f"{unique('g')}.example.org"})[name].revision
+    rev = kube.get(PKG, "ProviderRevision", rev_name) or {}
+    owner = {"apiVersion": PKG, "kind": "ProviderRevision", "name": rev_name,
+             "uid": rev["metadata"]["uid"]}
+    role, other = unique("held"), unique("claimed")
+    for n, owners in ((role, [owner]), (other, [])):
+        kube.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                     "metadata": {"name": n, "ownerReferences": owners}, "rules": []})
+    refs = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": n}
+            for n in (role, other)]
+    missing = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "name": f"nothings.{unique('g')}.example.org"}
+    assert acts.keeper.held(rev, [*refs, missing]) == [refs[0]]
