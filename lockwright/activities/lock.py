@@ -1,7 +1,9 @@
 """``take_lock``: the Lock decides which package gets what objects (docs/design.md invariants 4, 5).
 
 Every write to the singleton Lock is a compare-and-swap on ``metadata.resourceVersion``;
-a 409 means someone else wrote first, so we re-read and decide again (bounded).
+a 409 means someone else wrote first, so we re-read and decide again (bounded). The takes
+waiting in one worker are written together, one compare-and-swap for all of them
+(``lockwright.activities.lockcommit``).
 
 **Claims.** The Lock's ``packages[]`` schema (Crossplane's) has no room for objects, so a
 revision's claim is its ``status.objectRefs``, written *before* its Lock entry. A claim
@@ -9,15 +11,16 @@ counts only while its revision has an entry (``lockwright.objects.claims`` decid
 them; :class:`LockKeeper` reads and writes). Two packages wanting the same objects race
 on the Lock: the first CAS wins; the loser's retry re-reads the Lock, finds the winner's
 entry and claim, raises ``ConflictError`` naming who holds which object, and withdraws its
-own claim. It has written no package object, so exactly one wins, every time.
+own claim. It has written no package object, so exactly one wins, every time. In one
+group commit the first in the batch's order wins, and the others lose to it the same way.
 """
 
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from temporalio import activity
@@ -27,6 +30,7 @@ from lockwright.activities.api_dependencies import ApiNeeds
 from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
 from lockwright.activities.contents import Contents
 from lockwright.activities.errors import edge
+from lockwright.activities.lockcommit import PARALLEL, WRITERS, LockCommitter
 from lockwright.activities.reads import PackageReader
 from lockwright.contracts import metrics
 from lockwright import conditions
@@ -34,6 +38,7 @@ from lockwright.dependencies.graph import Report, report
 from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
 from lockwright.identity import record
 from lockwright.k8s import WARNING, Kube, Obj
+from lockwright.managed.convert import reserved
 from lockwright.objects import claims as cl
 from lockwright.objects import lock as lk
 from lockwright.xpkg.parse import PackageSummary
@@ -41,9 +46,6 @@ from lockwright.xpkg.parse import PackageSummary
 LOCK_API = "pkg.crossplane.io/v1beta1"
 #: Compare-and-swap rounds a Lock write gets before it gives up (and the activity retries).
 CAS_ATTEMPTS = 25
-#: The Lock's writers in this worker process: one at a time, so threads of one worker
-#: never lose compare-and-swap rounds to each other (other workers still may).
-_WRITERS = threading.Lock()
 
 
 class LockKeeper:
@@ -53,17 +55,45 @@ class LockKeeper:
         self.kube = kube
         self.reader = reader
         self.attempts = attempts
+        self.committer = LockCommitter(self)
 
     def take(self, claim: _Claim, package: str, entry: Obj) -> tuple[str, int]:
-        """Claim and add ``entry`` by compare-and-swap; the claims of entries added since
-        the claim last looked are read outside the writers' turn, then it tries again."""
-        for _ in range(self.attempts):
-            try:
-                return self.lock_cas(claim.decide(package, entry))
-            except _Unknown as unknown:
-                claim.learn(unknown.entries)
-        raise KubeConflict("the Lock kept gaining entries: gave up after "
-                           f"{self.attempts} attempts")
+        """Claim and add ``entry`` in this worker's next group commit of the Lock."""
+        return self.committer.commit(claim, package, entry, metrics.activity_meter())
+
+    def write_lock(self, lock: Obj) -> Obj:
+        """Write ``lock`` by compare-and-swap on its resourceVersion.
+
+        Raises:
+            KubeConflict: the Lock changed since ``lock`` was read.
+        """
+        return self.kube.update(lock)
+
+    def held(self, rev: Obj, refs: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The refs of ``refs`` whose objects name ``rev`` as an owner, and the CRD names
+        its owned MRDs reserve (read at once; a take that lost pays for them)."""
+        uid = meta(rev).get("uid")
+
+        def owned(ref: dict[str, str]) -> bool:
+            live = self.kube.get(str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"]))
+            return any(o.get("uid") == uid for o in meta(live).get("ownerReferences") or [])
+
+        with ThreadPoolExecutor(PARALLEL, thread_name_prefix="lock-held") as pool:
+            kept = [r for r, ok in zip(refs, pool.map(owned, refs), strict=True) if ok]
+        keys = cl.keys_of(reserved(kept))
+        return [r for r in refs if cl.keys_of([r]) <= keys]
+
+    def claims_of(self, entries: list[Obj]) -> dict[str, cl.Claim]:
+        """The claims of the revisions ``entries`` name (one gone since holds nothing):
+        a read for one, a list per kind for several."""
+        found = dict.fromkeys(cl.entry_kinds({"packages": entries}), cl.UNCLAIMED)
+        for kind, names in _by_kind(entries).items():
+            rt = revision_kind(kind)
+            revs = ([self.kube.get(PKG_V1, rt, names[0])] if len(names) == 1
+                    else self.kube.list(PKG_V1, rt))
+            found.update({str(meta(r).get("name")): cl.claim_of(kind, r) for r in revs
+                          if r is not None and meta(r).get("name") in names})
+        return found
 
     def claim(self, kind: str, rev: Obj, refs: list[dict[str, str]]) -> _Claim:
         """``rev``'s claim on ``refs``, to take or check against the Lock."""
@@ -102,7 +132,7 @@ class LockKeeper:
         """
         for attempt in range(1, self.attempts + 1):
             try:
-                with _WRITERS:  # this process's writers take turns; others may still race
+                with WRITERS:  # this process's writers take turns; others may still race
                     current = self.read_lock()
                     wanted = change(current)
                     if wanted is None:
@@ -152,7 +182,7 @@ class LockActivities:
     @edge
     def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
         """Claim the package's objects and add its entry to the Lock, or name the winner."""
-        kind = kind_of(inp.kind)
+        kind, started = kind_of(inp.kind), time.monotonic()
         rev = self.reader.revision(inp.kind, inp.revision)
         if spec(rev).get("desiredState") != c.ACTIVE and not inp.check_only:
             return c.TakeLockResult()  # inactive: not in the Lock (docs/crossplane.md §11)
@@ -169,16 +199,24 @@ class LockActivities:
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         # The API identity parse_package recorded on the revision (lockwright's fields).
         entry.update(record.lock_fields(meta(rev).get("annotations")))
+        prepared = time.monotonic()
         try:
+            if lk.find_entry(lock, inp.revision) is None:
+                # Counts for nothing until its entry is written; off the turn.
+                claim.write_unless_held(lock, inp.package)
+                prepared = time.monotonic()
             version, attempts = self.keeper.take(claim, inp.package, entry)
         except ConflictError as err:
             claim.withdraw()
             self.reader.event(rev, WARNING, "ResolveDependencies", err.message)
             raise
         except _Retired:
+            claim.withdraw()
             return c.TakeLockResult()  # deactivated while we looked: it stays out
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
-            "lock.taken", resource_version=version, cas_attempts=attempts)
+            "lock.taken", resource_version=version, cas_attempts=attempts,
+            prepared_s=round(prepared - started, 3),
+            committed_s=round(time.monotonic() - prepared, 3))
         return self.taken(rev, version, attempts, inp.revision, len(deps), unmet_apis)
 
     def dependencies(self, inp: c.TakeLockInput, summary: PackageSummary, lock: Obj,
@@ -225,12 +263,12 @@ class LockActivities:
                                 dependencies=dependencies)
 
 
-class _Unknown(Exception):
-    """Lock entries whose claims are not known yet."""
-
-    def __init__(self, entries: list[Obj]) -> None:
-        super().__init__(f"{len(entries)} Lock entries to read")
-        self.entries = entries
+def _by_kind(entries: list[Obj]) -> dict[str, list[str]]:
+    """The revision names of ``entries``, by package kind."""
+    kinds: dict[str, list[str]] = {}
+    for name, kind in cl.entry_kinds({"packages": entries}).items():
+        kinds.setdefault(kind, []).append(name)
+    return kinds
 
 
 class _Retired(Exception):
@@ -247,19 +285,6 @@ class _Claim:
         self.claims = cl.Claims(kind_of(kind), str(meta(rev).get("name")), cl.keys_of(refs))
         self.before = (rev.get("status") or {}).get("objectRefs")
         self.written = False
-
-    def decide(self, package: str, entry: Obj) -> Callable[[Obj], Obj | None]:
-        """The Lock change: fail on another package's claim, else claim and add ``entry``."""
-        def change(current: Obj) -> Obj | None:
-            self.still_active()
-            decision = self.claims.decide(current, package, entry)
-            if decision.unknown:
-                raise _Unknown(decision.unknown)  # read them outside the writers' turn
-            if decision.conflicts:
-                raise ConflictError(lk.conflicts_message(decision.conflicts))
-            self.write()
-            return decision.lock
-        return change
 
     def still_active(self) -> None:
         """Read the revision again after the Lock, before writing its entry.
@@ -281,10 +306,7 @@ class _Claim:
     def learn(self, entries: list[Obj]) -> None:
         """Read the claims of ``entries`` (an entry added since :meth:`prefetch`; a
         revision gone since holds nothing)."""
-        for entry in entries:
-            name, kind = str(entry.get("name", "")), str(entry.get("kind") or entry.get("type"))
-            other = self.keeper.kube.get(PKG_V1, revision_kind(kind), name)
-            self.claims.others[name] = cl.claim_of(kind, other) if other else cl.UNCLAIMED
+        self.claims.others.update(self.keeper.claims_of(entries))
 
     def prefetch(self, lock: Obj) -> None:
         """Learn the claims of ``lock``'s entries with one list per kind, before the Lock
@@ -302,19 +324,46 @@ class _Claim:
                 if name in entries:
                     self.claims.others.setdefault(name, cl.claim_of(kind, other))
 
+    @property
+    def in_place(self) -> bool:
+        """Whether the revision's claim is written, or what it holds covers it already
+        (established MRDs come with their CRDs' names as well, see
+        :func:`lockwright.managed.convert.reserved`)."""
+        return self.written or cl.keys_of(self.refs) <= cl.keys_of(self.before or [])
+
     def write(self) -> None:
-        """The revision's claim (``status.objectRefs``), before its entry, once; not when
-        what the revision holds covers it already (established MRDs come with their CRDs'
-        names as well, see :func:`lockwright.managed.convert.reserved`)."""
-        if self.written or cl.keys_of(self.refs) <= cl.keys_of(self.before or []):
+        """The revision's claim (``status.objectRefs``), before its entry, once."""
+        if self.in_place:
             return
         self._patch(self.refs)
         self.written = True
 
+    def write_unless_held(self, lock: Obj, package: str) -> None:
+        """Write the claim, unless ``lock`` (its entries' claims read) already shows another
+        package holding some of its objects: then refuse, having written nothing. A loser
+        retries until the holder goes; it must not write and withdraw a claim each time.
+
+        Raises:
+            ConflictError: naming who holds which object.
+        """
+        conflicts = self.claims.conflicts(lock, package)
+        if conflicts:
+            raise ConflictError(lk.conflicts_message(conflicts))
+        self.write()
+
     def withdraw(self) -> None:
-        """The claim as it was, after losing the Lock."""
-        if self.written:
-            self._patch(self.before or [])
+        """Put the claim back to what the revision holds, after losing the Lock.
+
+        What this take read as held (``before``) may be a claim an earlier attempt wrote and
+        never withdrew: it failed, or its worker died, before the Lock decided. So only the
+        objects that name the revision as an owner are kept, with the CRD names its MRDs
+        reserve (docs/design.md, "Group commit for the Lock").
+        """
+        if not (self.written or self.before):
+            return
+        held = self.keeper.held(self.rev, self.before or [])
+        if self.written or held != self.before:
+            self._patch(held)
 
     def _patch(self, refs: list[Any]) -> None:
         self.keeper.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),

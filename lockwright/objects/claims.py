@@ -8,8 +8,8 @@ still has to read, who holds what it wants, and the Lock to write when nobody do
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lockwright.names import LABEL_PACKAGE
@@ -90,6 +90,11 @@ class Decision:
     conflicts: list[lk.Conflict] = field(default_factory=list)
     lock: Obj | None = None
 
+    @property
+    def won(self) -> bool:
+        """Whether the claim takes its objects (the Lock then has its entry)."""
+        return not self.unknown and not self.conflicts
+
 
 @dataclass
 class Claims:
@@ -138,3 +143,50 @@ class Claims:
         if conflicts:
             return Decision(conflicts=conflicts)
         return Decision(lock=lk.upsert_entry(lock, entry))
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One claim waiting for a group commit: its package, its claim and its Lock entry."""
+
+    package: str
+    claims: Claims
+    entry: Obj
+
+    @property
+    def order(self) -> tuple[str, str, str]:
+        """Where it is decided in a batch: by package, kind and revision, never arrival."""
+        return self.package, self.claims.package_kind, self.claims.revision
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one Lock write says to every claim in it.
+
+    Attributes:
+        decisions: each ask's decision, in the order the asks were given.
+        lock: the Lock to write; None when it already says everything the winners want.
+    """
+
+    decisions: list[Decision]
+    lock: Obj | None
+
+
+def decide_batch(lock: Obj, asks: Sequence[Ask]) -> Batch:
+    """Decide every ask against ``lock`` as if each took the Lock in turn, in
+    :attr:`Ask.order`: an ask sees the entries and claims of those decided before it, so
+    of several asks wanting one object the first wins and the others name it; a conflict
+    refuses only the ask that has it."""
+    decisions: dict[int, Decision] = {}
+    won: dict[str, Claim] = {}
+    current = lock
+    for i in sorted(range(len(asks)), key=lambda i: asks[i].order):
+        ask = asks[i]
+        claims = replace(ask.claims, others={**ask.claims.others, **won})
+        decision = decisions[i] = claims.decide(current, ask.package, ask.entry)
+        if decision.won:
+            current = decision.lock or current
+            owner = lk.Owner(claims.package_kind, ask.package, claims.revision)
+            won[claims.revision] = (owner, claims.keys)
+    return Batch([decisions[i] for i in range(len(asks))],
+                 None if current is lock else current)

@@ -83,3 +83,79 @@ def test_claim_of(rev: Obj, claim: cl.Claim) -> None:
 ])
 def test_entry_kinds(current: Obj, kinds: dict[str, str]) -> None:
     assert cl.entry_kinds(current) == kinds
+
+
+# --- group commit: every waiting claim decided against one Lock read ---------------------
+def ask(package: str, objects: str, others: dict[str, cl.Claim] | None = None,
+        kind: str = "Provider") -> cl.Ask:
+    """``package``'s revision ``<package>-1`` asking for one CRD per letter of ``objects``."""
+    wanted = cl.keys_of([ref(o) for o in objects])
+    return cl.Ask(package, cl.Claims(kind, f"{package}-1", wanted, dict(others or {})),
+                  entry(f"{package}-1", kind))
+
+
+def holder(package: str, objects: str) -> cl.Claim:
+    return lk.Owner("Provider", package, f"{package}-1"), frozenset(key(o) for o in objects)
+
+
+def outcome(batch: cl.Batch) -> list[str]:
+    """Each decision as one word: won, or the holders it lost to, or unknown."""
+    return ["won" if d.won else "unknown" if d.unknown else
+            "lost to " + ",".join(sorted({c.holder.package for c in d.conflicts}))
+            for d in batch.decisions]
+
+
+@pytest.mark.parametrize(("current", "asks", "outcomes", "entries"), [
+    # Nothing waiting: nothing to write.
+    (lock(), [], [], None),
+    # Disjoint claims all win in one write, in the order decided.
+    (lock(), [ask("b", "y"), ask("a", "x")], ["won", "won"], ["a-1", "b-1"]),
+    # Two want x: the first by package name wins, whatever the arrival order.
+    (lock(), [ask("zeta", "x"), ask("alpha", "xw")], ["lost to alpha", "won"], ["alpha-1"]),
+    # A conflict refuses only the package that has it.
+    (lock(), [ask("a", "x"), ask("b", "xy"), ask("c", "z")],
+     ["won", "lost to a", "won"], ["a-1", "c-1"]),
+    # One that lost is no holder: the next one wanting its objects still wins.
+    (lock(), [ask("a", "x"), ask("b", "xy"), ask("c", "y")],
+     ["won", "lost to a", "won"], ["a-1", "c-1"]),
+    # A holder already in the Lock beats everyone in the batch.
+    (lock(entry("old-1")), [ask("a", "q", {"old-1": holder("old", "q")}),
+                            ask("b", "r", {"old-1": holder("old", "q")})],
+     ["lost to old", "won"], ["old-1", "b-1"]),
+    # Every claim already in the Lock as it is: nothing to write.
+    (lock(entry("a-1"), entry("b-1")), [ask("a", "x", {"b-1": holder("b", "y")}),
+                                        ask("b", "y", {"a-1": holder("a", "x")})],
+     ["won", "won"], None),
+    # An entry nobody has read: that claim must read it first; the others go on.
+    (lock(entry("new-1")), [ask("a", "x"), ask("b", "y", {"new-1": cl.UNCLAIMED})],
+     ["unknown", "won"], ["new-1", "b-1"]),
+    # The same package's older revision in the Lock hands over.
+    (lock(entry("a-0")), [ask("a", "x", {"a-0": (lk.Owner("Provider", "a", "a-0"),
+                                                  frozenset({key("x")}))})],
+     ["won"], ["a-0", "a-1"]),
+    # The same revision asked twice (a retried take): both win, one entry.
+    (lock(), [ask("a", "x"), ask("a", "x")], ["won", "won"], ["a-1"]),
+])
+def test_decide_batch(current: Obj, asks: list[cl.Ask], outcomes: list[str],
+                      entries: list[str] | None) -> None:
+    batch = cl.decide_batch(current, asks)
+    assert outcome(batch) == outcomes
+    written = None if batch.lock is None else [e["name"] for e in batch.lock["packages"]]
+    assert written == entries
+
+
+def test_decide_batch_leaves_its_inputs_as_they_were() -> None:
+    """Pure: the Lock and each claim's known claims are not touched."""
+    current, asks = lock(), [ask("a", "x"), ask("b", "x")]
+    cl.decide_batch(current, asks)
+    assert current == lock()
+    assert [a.claims.others for a in asks] == [{}, {}]
+
+
+def test_decide_batch_is_the_same_in_any_arrival_order() -> None:
+    asks = [ask("c", "xz"), ask("a", "x"), ask("b", "yz"), ask("d", "y")]
+    first = cl.decide_batch(lock(), asks)
+    again = cl.decide_batch(lock(), list(reversed(asks)))
+    assert first.lock == again.lock
+    assert outcome(first) == list(reversed(outcome(again)))
+    assert outcome(first) == ["lost to a,b", "won", "won", "lost to b"]

@@ -1,0 +1,251 @@
+"""Group commit for the Lock: every claim waiting in this worker, one compare-and-swap.
+
+``take_lock`` prepares its claim in its own thread (the revision, the Lock, the other
+revisions' claims, its dependencies, its claim written while it has no entry), then hands
+it to this worker's :class:`LockCommitter` and waits. The committer's one thread takes
+every claim waiting, takes the Lock as it last wrote it (or reads it), reads again each
+waiting revision and the claims of entries added since the claims looked (in parallel),
+decides them all with the pure :func:`lockwright.objects.claims.decide_batch` in a fixed
+order, writes the winners' claims not written yet, then the Lock once, by compare-and-swap
+on ``metadata.resourceVersion`` (docs/design.md invariant 4). Each waiting take gets its
+own answer: its Lock's version, or the conflict that refuses only it. A 409 (another
+worker or step wrote first) decides the whole batch again on the Lock read afresh.
+
+Nothing is answered before the Lock is written, and the Lock changes only by that write:
+a worker that dies between deciding and writing has changed no entry, and the takes it
+held fail with it and run again (docs/design.md invariant 3). A claim written without its
+entry counts for nothing (``lockwright.objects.claims``). Why here rather than a Lock
+writer workflow: docs/design.md, "Group commit for the Lock".
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from temporalio.common import MetricMeter
+
+from lockwright.activities.base import log, meta
+from lockwright.contracts import metrics
+from lockwright.errors import ConflictError, KubeConflict
+from lockwright.objects import claims as cl
+from lockwright.objects import lock as lk
+
+Obj = dict[str, Any]
+#: The Lock's writers in this worker process take turns, so threads of one worker never
+#: lose compare-and-swap rounds to each other (other workers still may).
+WRITERS = threading.Lock()
+#: Reads and claim writes of one batch at once (one round trip for many claims).
+PARALLEL = 8
+
+
+class Claimant(Protocol):
+    """One revision's claim, as ``take_lock`` prepared it (``lockwright.activities.lock``)."""
+
+    claims: cl.Claims
+
+    @property
+    def in_place(self) -> bool:
+        """Whether the claim is written already (or covered by what the revision holds)."""
+
+    def still_active(self) -> None:
+        """Raise when the revision is gone or no longer Active."""
+
+    def write(self) -> None:
+        """Write the revision's claim (``status.objectRefs``), once."""
+
+
+class Keeper(Protocol):
+    """What the committer asks of the Lock's keeper."""
+
+    attempts: int
+
+    def read_lock(self) -> Obj:
+        """The Lock, created empty if missing."""
+
+    def write_lock(self, lock: Obj) -> Obj:
+        """Write ``lock`` if its resourceVersion is still the live one (else KubeConflict)."""
+
+    def claims_of(self, entries: list[Obj]) -> dict[str, cl.Claim]:
+        """The claims of the revisions ``entries`` name, by revision name."""
+
+
+@dataclass
+class Waiter:
+    """A take waiting for the group commit, and where its answer goes."""
+
+    claimant: Claimant
+    package: str
+    entry: Obj
+    meter: MetricMeter
+    answer: Future[tuple[str, int]] = field(default_factory=Future)
+
+    def ask(self) -> cl.Ask:
+        """The claim as the pure batch decision takes it."""
+        return cl.Ask(self.package, self.claimant.claims, self.entry)
+
+
+class LockCommitter:
+    """This worker's group commit: one thread writes every waiting claim at once."""
+
+    def __init__(self, keeper: Keeper) -> None:
+        self.keeper = keeper
+        self._pending: list[Waiter] = []
+        self._guard = threading.Lock()
+        self._running = False
+        # The Lock as this committer last wrote it: the next round decides on it without
+        # reading it again; a 409 says it is stale, and the round reads it.
+        self._lock: Obj | None = None
+
+    def commit(self, claimant: Claimant, package: str, entry: Obj,
+               meter: MetricMeter = MetricMeter.noop) -> tuple[str, int]:
+        """Wait until the claim is in a Lock write: that Lock's resourceVersion, and how many
+        compare-and-swap rounds its batch took.
+
+        Raises:
+            ConflictError: another package holds some of its objects.
+        """
+        waiter = Waiter(claimant, package, entry, meter)
+        with self._guard:
+            self._pending.append(waiter)
+            start, self._running = not self._running, True
+        if start:  # the thread ends when nothing waits; the next take starts another
+            threading.Thread(target=self._drain, name="lock-commit", daemon=True).start()
+        return waiter.answer.result()
+
+    def _drain(self) -> None:
+        while batch := self._take_pending():
+            try:
+                self.run(batch)
+            except BaseException as exc:  # noqa: BLE001 - no take may wait forever
+                for waiter in batch:
+                    if not waiter.answer.done():
+                        waiter.answer.set_exception(exc)
+
+    def _take_pending(self) -> list[Waiter]:
+        with self._guard:
+            batch, self._pending = self._pending, []
+            self._running = bool(batch)
+            return batch
+
+    def run(self, batch: list[Waiter]) -> None:
+        """Commit ``batch``, deciding it again after each lost compare-and-swap."""
+        for attempt in range(1, self.keeper.attempts + 1):
+            try:
+                with WRITERS:
+                    self.round(open_(batch), attempt)
+                return
+            except KubeConflict:
+                self._lock = None
+                metrics.lock_cas_conflict(batch[0].meter)
+                # Jitter spreads out workers that all lost the same round.
+                time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
+        refuse(open_(batch), KubeConflict(
+            f"the Lock kept changing: gave up after {self.keeper.attempts} attempts"))
+
+    def round(self, batch: list[Waiter], attempt: int) -> None:
+        """Read, decide, write claims, write the Lock; then answer every take."""
+        marks = [time.monotonic()]
+        lock = self._lock or self.keeper.read_lock()
+        marks.append(time.monotonic())
+        live = self.reread(batch, lock)
+        marks.append(time.monotonic())
+        decided, live = self.claim(lock, live)
+        marks.append(time.monotonic())
+        written = self.keeper.write_lock(decided.lock) if decided.lock is not None else lock
+        marks.append(time.monotonic())
+        self._lock = written
+        version = str(meta(written).get("resourceVersion", ""))
+        for waiter, decision in zip(live, decided.decisions, strict=True):
+            answer(waiter, decision, version, attempt)
+        log().info("lock.batch", claims=len(batch), taken=sum(d.won for d in decided.decisions),
+                   resource_version=version, cas_attempts=attempt,
+                   took_s=round(marks[-1] - marks[0], 3),
+                   steps_s=[round(b - a, 3) for a, b in zip(marks, marks[1:])])
+
+    def reread(self, batch: list[Waiter], lock: Obj) -> list[Waiter]:
+        """After ``lock`` was current, read each revision again (a take whose revision was
+        retired meanwhile drops out, answered) and, once for every take, the claims of
+        entries some take has not seen; all at once. The takes still in."""
+        learnt: dict[str, cl.Claim] = {}
+        unknown = unseen(batch, lock)
+        reads = [w.claimant.still_active for w in batch]
+        if unknown:
+            reads.append(lambda: learnt.update(self.keeper.claims_of(unknown)))
+        errors = each(reads)
+        if unknown and errors[-1] is not None:
+            raise errors[-1]
+        for waiter, exc in zip(batch, errors, strict=False):
+            if exc is not None:
+                refused(waiter, exc)
+            for name, claim in learnt.items():
+                waiter.claimant.claims.others.setdefault(name, claim)
+        return [w for w, exc in zip(batch, errors, strict=False) if exc is None]
+
+    def claim(self, lock: Obj, batch: list[Waiter]) -> tuple[cl.Batch, list[Waiter]]:
+        """Decide the batch and write its winners' claims; a take whose claim cannot be
+        written drops out, and the rest are decided again without it."""
+        while True:
+            decided = cl.decide_batch(lock, [w.ask() for w in batch])
+            winners = [w for w, d in zip(batch, decided.decisions, strict=True)
+                       if d.won and not w.claimant.in_place]
+            errors = each([w.claimant.write for w in winners])
+            if not any(errors):
+                return decided, batch
+            failed = {id(w) for w, exc in zip(winners, errors, strict=True) if exc is not None}
+            for waiter, exc in zip(winners, errors, strict=True):
+                if exc is not None:
+                    refused(waiter, exc)
+            batch = [w for w in batch if id(w) not in failed]
+
+
+def answer(waiter: Waiter, decision: cl.Decision, version: str, attempt: int) -> None:
+    """Give a take its answer: the Lock's version, or the conflict that refuses it."""
+    if decision.won:
+        waiter.answer.set_result((version, attempt))
+    elif decision.conflicts:
+        waiter.answer.set_exception(ConflictError(lk.conflicts_message(decision.conflicts)))
+    else:  # entries appeared that nobody could read: the take runs again
+        waiter.answer.set_exception(KubeConflict("the Lock kept gaining entries"))
+
+
+def open_(batch: list[Waiter]) -> list[Waiter]:
+    """The takes of ``batch`` still waiting for an answer."""
+    return [w for w in batch if not w.answer.done()]
+
+
+def refuse(batch: Iterable[Waiter], exc: BaseException) -> None:
+    """Answer every take of ``batch`` with ``exc``."""
+    for waiter in batch:
+        waiter.answer.set_exception(exc)
+
+
+def refused(waiter: Waiter, exc: Exception) -> None:
+    """A take that failed on its own (its revision gone, a write refused) gets the error."""
+    waiter.answer.set_exception(exc)
+
+
+def unseen(batch: list[Waiter], lock: Obj) -> list[Obj]:
+    """``lock``'s entries whose claims some take of ``batch`` has not read (a take of the
+    batch that wins in it is known to the others by what it claims, whatever is read)."""
+    unknown = {str(e.get("name", "")): e for w in batch for e in w.claimant.claims.unknown(lock)}
+    return list(unknown.values())
+
+
+def each(calls: Sequence[Callable[[], object]]) -> list[Exception | None]:
+    """Make every call, at once when there are several; each one's error (None if none)."""
+    def one(call: Callable[[], object]) -> Exception | None:
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001 - the caller hands it to its take
+            return exc
+        return None
+    if len(calls) < 2:
+        return [one(call) for call in calls]
+    with ThreadPoolExecutor(min(PARALLEL, len(calls)), thread_name_prefix="lock-io") as pool:
+        return list(pool.map(one, calls))

@@ -1,0 +1,191 @@
+"""Group commit of the Lock (issue 33): the takes waiting in a worker, one Lock write.
+
+Against devcluster, with the real activities: takes that wait together land in one
+compare-and-swap, decided in the order of their packages, and a conflict refuses only the
+package that has it (docs/design.md invariant 4). A worker that stops between deciding and
+writing loses nothing: the Lock changes only by its write (docs/design.md invariant 3).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from lockwright import contracts as c
+from lockwright.activities import lockcommit
+from lockwright.k8s import Kube
+from tests.activity_view import Activities
+from tests.helpers import unique, wait_for
+from tests.integration.test_activities import (  # noqa: F401 - fixtures used by name
+    PKG,
+    acts,
+    apply_package,
+    install,
+    kube,
+    provider_root,
+    push,
+    run,
+)
+
+pytestmark = pytest.mark.registry
+LOCK = ("pkg.crossplane.io/v1beta1", "Lock", "lock")
+
+
+def prepared(acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+             groups: dict[str, str]) -> dict[str, c.TakeLockInput]:
+    """Each package applied with its own CRD group, installed up to take_lock; its take."""
+    takes = {}
+    for name, group in groups.items():
+        apply_package(kube, "Provider", name,
+                      push(registry, provider_root(tmp_path, group), tmp_path, group).ref)
+        steps = install(acts, c.PROVIDER, name, until="take_lock")[2]
+        takes[name] = next(arg for fn, arg in steps if fn.__name__ == "take_lock")
+    return takes
+
+
+def entries(kube: Kube) -> set[str]:
+    return {e["name"] for e in (kube.get(*LOCK) or {}).get("packages") or []}
+
+
+def take(pool: ThreadPoolExecutor, acts: Activities, inp: c.TakeLockInput) -> Future[Any]:
+    return pool.submit(run, acts.take_lock, inp)
+
+
+def first_in_turn(acts: Activities, pool: ThreadPoolExecutor,
+                  inp: c.TakeLockInput) -> Future[Any]:
+    """Start a take and wait until the committer holds it (then blocked on the turn the
+    test holds), so every take started after it waits for the next batch."""
+    committer = acts.keeper.committer
+    started = take(pool, acts, inp)
+    wait_for(lambda: committer._running and not committer._pending,
+             what="the first take in the committer's hands")
+    return started
+
+
+def test_takes_waiting_together_are_one_lock_write_and_a_conflict_refuses_only_its_own(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    contested = f"{unique('g')}.example.org"
+    first, winner, loser, free = (unique(p) for p in ("gc0", "gca", "gcb", "gcc"))
+    takes = prepared(acts, kube, registry, tmp_path, {
+        first: f"{unique('g')}.example.org", winner: contested, loser: contested,
+        free: f"{unique('g')}.example.org"})
+    committer = acts.keeper.committer
+    with ThreadPoolExecutor(4) as pool:
+        with lockcommit.WRITERS:
+            ahead = first_in_turn(acts, pool, takes[first])
+            # The loser arrives first; the batch decides by package name all the same.
+            waiting = {n: take(pool, acts, takes[n]) for n in (loser, free, winner)}
+            wait_for(lambda: len(committer._pending) == 3, what="three takes waiting")
+        ahead.result()
+        with pytest.raises(ApplicationError) as lost:
+            waiting[loser].result()
+        won, also = waiting[winner].result(), waiting[free].result()
+
+    assert lost.value.type == "ConflictError"
+    assert f"widgets.{contested}" in lost.value.message, lost.value.message
+    assert winner in lost.value.message and takes[winner].revision in lost.value.message
+    # One compare-and-swap carried both winners of the batch.
+    assert won.resource_version == also.resource_version
+    assert (won.cas_attempts, also.cas_attempts) == (1, 1)
+    now = entries(kube)
+    assert {takes[n].revision for n in (first, winner, free)} <= now
+    assert takes[loser].revision not in now
+    # The loser withdrew its claim: it holds nothing.
+    lost_rev = kube.get(PKG, "ProviderRevision", takes[loser].revision) or {}
+    assert not (lost_rev.get("status") or {}).get("objectRefs")
+
+
+class Crash(BaseException):
+    """The worker stopping at the instant between deciding and writing the Lock."""
+
+
+def test_a_worker_stopping_between_deciding_and_writing_loses_nothing(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake only for the instant (no server stops a worker there on demand): the
+    committer's write of the Lock never happens. Every waiting take fails (none hangs),
+    the Lock is as it was, and the takes run again (as Temporal retries them) decide the
+    same: one winner for the contested CRD, the others in."""
+    contested = f"{unique('g')}.example.org"
+    names = [unique(p) for p in ("gcx", "gcy", "gcz")]
+    takes = prepared(acts, kube, registry, tmp_path, {
+        names[0]: contested, names[1]: contested, names[2]: f"{unique('g')}.example.org"})
+    keeper = acts.keeper
+    real_write = keeper.write_lock
+    decided: list[int] = []
+
+    def stop_before_writing(lock: dict[str, Any]) -> Any:
+        decided.append(len(lock["packages"]))
+        raise Crash
+
+    monkeypatch.setattr(keeper, "write_lock", stop_before_writing)
+    before = kube.get(*LOCK) or {}
+    with ThreadPoolExecutor(3) as pool:
+        crashed = [take(pool, acts, takes[n]) for n in names]
+        for attempt in crashed:
+            with pytest.raises(Crash):  # not a timeout: no take is left waiting
+                attempt.result(timeout=60)
+    assert decided, "the committer never reached its write"
+    after = kube.get(*LOCK) or {}
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert not {t.revision for t in takes.values()} & entries(kube)
+
+    monkeypatch.setattr(keeper, "write_lock", real_write)
+    outcomes: dict[str, str] = {}
+    for name in names:
+        try:
+            run(acts.take_lock, takes[name])
+            outcomes[name] = "won"
+        except ApplicationError as err:
+            outcomes[name] = err.type or ""
+    assert outcomes == {names[0]: "won", names[1]: "ConflictError", names[2]: "won"}
+    assert {takes[n].revision for n in (names[0], names[2])} <= entries(kube)
+    assert takes[names[1]].revision not in entries(kube)
+    # The claim the crashed attempt wrote is withdrawn by the take that lost: the retry read
+    # it as what the revision held, and kept only what names the revision as an owner.
+    lost = kube.get(PKG, "ProviderRevision", takes[names[1]].revision) or {}
+    assert not (lost.get("status") or {}).get("objectRefs"), lost.get("status")
+
+
+def test_a_take_the_lock_already_refuses_writes_nothing(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """A loser retries until the holder goes: refused by a holder already in the Lock, it
+    neither writes nor withdraws a claim (its revision is not written at all)."""
+    contested = f"{unique('g')}.example.org"
+    holder, loser = unique("gch"), unique("gcl")
+    takes = prepared(acts, kube, registry, tmp_path, {holder: contested, loser: contested})
+    run(acts.take_lock, takes[holder])
+    version = (kube.get(PKG, "ProviderRevision", takes[loser].revision) or {})["metadata"][
+        "resourceVersion"]
+    for _ in range(2):
+        with pytest.raises(ApplicationError) as lost:
+            run(acts.take_lock, takes[loser])
+        assert lost.value.type == "ConflictError" and holder in lost.value.message
+    after = kube.get(PKG, "ProviderRevision", takes[loser].revision) or {}
+    assert after["metadata"]["resourceVersion"] == version, after.get("status")
+
+
+def test_what_a_revision_holds_is_what_names_it_an_owner(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """The refs a losing take puts back: the objects that name the revision as an owner,
+    and the CRD name of an MRD it owns (reserved while Inactive); not a ref it only
+    claimed."""
+    name = unique("gco")
+    rev_name = prepared(acts, kube, registry, tmp_path,
+                        {name: f"{unique('g')}.example.org"})[name].revision
+    rev = kube.get(PKG, "ProviderRevision", rev_name) or {}
+    owner = {"apiVersion": PKG, "kind": "ProviderRevision", "name": rev_name,
+             "uid": rev["metadata"]["uid"]}
+    role, other = unique("held"), unique("claimed")
+    for n, owners in ((role, [owner]), (other, [])):
+        kube.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                     "metadata": {"name": n, "ownerReferences": owners}, "rules": []})
+    refs = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": n}
+            for n in (role, other)]
+    missing = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "name": f"nothings.{unique('g')}.example.org"}
+    assert acts.keeper.held(rev, [*refs, missing]) == [refs[0]]
