@@ -40,6 +40,7 @@ from lockwright.identity import record
 from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.managed.convert import reserved
 from lockwright.objects import claims as cl
+from lockwright.objects.holders import refs_of
 from lockwright.objects import lock as lk
 from lockwright.xpkg.parse import PackageSummary
 
@@ -76,7 +77,7 @@ class LockKeeper:
 
         def owned(ref: dict[str, str]) -> bool:
             live = self.kube.get(str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"]))
-            return any(o.get("uid") == uid for o in meta(live).get("ownerReferences") or [])
+            return any(o.get("uid") == uid for o in refs_of(live or {}))
 
         with ThreadPoolExecutor(PARALLEL, thread_name_prefix="lock-held") as pool:
             kept = [r for r, ok in zip(refs, pool.map(owned, refs), strict=True) if ok]
@@ -199,12 +200,11 @@ class LockActivities:
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         # The API identity parse_package recorded on the revision (lockwright's fields).
         entry.update(record.lock_fields(meta(rev).get("annotations")))
-        prepared = time.monotonic()
         try:
             if lk.find_entry(lock, inp.revision) is None:
                 # Counts for nothing until its entry is written; off the turn.
                 claim.write_unless_held(lock, inp.package)
-                prepared = time.monotonic()
+            prepared = time.monotonic()
             version, attempts = self.keeper.take(claim, inp.package, entry)
         except ConflictError as err:
             claim.withdraw()
