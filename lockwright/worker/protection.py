@@ -29,8 +29,9 @@ def type_resource(crd: str) -> Resource:
 
 def served_version(kube: Kube, res: Resource) -> Resource:
     """``res`` with the group's preferred version (discovery), once lockwright may list and
-    watch it (the revision's RBAC is written after its CRDs: asking first keeps the list
-    from being refused).
+    watch it (the revision's RBAC is written after its CRDs, and goes with the revision
+    while its CRDs may stay a while: asking first keeps a list or watch from being
+    refused).
 
     Raises:
         LookupError: not served, or not readable, yet: the stream backs off and asks again.
@@ -45,6 +46,17 @@ def served_version(kube: Kube, res: Resource) -> Resource:
         raise LookupError(f"no right to list and watch {res.plural}.{res.group} yet")
     return Resource(res.kind, res.plural, version, res.role, group=res.group,
                     metadata_only=True)
+
+
+def unresolved(res: Resource) -> Resource:
+    """A Provider type's stream resource to be found (and its right to read asked) again
+    before the next list or watch; any other resource as it is."""
+    return type_resource(res.kind) if res.role == MANAGED else res
+
+
+def deleting(obj: Obj) -> bool:
+    """Whether an object's deletion has been admitted (``metadata.deletionTimestamp``)."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def healthy(provider: Obj) -> bool:
@@ -93,11 +105,14 @@ class ProtectionIndex:
 
     def on_provider(self, name: str, healthy: bool, gone: bool = False) -> Streams:
         """A Provider listed or changed: the first time it is Healthy, its types' streams
-        start (they are never stopped for a Provider turning unhealthy: only their CRD
-        going stops one)."""
+        start. They are not stopped for a Provider turning unhealthy, only for one being
+        deleted (``gone``: deleted, or its deletion admitted): its revisions' RBAC, which
+        lets lockwright read its types, goes with it, and a deletion admitted has nothing
+        left to protect. Should it come back, its types stream again once it is Healthy."""
         if gone:
             self.healthy.discard(name)
-            return Streams()
+            return Streams(stop=self._stopped([c for c, p in self.providers.items()
+                                               if p == name]))
         if not healthy or name in self.healthy:
             return Streams()
         self.healthy.add(name)

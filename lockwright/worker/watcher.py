@@ -39,11 +39,13 @@ from lockwright.settings import Settings
 from lockwright.worker.common import Backoff, connect, settings_or_exit, stop_on_signals
 from lockwright.worker.protection import (
     MANAGED,
-    healthy,
     ProtectionIndex,
     Streams,
+    deleting,
+    healthy,
     served_version,
     type_resource,
+    unresolved,
 )
 from lockwright.worker.targets import (
     ACTIVATION,
@@ -117,16 +119,21 @@ class Stream:
                 if self.stop.is_set():
                     return
                 delay = backoff.next()
+                self.res = unresolved(self.res)  # a refusal among the causes: ask first
                 log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
                 self.stop.wait(delay)
 
     def _round(self) -> bool:
-        """List if needed, then watch; False when the watch's version was gone (relist)."""
+        """List if needed, then watch; False when the watch's version was gone (relist).
+        A watch the server ended early (a CRD's storage torn down, an API server going)
+        may have lost the right to resume: a Provider type's stream asks again first."""
+        self.res = served_version(self.kube, self.res)
         if not self.rv:
             self._list()
         try:
-            self._follow(self._resync_at)
+            if self._follow(self._resync_at):
+                self.res = unresolved(self.res)
         except KubeGone as exc:
             log.info("relist", kind=self.res.kind, reason="410 Gone", detail=str(exc)[:200])
             self.rv, self._why, self._signal_all = "", "relist after 410", False
@@ -137,7 +144,6 @@ class Stream:
         return True
 
     def _list(self) -> None:
-        self.res = served_version(self.kube, self.res)  # a Provider type's: found now
         listing = list_all(self.kube, self.res.path, metadata_only=self.res.metadata_only,
                            keep=self.res.keep)
         self.rv = listing.resource_version
@@ -145,20 +151,24 @@ class Stream:
         if self._signal_all and self.resync_s:
             self._resync_at = time.monotonic() + self.resync_s
 
-    def _follow(self, until: float) -> None:
+    def _follow(self, until: float) -> bool:
+        """Watch from ``rv`` until the server ends it; whether it ended early (a second or
+        more before its timeout)."""
         timeout = int(max(1, min(WATCH_TIMEOUT_S, until - time.monotonic())))
+        ends = time.monotonic() + timeout - 1
         self._watch = watch(self.kube, self.res.path, self.rv, timeout,
                             metadata_only=self.res.metadata_only)
         try:
             with self._watch as events:
                 for event in events:
                     if self.stop.is_set():
-                        return
+                        return False
                     self.rv = event.resource_version or self.rv
                     if event.type != BOOKMARK:
                         self.emit(Changed(self.res, event.type, self.res.keep(event.obj)))
         finally:
             self._watch = None
+        return time.monotonic() < ends
 
     def interrupt(self) -> None:
         """Unblock a thread waiting on its watch stream (used at shutdown)."""
@@ -274,11 +284,11 @@ class Watcher:
         if isinstance(msg, Synced):
             for obj in msg.items:
                 self._restream(self.protection.on_provider(
-                    str(obj["metadata"].get("name", "")), healthy(obj)))
+                    str(obj["metadata"].get("name", "")), healthy(obj), deleting(obj)))
         else:
             self._restream(self.protection.on_provider(
                 str(msg.obj["metadata"].get("name", "")), healthy(msg.obj),
-                gone=msg.type == "DELETED"))
+                gone=msg.type == "DELETED" or deleting(msg.obj)))
 
     def _handle(self, msg: Message) -> None:
         if msg.res.role in (MANAGED, "crd"):

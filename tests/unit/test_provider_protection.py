@@ -86,8 +86,13 @@ def test_types_are_streamed_once_their_provider_has_been_healthy() -> None:
     assert index.on_provider("provider-w", healthy=True).start == []  # once
     assert index.on_provider("provider-w", healthy=False).stop == []  # never stopped so
     assert index.on_crds([crd(G.crd)], full=False).start == [G.crd]  # healthy already
-    assert index.on_provider("provider-w", healthy=False, gone=True).stop == []
+    # Its deletion admitted: its types stop (their RBAC goes with its revisions) ...
+    assert index.on_provider("provider-w", healthy=True, gone=True).stop == [G.crd, W.crd]
     assert index.on_crds([crd("new.w.example.org")], full=False).start == []
+    assert index.on_provider("provider-w", healthy=True, gone=True) == Streams()  # once
+    # ... and stream again should it come back Healthy.
+    assert index.on_provider("provider-w", healthy=True).start == [
+        G.crd, "new.w.example.org", W.crd]
 
 
 def test_a_type_handed_to_another_provider_streams_again_once_that_one_is_healthy() -> None:

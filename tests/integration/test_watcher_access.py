@@ -1,0 +1,118 @@
+"""On the wire: a Provider type's stream asks for the right to watch again before it
+resumes a watch the server ended early.
+
+A Provider's types are readable by lockwright through its revisions' RBAC, which goes with
+the revisions while the CRDs may stay a while; a CRD's deletion ends its watches early.
+Resuming at once would be refused (403, an RBAC denial in the audit log), so the stream asks
+with a SelfSubjectAccessReview first and resumes from where it was once allowed again.
+
+A small HTTP server stands in for kube-apiserver: a refusal on demand, between one watch and
+the next, is not something a real server can be made to do at a chosen moment.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from lockwright.k8s import Kube
+from lockwright.worker.protection import type_resource
+from lockwright.worker.watcher import Changed, Message, Stream
+from tests.helpers import wait_for
+
+GROUP = "w.example.org"
+WIDGET = {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
+          "metadata": {"name": "a", "resourceVersion": "7"}}
+
+
+class FakeApi(BaseHTTPRequestHandler):
+    """Discovery, access reviews, and one type's list and watch; each watch streams one
+    event and ends at once (early). The right to read is withdrawn as the first ends."""
+
+    requests: list[tuple[str, str]] = []
+    allowed = True
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        """Discovery, list, or a watch of one event."""
+        type(self).requests.append(("GET", self.path))
+        if self.path == f"/apis/{GROUP}":
+            return self._send({"kind": "APIGroup", "name": GROUP,
+                               "preferredVersion": {"groupVersion": f"{GROUP}/v1",
+                                                    "version": "v1"}})
+        if "watch=true" not in self.path:
+            return self._send({"kind": "WidgetList", "apiVersion": f"{GROUP}/v1",
+                               "metadata": {"resourceVersion": "5"}, "items": []})
+        type(self).allowed = False  # the revision's RBAC goes as the watch ends
+        self._send({"type": "ADDED", "object": WIDGET})
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        """A SelfSubjectAccessReview, answered from ``allowed``."""
+        type(self).requests.append(("POST", self.path))
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self._send({"kind": "SelfSubjectAccessReview",
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "status": {"allowed": type(self).allowed}})
+
+    def _send(self, body: dict[str, Any]) -> None:
+        data = (json.dumps(body) + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def fake_api() -> Iterator[str]:
+    FakeApi.requests, FakeApi.allowed = [], True
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def kinds() -> list[str]:
+    """The fake's requests so far, by kind: review, discovery, list, watch."""
+    def kind(method: str, path: str) -> str:
+        if method == "POST":
+            return "review"
+        return ("discovery" if path == f"/apis/{GROUP}"
+                else "watch" if "watch=true" in path else "list")
+    return [kind(m, p) for m, p in FakeApi.requests]
+
+
+def test_a_watch_ended_early_resumes_only_once_access_is_granted_again(
+        fake_api: str) -> None:
+    from kubernetes import client
+
+    msgs: list[Message] = []
+    stop = threading.Event()
+    stream = Stream(type_resource(f"widgets.{GROUP}"),
+                    Kube(client.ApiClient(client.Configuration(host=fake_api))),
+                    msgs.append, stop, resync_s=0)
+    thread = threading.Thread(target=stream.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: kinds().count("review") >= 6, timeout=10,
+                 what="access asked again, twice refused, after the first watch")
+        assert kinds().count("watch") == 1  # never resumed while refused
+        assert any(isinstance(m, Changed) for m in msgs)
+        FakeApi.allowed = True
+        wait_for(lambda: kinds().count("watch") >= 2, timeout=10, what="the watch resumed")
+    finally:
+        stop.set()
+        stream.interrupt()
+        thread.join(10)
+    watches = [p for m, p in FakeApi.requests if "watch=true" in p]
+    assert "resourceVersion=7" in watches[1]  # resumed where it was, not relisted
+    assert kinds().count("list") == 1
