@@ -76,7 +76,7 @@ with workflow.unsafe.imports_passed_through():
     from lockwright.workflows import ids
     from lockwright.workflows import status as conditions
     from lockwright.workflows.calls import Failure, R, call, classify
-    from lockwright.workflows.retry import loop_backoff
+    from lockwright.workflows.retry import doubled, loop_backoff
     from lockwright.workflows.revision import InstallRevision
     from lockwright.workflows.upgrade import Install, Upgrader
 
@@ -396,8 +396,8 @@ class PackageWorkflow:
         # While the object exists the watcher (and its resyncs) signal every change; once
         # it is gone only revision events do, so a timer backs them up, with backoff.
         checks = 0 if pkg.found else self._s.gone_checks + 1
-        wake = 0.0 if pkg.found else min(
-            self._inp.tuning.gone_recheck_s * 2.0 ** (checks - 1), self._inp.tuning.backoff_max_s)
+        wake = 0.0 if pkg.found else doubled(
+            self._inp.tuning.gone_recheck_s, checks, self._inp.tuning.backoff_max_s)
         self._s = replace(self._s, phase="Deleting", gone_checks=checks, wake_after_s=wake,
                           retry_attempt=0, last_error="", last_error_type="", next_retry_at="")
         workflow.set_current_details(

@@ -50,10 +50,20 @@ def retry_policy(tuning: c.Tuning) -> RetryPolicy:
 ACTIVITY_RETRY = retry_policy(c.Tuning())
 
 
+# Doubling stops here: the wait has long reached any cap, and 2.0 ** 1024 overflows (a
+# workflow task failing on every attempt), which a package retrying every minute reaches
+# after some 17 hours.
+MAX_DOUBLINGS = 62
+
+
+def doubled(first_s: float, attempt: int, max_s: float) -> float:
+    """``first_s`` doubled for each attempt after the first (1-based), at most ``max_s``."""
+    return min(first_s * 2.0 ** min(max(0, attempt - 1), MAX_DOUBLINGS), max_s)
+
+
 def loop_backoff(tuning: c.Tuning, attempt: int) -> timedelta:
     """Return the workflow-level wait before pass number ``attempt`` (1-based) retries."""
-    seconds = tuning.backoff_initial_s * (2.0 ** max(0, attempt - 1))
-    return timedelta(seconds=min(seconds, tuning.backoff_max_s))
+    return timedelta(seconds=doubled(tuning.backoff_initial_s, attempt, tuning.backoff_max_s))
 
 
 class Where(enum.Enum):
