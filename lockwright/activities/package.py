@@ -35,6 +35,7 @@ from lockwright.errors import (
     LockwrightError,
     ObjectGone,
     PackageNotFound,
+    VerificationFailed,
 )
 from lockwright.images import imageconfig
 from lockwright.images.imageconfig import Resolution
@@ -169,6 +170,9 @@ class PackageActivities:
                                   self.registries.registry(pull_secrets(pkg, resolution)))
         except LockwrightError as err:
             self.reader.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
+            if isinstance(err, VerificationFailed):
+                self.verifier.say_verified(inp.kind, pkg, self.verifier.refusal(resolution, err),
+                                           resolution.resolved)
             raise
         self.record_applied(inp.kind, pkg, resolution, outcome)
         self.verifier.say_verified(inp.kind, pkg, outcome, f"{resolution.resolved}@{digest}")

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from lockwright.activities.base import PKG_V1, kind_of, meta
 from lockwright.activities.reads import PackageReader, Registries
 from lockwright import conditions
+from lockwright.errors import VerificationFailed
 from lockwright.images import secrets, verification
 from lockwright.images.imageconfig import Reason, Resolution
 from lockwright.k8s import WARNING, Obj
@@ -26,6 +27,11 @@ from lockwright.oci.client import RegistryClient
 from lockwright.oci.reference import parse
 
 VERIFIED = "Verified"
+SUCCEEDED = "SignatureVerificationSucceeded"
+FAILED = "SignatureVerificationFailed"
+# Crossplane's word for "no ImageConfig asks" (status True there); here, one asks and
+# verification is turned off on the worker, so the status says False: not verified.
+SKIPPED = "SignatureVerificationSkipped"
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,7 @@ class Outcome:
     authority: str = ""
     evidence: str = ""
     skipped: bool = False  # verification is turned off on this worker
+    failed: str = ""  # no authority passed: each one's reason, in order
 
     @property
     def applied(self) -> dict[str, str]:
@@ -84,6 +91,12 @@ class Verifier:
         self.cache.record_verified(digest, fingerprint, done.authority, done.evidence)
         return Outcome(plan.image_config, done.authority, done.evidence)
 
+    def refusal(self, resolution: Resolution, err: VerificationFailed) -> Outcome:
+        """The outcome of a verification :meth:`verify` refused, for the condition."""
+        plan = verification.policy(self.registries.image_configs(), resolution.resolved)
+        return Outcome(plan.image_config if plan else "",
+                       failed=err.message.removeprefix(verification.PREFIX))
+
     def keys(self, plan: verification.Policy) -> tuple[dict[str, bytes], dict[str, str]]:
         """Each key authority's public key from its Secret, or why it cannot be read."""
         return secrets.read_keys(plan, self._secret, self.namespace)
@@ -108,15 +121,21 @@ class Verifier:
 
 
 def _condition(outcome: Outcome | None, ref: str) -> conditions.Condition | None:
+    """Crossplane's ``Verified`` condition words (its ``apis/pkg/v1`` conditions), with
+    lockwright's detail: the authority and evidence, or each authority's reason."""
     if outcome is None:
         return None
+    named = f'using ImageConfig named "{outcome.image_config}"'
+    if outcome.failed:
+        return conditions.condition(VERIFIED, conditions.FALSE, FAILED,
+                                    f"Signature verification failed {named}: {outcome.failed}")
     if outcome.skipped:
         return conditions.condition(
-            VERIFIED, conditions.FALSE, "VerificationSkipped",
+            VERIFIED, conditions.FALSE, SKIPPED,
             f"{ref} was not verified: ImageConfig \"{outcome.image_config}\" asks for "
             "signature verification, but it is turned off on the worker "
             "(LOCKWRIGHT_SIGNATURE_VERIFICATION=false)")
     return conditions.condition(
-        VERIFIED, conditions.TRUE, "SignatureVerified",
-        f'verified by authority "{outcome.authority}" of ImageConfig '
-        f'"{outcome.image_config}": {outcome.evidence}')
+        VERIFIED, conditions.TRUE, SUCCEEDED,
+        f'Signature verification succeeded {named}: authority "{outcome.authority}": '
+        f"{outcome.evidence}")

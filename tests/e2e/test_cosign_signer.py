@@ -71,7 +71,7 @@ def test_a_package_cosign_signed_installs_verified(
     stack.apply_package("Provider", name, ref)
     stack.wait_healthy("Provider", name)
     verified = stack.conditions("Provider", name)["Verified"]
-    assert (verified["status"], verified["reason"]) == ("True", "SignatureVerified"), verified
+    assert (verified["status"], verified["reason"]) == ("True", "SignatureVerificationSucceeded"), verified
     assert 'authority "release-key"' in verified["message"]
 
 

@@ -107,6 +107,13 @@ def refused(stack: Stack, name: str, reason: str) -> str:
         return message if ok else None
     message = wait_for(said, timeout=60, interval=0.2, what=f"{name} refused: {reason}")
     assert message.startswith("cannot unpack package: signature verification failed: "), message
+    # Crossplane's words for it (its revision's; here the package's, as no revision is made)
+    verified = stack.conditions("Provider", name)["Verified"]
+    assert (verified["status"], verified["reason"]) == ("False", "SignatureVerificationFailed")
+    assert verified["message"].startswith("Signature verification failed using ImageConfig "
+                                          "named "), verified
+    reasons = message.removeprefix("cannot unpack package: signature verification failed: ")
+    assert reasons.split(" (retrying in ")[0] in verified["message"], verified
     assert stack.revisions("Provider", name) == []
     events = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
         field_selector=f"involvedObject.name={name}").items
@@ -137,7 +144,7 @@ def test_signed_package_installs_with_the_matching_key(stack: Stack, tmp_path: P
     pkg = stack.get_package("Provider", name) or {}
     assert {"name": config, "reason": "VerifyImage"} in pkg["status"]["appliedImageConfigRefs"]
     verified = stack.conditions("Provider", name)["Verified"]
-    assert (verified["status"], verified["reason"]) == ("True", "SignatureVerified")
+    assert (verified["status"], verified["reason"]) == ("True", "SignatureVerificationSucceeded")
     assert 'authority "release-key"' in verified["message"]
     assert crd_exists(stack, crd) is not None
     # The worker's cache records who verified the digest, under this policy and key.
@@ -308,7 +315,7 @@ def test_verification_turned_off_installs_and_says_it_was_not_verified(
         stack.apply_package("Provider", name, ref)
         stack.wait_healthy("Provider", name)
         verified = stack.conditions("Provider", name)["Verified"]
-        assert (verified["status"], verified["reason"]) == ("False", "VerificationSkipped")
+        assert (verified["status"], verified["reason"]) == ("False", "SignatureVerificationSkipped")
         assert "was not verified" in verified["message"]
         assert "LOCKWRIGHT_SIGNATURE_VERIFICATION=false" in verified["message"]
         events = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
