@@ -3,14 +3,15 @@
 A revision is ``<package>-<12 hex of sha256(digest + "|" + generation)>``, so changing a
 Provider's or a Function's ``runtimeConfigRef`` rolls a new revision through the switch:
 health-gated, reverted when the new runtime never becomes available. Upgrading lockwright
-from naming by digest (``LOCKWRIGHT_REVISION_NAMES=Digest``, the previous behaviour) to
-naming by generation switches no package until its next spec change. Every step goes
+from the commit before (which named revisions by digest) to this one switches no package
+until its next spec change. Every step goes
 through kubectl and the watcher.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from tests.e2e.test_install import (
     provider_root,
 )
 from tests.e2e.test_upgrade import Runtimes
-from tests.fixtures.stack import PLURALS, Stack
+from tests.fixtures.stack import PLURALS, ROOT, Stack, running_stack
 from tests.helpers import unique, wait_for
 
 NS = "crossplane-system"
@@ -162,15 +163,37 @@ def test_a_runtime_config_that_breaks_the_runtime_is_reverted(stack: Stack,
     assert (stack.get_package("Provider", name) or {})["status"]["currentRevision"] == new
 
 
+# main just before revisions were named by generation (the merge 85f1168): its worker
+# and watcher name them by digest, as lockwright did until then.
+PREVIOUS = "6860810ff8e257eaa836a5a57077cfc1a5a640c9"
+
+
+@pytest.fixture(scope="module")
+def previous_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The source tree of :data:`PREVIOUS`, from this clone's history."""
+    if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{PREVIOUS}^{{commit}}"],
+                      capture_output=True, check=False).returncode:
+        pytest.skip(f"this clone lacks commit {PREVIOUS[:12]} (a shallow clone?): "
+                    "`git fetch --unshallow` brings it")
+    tree = tmp_path_factory.mktemp("previous")
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", PREVIOUS],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
 def test_upgrading_lockwright_across_the_naming_switches_no_package(
-        stack: Stack, tmp_path: Path) -> None:
-    """Installed by a worker naming revisions by digest (the previous behaviour), then
-    the worker replaced by one naming them by generation: the same revision stays, until
-    the package's spec changes."""
-    refs = {kind: push_package(stack, kind, tmp_path / kind) for kind in ("Provider", "Function")}
-    pkgs = {kind: unique("old") for kind in refs}
-    try:
-        stack.restart_worker(LOCKWRIGHT_REVISION_NAMES="Digest")
+        registry: Any, auth_registry: Any, temporal_env: Any, cluster_kind: str,
+        previous_code: Path, tmp_path: Path) -> None:
+    """Installed by the previous commit's worker and watcher (naming revisions by digest),
+    then both replaced by this checkout's, as a new image replaces them: the same revision
+    stays, until the package's spec changes. A stack of its own: the previous worker must
+    not meet the shared stack's workflows."""
+    with running_stack(registry, auth_registry, temporal_env, kind=cluster_kind,
+                       code=previous_code) as stack:
+        refs = {kind: push_package(stack, kind, tmp_path / kind)
+                for kind in ("Provider", "Function")}
+        pkgs = {kind: unique("old") for kind in refs}
         for kind, name in pkgs.items():
             apply(stack, kind, name, refs[kind])
         legacy = {kind: names.digest_revision_name(name, manifest_digest(stack, refs[kind]))
@@ -178,28 +201,29 @@ def test_upgrading_lockwright_across_the_naming_switches_no_package(
         for kind, name in pkgs.items():
             stack.wait_healthy(kind, name, timeout=120)
             assert states(stack, kind, name) == {legacy[kind]: "Active"}
-    finally:
+
         # Upgrading lockwright replaces the worker and the watcher (one image): the new
         # watcher's first list signals every package (no resync is waited for).
-        stack.restart_worker(LOCKWRIGHT_REVISION_NAMES="Generation")
+        stack.code = ROOT
+        stack.restart_worker()
         stack.restart_watcher()
+        for kind, name in pkgs.items():
+            # Each package looks again under the new worker: its pass keeps the revision
+            # and records it.
+            wait_for(lambda: _recorded(stack, kind, name, legacy[kind]) == "1", timeout=90,
+                     interval=0.2, what=f"{kind} {name}: its revision kept at generation 1")
+            assert states(stack, kind, name) == {legacy[kind]: "Active"}  # no new revision
+            stack.wait_healthy(kind, name)
+            assert available(deployment(stack, legacy[kind]))  # the same runtime runs on
 
-    for kind, name in pkgs.items():
-        # Each package looks again under the new worker: its pass keeps the revision
-        # and records it.
-        wait_for(lambda: _recorded(stack, kind, name, legacy[kind]) == "1", timeout=90,
-                 interval=0.2, what=f"{kind} {name}: its revision kept at generation 1")
-        assert states(stack, kind, name) == {legacy[kind]: "Active"}  # no new revision
-        stack.wait_healthy(kind, name)
-        assert available(deployment(stack, legacy[kind]))  # the same runtime runs on
-
-    kind, name = "Provider", pkgs["Provider"]
-    use_runtime_config(stack, kind, name, runtime_config(stack))
-    new = names.revision_name(name, manifest_digest(stack, refs[kind]), 2)
-    wait_for(lambda: states(stack, kind, name) == {legacy[kind]: "Inactive", new: "Active"},
-             timeout=120, interval=0.2, what="the next spec change: a revision by generation")
-    wait_for(lambda: settled_on(stack, kind, name, new), timeout=120, interval=0.2,
-             what="the switch finished, Healthy")
+        kind, name = "Provider", pkgs["Provider"]
+        use_runtime_config(stack, kind, name, runtime_config(stack))
+        new = names.revision_name(name, manifest_digest(stack, refs[kind]), 2)
+        wait_for(lambda: states(stack, kind, name) == {legacy[kind]: "Inactive",
+                                                       new: "Active"},
+                 timeout=120, interval=0.2, what="the next spec change: a revision by generation")
+        wait_for(lambda: settled_on(stack, kind, name, new), timeout=120, interval=0.2,
+                 what="the switch finished, Healthy")
 
 
 def _recorded(stack: Stack, kind: str, name: str, revision: str) -> str | None:
