@@ -170,3 +170,20 @@ def test_a_provider_a_usage_names_is_refused_and_others_are_not(cluster: Cluster
     assert cluster.delete(cluster.resource(*PKG), None, "provider-x", {}, OPTS)[1] is True
     cluster.delete(usages, None, p.usage_name(W.crd), {}, OPTS)
     assert cluster.delete(cluster.resource(*PKG), None, "provider-w", {}, OPTS)[1] is True
+
+
+@pytest.mark.parametrize("owner", ["Configuration", "Function", "CompositeResourceDefinition"])
+def test_configurations_and_functions_are_not_protected(owner: str) -> None:
+    """As in Crossplane: only a Provider's types are streamed and counted, and only a
+    Provider's deletion is refused (a Configuration's XRD makes CRDs; a Function has none)."""
+    group = "pkg.crossplane.io/v1" if owner != "CompositeResourceDefinition" else (
+        "apiextensions.crossplane.io/v1")
+    owned = {"metadata": {"name": "xwidgets.example.org", "ownerReferences": [
+        {"apiVersion": group, "kind": owner, "name": "platform"}]}}
+    assert p.provider_of(owned["metadata"]) == ""
+    index = ProtectionIndex(healthy={"platform"})
+    assert index.on_crds([owned], full=True) == Streams()
+    assert index.providers == {}
+    [rule] = p.policy()["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["apiGroups"], rule["resources"], rule["operations"]) == (
+        ["pkg.crossplane.io"], ["providers"], ["DELETE"])
