@@ -95,33 +95,43 @@ def test_a_package_cosign_did_not_sign_with_the_key_is_refused(
     assert not_cached(stack, ref)
 
 
-@pytest.mark.parametrize("case", ["signed", "another key"])
-def test_an_index_cosign_signed_is_read_and_one_signed_with_another_key_refused(
-        stack: Stack, tmp_path: Path, cosign: Cosign, verifying: list[str],  # noqa: F811
-        case: str) -> None:
-    key, public = cosign.key_pair("index")
-    other, _ = cosign.key_pair("other")
-    published = publish(stack, tmp_path, Keys(tmp_path), sign_index=False)
-    cosign.sign(key if case == "signed" else other, by_digest(stack, published.index))
-    prefix = published.index.rpartition(":")[0]
-    image_config(stack, verifying, prefix,
-                 key_authority("index-key", secret_of(stack, public)))
-    found = lockwright(stack, "search", "widget", indexes=published.index)
-    if case == "signed":
-        assert found.returncode == 0, output(found)
-        assert published.repos["a"] in found.stdout, output(found)
-    else:
-        assert found.returncode == 1, output(found)
-        assert 'authority "index-key": ' in found.stderr and "refused" in found.stderr, \
-            output(found)
-
-
 PROVENANCE = {"buildDefinition": {"buildType": "https://example.org/build/v1",
                                   "externalParameters": {}},
               "runDetails": {"builder": {"id": "https://ci.example.org"}}}
 SPDX = {"spdxVersion": "SPDX-2.3", "SPDXID": "SPDXRef-DOCUMENT", "name": "provider",
         "dataLicense": "CC0-1.0", "documentNamespace": "https://example.org/spdx/1"}
 SLSA_V1, SPDX_TYPE = "https://slsa.dev/provenance/v1", "https://spdx.dev/Document"
+
+
+@pytest.mark.parametrize("case", ["signed", "another key", "attested", "not attested"])
+def test_an_index_cosign_signed_is_read_and_one_signed_with_another_key_refused(
+        stack: Stack, tmp_path: Path, cosign: Cosign, verifying: list[str],  # noqa: F811
+        case: str) -> None:
+    """An index cosign signed (or attested: `cosign attest --key` over the index) is read;
+    one signed with another key, or not attested where the authority asks, is refused."""
+    key, public = cosign.key_pair("index")
+    other, _ = cosign.key_pair("other")
+    published = publish(stack, tmp_path, Keys(tmp_path), sign_index=False)
+    target = by_digest(stack, published.index)
+    if case == "attested":
+        cosign.attest(key, target, "slsaprovenance1", PROVENANCE)
+    else:
+        cosign.sign(key if case != "another key" else other, target)
+    authority = key_authority("index-key", secret_of(stack, public))
+    if case in ("attested", "not attested"):
+        authority["attestations"] = [{"name": "provenance",
+                                      "predicateType": "slsaprovenance1"}]
+    image_config(stack, verifying, published.index.rpartition(":")[0], authority)
+    found = lockwright(stack, "search", "widget", indexes=published.index)
+    if case in ("signed", "attested"):
+        assert found.returncode == 0, output(found)
+        assert published.repos["a"] in found.stdout, output(found)
+        return
+    assert found.returncode == 1, output(found)
+    assert 'authority "index-key": ' in found.stderr and "refused" in found.stderr, \
+        output(found)
+    if case == "not attested":
+        assert f"no attestation of predicate type {SLSA_V1}" in found.stderr, output(found)
 
 
 @pytest.mark.parametrize("case", ["both", "missing", "another type", "another key"])
