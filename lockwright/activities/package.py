@@ -235,6 +235,7 @@ class PackageActivities:
                 existing = self.reader.revision(inp.kind, name)
             else:
                 log(package=inp.package, revision=name).info("revision.created")
+                self.carry_verified(inp.kind, pkg, created)
                 return c.EnsureRevisionResult(revision=name, number=top + 1, created=True,
                                               desired_state=spec(created)["desiredState"],
                                               fresh=True)
@@ -242,6 +243,11 @@ class PackageActivities:
             # Re-created once it is gone (the watcher signals then), never while it goes.
             raise ObjectGone(f"{revision_kind(inp.kind)} {name} is being deleted")
         return self.refresh_revision(inp, pkg, existing, wanted, top)
+
+    def carry_verified(self, kind: str, pkg: Obj, rev: Obj) -> None:
+        """The package's ``Verified`` onto ``rev``, guarded where an External runtime's
+        controller writes the revision's status too."""
+        self.verifier.carry(kind, pkg, rev, guarded=self.package_runtime != DEPLOYMENT_RUNTIME)
 
     def adopt_orphans(self, kind: str, pkg: Obj, revs: list[Obj]
                       ) -> tuple[list[Obj], frozenset[str]]:
@@ -292,6 +298,7 @@ class PackageActivities:
         body, number = rv.refresh(rev, wanted, top, self.metadata(inp, pkg))
         if body:
             rev = self.kube.patch(PKG_V1, revision_kind(inp.kind), meta(rev)["name"], body)
+        self.carry_verified(inp.kind, pkg, rev)
         installed = conditions.get_condition((rev.get("status") or {}).get("conditions"),
                                              conditions.REVISION_HEALTHY)
         return c.EnsureRevisionResult(revision=meta(rev)["name"], number=number,

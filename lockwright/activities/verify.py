@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from lockwright.activities.base import PKG_V1, kind_of, meta
+from lockwright import contracts as c
+from lockwright.activities import status as st
+from lockwright.activities.base import PKG_V1, kind_of, meta, revision_kind
 from lockwright.activities.reads import PackageReader, Registries
 from lockwright import conditions
 from lockwright.errors import VerificationFailed
@@ -96,6 +98,20 @@ class Verifier:
         plan = verification.policy(self.registries.image_configs(), resolution.resolved)
         return Outcome(plan.image_config if plan else "",
                        failed=err.message.removeprefix(verification.PREFIX))
+
+    def carry(self, kind: str, pkg: Obj, rev: Obj, guarded: bool = False) -> None:
+        """The package's ``Verified`` condition onto a revision of its verified digest, as
+        Crossplane's revisions carry it (one write, only when it differs; ``guarded`` by
+        the revision's resourceVersion where an External runtime's controller writes its
+        status too: a lost race is a conflict, and the activity's retry reads again)."""
+        verified = conditions.get_condition((pkg.get("status") or {}).get("conditions"),
+                                            VERIFIED)
+        if verified is None:
+            return
+        st.write_status(self.kube, revision_kind(kind), rev, st.StatusChange(
+            [c.Condition(str(verified["type"]), str(verified["status"]),
+                         str(verified.get("reason", "")), str(verified.get("message", "")))],
+            int(meta(rev).get("generation") or 0), {}, guarded=guarded))
 
     def keys(self, plan: verification.Policy) -> tuple[dict[str, bytes], dict[str, str]]:
         """Each key authority's public key from its Secret, or why it cannot be read."""

@@ -146,6 +146,13 @@ def test_signed_package_installs_with_the_matching_key(stack: Stack, tmp_path: P
     verified = stack.conditions("Provider", name)["Verified"]
     assert (verified["status"], verified["reason"]) == ("True", "SignatureVerificationSucceeded")
     assert 'authority "release-key"' in verified["message"]
+    assert verified["message"].startswith(
+        f'Signature verification succeeded using ImageConfig named "{config}": ')
+    # The revision carries it too, as Crossplane's revisions do.
+    [rev] = stack.revisions("Provider", name)
+    on_rev = next(x for x in rev["status"]["conditions"] if x["type"] == "Verified")
+    assert (on_rev["status"], on_rev["reason"], on_rev["message"]) == (
+        "True", "SignatureVerificationSucceeded", verified["message"])
     assert crd_exists(stack, crd) is not None
     # The worker's cache records who verified the digest, under this policy and key.
     records = [json.loads(p.read_text())
