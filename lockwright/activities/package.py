@@ -164,6 +164,7 @@ class PackageActivities:
         the signature check an ImageConfig asks for, before anything is fetched."""
         pkg = self.reader.package(inp.kind, inp.name)
         resolution = self.registries.resolution(inp.source or str(spec(pkg).get("package", "")))
+        digest = ""
         try:
             digest = self.digest_of(pkg, parse(resolution.resolved), resolution)
             outcome = self.verifier.verify(resolution, digest,
@@ -171,8 +172,7 @@ class PackageActivities:
         except LockwrightError as err:
             self.reader.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
             if isinstance(err, VerificationFailed):
-                self.verifier.say_verified(inp.kind, pkg, self.verifier.refusal(resolution, err),
-                                           resolution.resolved)
+                self.refuse(inp, pkg, self.verifier.refusal(resolution, err), digest)
             raise
         self.record_applied(inp.kind, pkg, resolution, outcome)
         self.verifier.say_verified(inp.kind, pkg, outcome, f"{resolution.resolved}@{digest}")
@@ -181,6 +181,23 @@ class PackageActivities:
         return c.ResolveDigestResult(
             digest=digest, resolved_source=resolution.resolved,
             applied_image_configs=[r["name"] for r in resolution.package_applied])
+
+    def refuse(self, inp: c.ResolveDigestInput, pkg: Obj, refusal: Outcome,
+               digest: str) -> None:
+        """A digest no authority vouches for: the package's ``Verified=False``, and, as
+        Crossplane's revisions say it, an Inactive revision of the digest holding its
+        ``Verified=False`` and ``RevisionHealthy=False/AwaitingSignatureVerification``.
+        Nothing of the package is fetched or established; a revision that exists already
+        (one that ran) is left as it is. Best effort: the refusal is what the pass raises."""
+        self.verifier.say_verified(inp.kind, pkg, refusal, "")
+        try:
+            ensured = self.ensure_revision(c.EnsureRevisionInput(
+                kind=inp.kind, package=inp.name, source=inp.source, digest=digest,
+                generation=int(meta(pkg).get("generation") or 0)))
+            self.verifier.hold(inp.kind, self.reader.revision(inp.kind, ensured.revision),
+                               refusal, ensured.created)
+        except LockwrightError as err:
+            log(package=inp.name).warning("revision.refusal_not_recorded", error=err.message)
 
     def digest_of(self, pkg: Obj, ref: Reference, resolution: Resolution) -> str:
         """The digest ``ref`` names, asking the registry only when the pull policy says so.

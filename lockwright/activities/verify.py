@@ -106,12 +106,25 @@ class Verifier:
         status too: a lost race is a conflict, and the activity's retry reads again)."""
         verified = conditions.get_condition((pkg.get("status") or {}).get("conditions"),
                                             VERIFIED)
-        if verified is None:
-            return
+        if verified is None or verified.get("reason") == FAILED:
+            return  # a refused digest's revision says so itself (hold)
         st.write_status(self.kube, revision_kind(kind), rev, st.StatusChange(
             [c.Condition(str(verified["type"]), str(verified["status"]),
                          str(verified.get("reason", "")), str(verified.get("message", "")))],
             int(meta(rev).get("generation") or 0), {}, guarded=guarded))
+
+    def hold(self, kind: str, rev: Obj | None, refusal: Outcome, created: bool) -> None:
+        """A refused digest's revision, made now or held before, in Crossplane's words:
+        ``Verified=False/SignatureVerificationFailed`` and
+        ``RevisionHealthy=False/AwaitingSignatureVerification``."""
+        if rev is None or not (created or _held(rev)):
+            return  # one that was verified and ran stays as it is
+        failed = _condition(refusal, "") or {}
+        st.write_status(self.kube, revision_kind(kind), rev, st.StatusChange(
+            [c.Condition(VERIFIED, conditions.FALSE, FAILED, str(failed.get("message", ""))),
+             c.Condition(conditions.REVISION_HEALTHY, conditions.FALSE,
+                         conditions.AWAITING_VERIFICATION)],
+            int(meta(rev).get("generation") or 0), {}))
 
     def keys(self, plan: verification.Policy) -> tuple[dict[str, bytes], dict[str, str]]:
         """Each key authority's public key from its Secret, or why it cannot be read."""
@@ -134,6 +147,13 @@ class Verifier:
         if after != current:
             self.kube.patch(PKG_V1, kind_of(kind), meta(pkg)["name"],
                             {"status": {"conditions": after}}, subresource="status")
+
+
+def _held(rev: Obj) -> bool:
+    """Whether a revision was made for a refused digest and never ran."""
+    health = conditions.get_condition((rev.get("status") or {}).get("conditions"),
+                                      conditions.REVISION_HEALTHY) or {}
+    return health.get("reason") == conditions.AWAITING_VERIFICATION
 
 
 def _condition(outcome: Outcome | None, ref: str) -> conditions.Condition | None:

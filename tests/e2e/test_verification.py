@@ -107,14 +107,24 @@ def refused(stack: Stack, name: str, reason: str) -> str:
         return message if ok else None
     message = wait_for(said, timeout=60, interval=0.2, what=f"{name} refused: {reason}")
     assert message.startswith("cannot unpack package: signature verification failed: "), message
-    # Crossplane's words for it (its revision's; here the package's, as no revision is made)
+    # Crossplane's words for it, on the package ...
     verified = stack.conditions("Provider", name)["Verified"]
     assert (verified["status"], verified["reason"]) == ("False", "SignatureVerificationFailed")
     assert verified["message"].startswith("Signature verification failed using ImageConfig "
                                           "named "), verified
     reasons = message.removeprefix("cannot unpack package: signature verification failed: ")
     assert reasons.split(" (retrying in ")[0] in verified["message"], verified
-    assert stack.revisions("Provider", name) == []
+    # ... and on the digest's revision, made Inactive as Crossplane makes it, held there:
+    # nothing of it established (the callers check that nothing was fetched or made).
+    [rev] = stack.revisions("Provider", name)
+    held = {x["type"]: x for x in rev["status"]["conditions"]}
+    assert rev["spec"]["desiredState"] == "Inactive"
+    assert (held["Verified"]["status"], held["Verified"]["reason"]) == (
+        "False", "SignatureVerificationFailed"), held
+    assert held["Verified"]["message"] == verified["message"]
+    assert (held["RevisionHealthy"]["status"], held["RevisionHealthy"]["reason"]) == (
+        "False", "AwaitingSignatureVerification"), held
+    assert "objectRefs" not in rev["status"], rev["status"]
     events = client.CoreV1Api(stack.api).list_event_for_all_namespaces(
         field_selector=f"involvedObject.name={name}").items
     assert any(e.reason == "UnpackPackage" and "signature verification failed" in e.message
@@ -272,8 +282,18 @@ def test_a_signature_pushed_later_heals_the_package(stack: Stack, tmp_path: Path
     name = unique("later")
     stack.apply_package("Provider", name, ref)
     refused(stack, name, "no signatures found")
+    [held] = stack.revisions("Provider", name)
     sign(stack, keys, ref)
     stack.wait_healthy("Provider", name, timeout=90)  # the retry backoff finds it
+    # The revision held for the refused digest is the one that now runs, verified.
+    [rev] = stack.revisions("Provider", name)
+    assert rev["metadata"]["uid"] == held["metadata"]["uid"]
+    assert rev["spec"]["desiredState"] == "Active"
+    now = {x["type"]: x for x in rev["status"]["conditions"]}
+    assert (now["Verified"]["status"], now["Verified"]["reason"]) == (
+        "True", "SignatureVerificationSucceeded")
+    assert (now["RevisionHealthy"]["status"], now["RevisionHealthy"]["reason"]) == (
+        "True", "HealthyPackageRevision")
 
 
 def attest(stack: Stack, keys: Keys, ref: str, predicate_type: str) -> None:
