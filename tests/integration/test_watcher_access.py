@@ -12,11 +12,8 @@ the next, is not something a real server can be made to do at a chosen moment.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
@@ -24,13 +21,14 @@ from lockwright.k8s import Kube
 from lockwright.worker.protection import type_resource
 from lockwright.worker.watcher import Changed, Message, Stream
 from tests.helpers import wait_for
+from tests.integration.fake_http import JsonHandler, serving
 
 GROUP = "w.example.org"
 WIDGET = {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
           "metadata": {"name": "a", "resourceVersion": "7"}}
 
 
-class FakeApi(BaseHTTPRequestHandler):
+class FakeApi(JsonHandler):
     """Discovery, access reviews, and one type's list and watch; each watch streams one
     event and ends at once (early). The right to read is withdrawn as the first ends."""
 
@@ -41,44 +39,29 @@ class FakeApi(BaseHTTPRequestHandler):
         """Discovery, list, or a watch of one event."""
         type(self).requests.append(("GET", self.path))
         if self.path == f"/apis/{GROUP}":
-            return self._send({"kind": "APIGroup", "name": GROUP,
+            return self.send_json({"kind": "APIGroup", "name": GROUP,
                                "preferredVersion": {"groupVersion": f"{GROUP}/v1",
                                                     "version": "v1"}})
         if "watch=true" not in self.path:
-            return self._send({"kind": "WidgetList", "apiVersion": f"{GROUP}/v1",
+            return self.send_json({"kind": "WidgetList", "apiVersion": f"{GROUP}/v1",
                                "metadata": {"resourceVersion": "5"}, "items": []})
         type(self).allowed = False  # the revision's RBAC goes as the watch ends
-        self._send({"type": "ADDED", "object": WIDGET})
+        self.send_json({"type": "ADDED", "object": WIDGET})
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         """A SelfSubjectAccessReview, answered from ``allowed``."""
         type(self).requests.append(("POST", self.path))
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        self._send({"kind": "SelfSubjectAccessReview",
+        self.send_json({"kind": "SelfSubjectAccessReview",
                     "apiVersion": "authorization.k8s.io/v1",
                     "status": {"allowed": type(self).allowed}})
-
-    def _send(self, body: dict[str, Any]) -> None:
-        data = (json.dumps(body) + "\n").encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        """Quiet."""
 
 
 @pytest.fixture
 def fake_api() -> Iterator[str]:
     FakeApi.requests, FakeApi.allowed = [], True
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(FakeApi) as url:
+        yield url
 
 
 def kinds() -> list[str]:

@@ -8,10 +8,8 @@ itself drops everything but a few metadata fields.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -19,6 +17,7 @@ import pytest
 from lockwright.k8s import Kube
 from lockwright.k8s.watch import METADATA_LIST, METADATA_WATCH
 from tests.helpers import wait_for
+from tests.integration.fake_http import JsonHandler, serving
 from lockwright.worker.targets import RESOURCES, in_namespace
 from lockwright.worker.watcher import Changed, Message, Stream, Synced
 
@@ -31,7 +30,7 @@ GONE = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
         "reason": "Expired", "message": "too old resource version"}
 
 
-class FakeApi(BaseHTTPRequestHandler):
+class FakeApi(JsonHandler):
     """Answers list and watch of Secrets with whole objects; the first watch gets 410."""
 
     requests: list[tuple[str, str]] = []
@@ -41,34 +40,19 @@ class FakeApi(BaseHTTPRequestHandler):
         """Record the request, then list, refuse (410) or stream one event and close."""
         type(self).requests.append((self.path, self.headers.get("Accept", "")))
         if "watch=true" not in self.path:
-            return self._send(200, {"kind": "SecretList", "apiVersion": "v1",
+            return self.send_json({"kind": "SecretList", "apiVersion": "v1",
                                     "metadata": {"resourceVersion": "5"}, "items": [SECRET]})
         type(self).watches += 1
         if type(self).watches == 1:
-            return self._send(410, GONE)
-        self._send(200, {"type": "ADDED", "object": SECRET})
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = (json.dumps(body) + "\n").encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        """Quiet."""
+            return self.send_json(GONE, 410)
+        self.send_json({"type": "ADDED", "object": SECRET})
 
 
 @pytest.fixture
 def fake_api() -> Iterator[str]:
     FakeApi.requests, FakeApi.watches = [], 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(FakeApi) as url:
+        yield url
 
 
 def run_stream(host: str, until: Any) -> list[Message]:
