@@ -2,8 +2,9 @@
 the live definition, not the recorded annotation.
 
 A Provider is installed through the watcher; its types verify against their own sum. Then
-the managed resource's CRD has a field's type changed with ``kubectl patch`` (what a
-``kubectl edit`` saves), its ``lockwright.dev/type-digest`` annotation left alone:
+the managed resource's CRD has a field's type changed with ``kubectl edit`` (its editor a
+script that changes the file and saves), its ``lockwright.dev/type-digest`` annotation left
+alone:
 ``api verify`` of the sum taken before exits 1 naming the type as edited with the recorded
 and the live digest, ``api list`` shows both digests and the state ``Active,edited``, the
 sum line is ``edited:sha256:...``, and the ProviderConfig type nobody edited still matches.
@@ -12,6 +13,7 @@ sum line is ``edited:sha256:...``, and the ProviderConfig type nobody edited sti
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from lockwright.identity import names
@@ -20,7 +22,22 @@ from tests.e2e.test_api_identity import api, output
 from tests.e2e.test_api_identity_record import Release, annotation, kubectl_json
 from tests.fixtures.stack import Stack
 
-SIZE_PATH = ("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size/type")
+EDIT = """\
+import sys, yaml
+path = sys.argv[-1]
+crd = yaml.safe_load(open(path))
+schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+schema["properties"]["spec"]["properties"]["size"]["type"] = "string"
+yaml.safe_dump(crd, open(path, "w"))
+"""
+
+
+def editor(tmp: Path) -> str:
+    """A ``KUBE_EDITOR`` that changes the Gadget's ``spec.size`` from integer to string in
+    the file ``kubectl edit`` opens, as a person at the editor would, and saves it."""
+    script = tmp / "edit.py"
+    script.write_text(EDIT)
+    return f"{sys.executable} {script}"
 
 
 def short(digest: str) -> str:
@@ -44,8 +61,7 @@ def test_a_crd_edited_by_hand_fails_verify_and_lists_both_digests(
     assert clean.returncode == 0, output(clean)
 
     crd = f"gadgets.{release.group}"
-    stack.kubectl("patch", "crd", crd, "--type", "json", "-p", json.dumps(
-        [{"op": "replace", "path": SIZE_PATH, "value": "string"}]))
+    stack.kubectl("edit", "crd", crd, env={"KUBE_EDITOR": editor(tmp_path)})
     live = kubectl_json(stack, "crd", crd)
     recorded = annotation(live, names.TYPE_DIGEST)
     assert recorded == type_digest(shipped[0])  # the annotation was left alone
