@@ -17,7 +17,7 @@ import structlog
 from temporalio import activity
 
 from lockwright.errors import ObjectGone
-from lockwright.k8s import Obj
+from lockwright.k8s import Obj, deleting
 from lockwright.names import PKG_API_VERSION
 from lockwright.xpkg.documents import iter_documents
 from lockwright.xpkg.meta import is_meta
@@ -79,11 +79,6 @@ def heartbeating(every: float = 5.0) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
-
-
-def deleting(obj: Obj | None) -> bool:
-    """True when ``obj`` has a ``deletionTimestamp``: Kubernetes is deleting it."""
-    return bool(meta(obj).get("deletionTimestamp"))
 
 
 def living(obj: Obj | None, what: str) -> Obj:

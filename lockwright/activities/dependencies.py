@@ -19,7 +19,7 @@ from typing import Any
 from temporalio import activity
 
 from lockwright import contracts as c
-from lockwright.activities.base import KINDS, PKG_V1, deleting, heartbeating, log, meta, spec
+from lockwright.activities.base import KINDS, PKG_V1, heartbeating, log, meta, spec
 from lockwright.activities.contents import Contents
 from lockwright.activities.errors import edge
 from lockwright.activities.lock import LOCK_API, LockKeeper
@@ -29,7 +29,7 @@ from lockwright.dependencies import lockstatus
 from lockwright.dependencies.graph import Graph, Requirement, graph_of
 from lockwright.dependencies.resolver import CatalogError, Decision, Policy, resolve
 from lockwright.errors import KubeAlreadyExists, LockwrightError, TransientError
-from lockwright.k8s import NORMAL, Kube, Obj
+from lockwright.k8s import NORMAL, Kube, Obj, deleting
 from lockwright.names import LABEL_PACKAGE, parse_reference
 from lockwright.objects.lock import LOCK_NAME
 from lockwright.oci.fetch import fetch_package

@@ -13,14 +13,14 @@ from __future__ import annotations
 from temporalio import activity
 
 from lockwright import contracts as c
-from lockwright.activities.base import PKG_V1, deleting, kind_of, log, meta, revision_kind, spec
+from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
 from lockwright.activities.dropped import DroppedObjects
 from lockwright.activities.errors import edge
 from lockwright.activities.lock import LockKeeper
 from lockwright.activities.objects import Establisher
 from lockwright.activities.reads import PackageReader
 from lockwright.errors import ObjectGone
-from lockwright.k8s import NORMAL, Kube, Obj
+from lockwright.k8s import NORMAL, Kube, Obj, deleting
 from lockwright.upgrade import revisions as rv
 
 

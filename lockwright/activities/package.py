@@ -17,7 +17,6 @@ from lockwright.activities import status as st
 from lockwright.activities.base import (
     DEPLOYMENT_RUNTIME,
     PKG_V1,
-    deleting,
     kind_of,
     log,
     meta,
@@ -39,7 +38,7 @@ from lockwright.errors import (
 )
 from lockwright.images import imageconfig
 from lockwright.images.imageconfig import Resolution
-from lockwright.k8s import NORMAL, WARNING, Kube, Obj
+from lockwright.k8s import NORMAL, WARNING, Kube, Obj, deleting
 from lockwright.names import LABEL_PACKAGE
 from lockwright.oci.cache import PackageCache
 from lockwright.oci.reference import Reference, parse

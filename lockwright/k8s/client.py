@@ -35,6 +35,12 @@ from lockwright.k8s.discovery import Discovery, Resource
 from lockwright.k8s.errors import answered, status_error
 
 Obj = dict[str, Any]
+
+
+def deleting(obj: Obj | None) -> bool:
+    """True when ``obj`` has a ``deletionTimestamp``: Kubernetes is deleting it (its
+    deletion was admitted; finalizers may still hold it)."""
+    return bool(((obj or {}).get("metadata") or {}).get("deletionTimestamp"))
 log = structlog.get_logger(__name__)
 # The client is untyped; these aliases keep that at the edge of this module.
 _loader: Any = kconfig

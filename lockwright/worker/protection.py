@@ -54,11 +54,6 @@ def unresolved(res: Resource) -> Resource:
     return type_resource(res.kind) if res.role == MANAGED else res
 
 
-def deleting(obj: Obj) -> bool:
-    """Whether an object's deletion has been admitted (``metadata.deletionTimestamp``)."""
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-
-
 def healthy(provider: Obj) -> bool:
     """Whether a Provider's ``Healthy`` condition is True."""
     return any(c.get("type") == "Healthy" and c.get("status") == "True"

@@ -74,6 +74,7 @@ from lockwright.conditions import REVISION_HEALTHY
 from lockwright.dependencies.apis import may_serve, waiting_for
 from lockwright.identity.apis import ApiRef
 from lockwright.identity.names import PIN_API
+from lockwright.k8s import deleting
 from lockwright.objects.holders import controller_name
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
 
@@ -239,8 +240,7 @@ def _owner_package(res: Resource, obj: Obj) -> str:
 def summarize(res: Resource, obj: Obj) -> Summary:
     """Reduce an object to its :class:`Summary`: only what change detection and routing use."""
     meta = obj.get("metadata") or {}
-    base = Summary(generation=int(meta.get("generation") or 0),
-                   deleting=bool(meta.get("deletionTimestamp")))
+    base = Summary(generation=int(meta.get("generation") or 0), deleting=deleting(obj))
     if res.role == "secret":
         return replace(base, version=str(meta.get("resourceVersion") or ""))
     if res.role == "revision":

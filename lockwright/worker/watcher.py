@@ -32,7 +32,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from lockwright import contracts as c
 from lockwright.contracts import Tuning
 from lockwright.errors import KubeGone
-from lockwright.k8s import Kube
+from lockwright.k8s import Kube, deleting
 from lockwright.k8s.watch import BOOKMARK, Watch, list_all, watch
 from lockwright.log import configure
 from lockwright.settings import Settings
@@ -41,7 +41,6 @@ from lockwright.worker.protection import (
     MANAGED,
     ProtectionIndex,
     Streams,
-    deleting,
     healthy,
     served_version,
     type_resource,
