@@ -109,9 +109,7 @@ class Verifier:
         if verified is None or verified.get("reason") == FAILED:
             return  # a refused digest's revision says so itself (hold)
         st.write_status(self.kube, revision_kind(kind), rev, st.StatusChange(
-            [c.Condition(str(verified["type"]), str(verified["status"]),
-                         str(verified.get("reason", "")), str(verified.get("message", "")))],
-            int(meta(rev).get("generation") or 0), {}, guarded=guarded))
+            [_decided(verified)], int(meta(rev).get("generation") or 0), {}, guarded=guarded))
 
     def hold(self, kind: str, rev: Obj | None, refusal: Outcome, created: bool) -> None:
         """A refused digest's revision, made now or held before, in Crossplane's words:
@@ -119,9 +117,8 @@ class Verifier:
         ``RevisionHealthy=False/AwaitingSignatureVerification``."""
         if rev is None or not (created or _held(rev)):
             return  # one that was verified and ran stays as it is
-        failed = _condition(refusal, "") or {}
         st.write_status(self.kube, revision_kind(kind), rev, st.StatusChange(
-            [c.Condition(VERIFIED, conditions.FALSE, FAILED, str(failed.get("message", ""))),
+            [_decided(_condition(refusal, "") or {}),
              c.Condition(conditions.REVISION_HEALTHY, conditions.FALSE,
                          conditions.AWAITING_VERIFICATION)],
             int(meta(rev).get("generation") or 0), {}))
@@ -147,6 +144,12 @@ class Verifier:
         if after != current:
             self.kube.patch(PKG_V1, kind_of(kind), meta(pkg)["name"],
                             {"status": {"conditions": after}}, subresource="status")
+
+
+def _decided(condition: Obj) -> c.Condition:
+    """A stored condition as the one a status write is given (``st.StatusChange``)."""
+    return c.Condition(str(condition.get("type", "")), str(condition.get("status", "")),
+                       str(condition.get("reason", "")), str(condition.get("message", "")))
 
 
 def _held(rev: Obj) -> bool:
