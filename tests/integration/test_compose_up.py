@@ -32,6 +32,7 @@ from tests.fixtures.compose import images
 from tests.fixtures.deploy import install_service_account
 from tests.fixtures.devcluster import start_devcluster
 from tests.fixtures.docker import Docker, Image
+from tests.fixtures.phases import phase
 from tests.fixtures.stack import Stack
 from tests.helpers import port_free, unique, wait_for
 
@@ -83,15 +84,17 @@ class Compose:
 @pytest.fixture(scope="module")
 def compose_images(docker: Docker, base_image: str, lockwright_image: Image) -> dict[str, str]:
     """The images the override names, built on the base (once per machine)."""
-    return {"LW_IMAGE": lockwright_image.name,
-            "LW_POSTGRES_IMAGE": images.postgres_image(docker, base_image),
-            "LW_REGISTRY_IMAGE": images.registry_image(docker, base_image),
-            "LW_TEMPORAL_IMAGE": images.temporal_image(docker, base_image)}
+    with phase("compose images"):
+        return {"LW_IMAGE": lockwright_image.name,
+                "LW_POSTGRES_IMAGE": images.postgres_image(docker, base_image),
+                "LW_REGISTRY_IMAGE": images.registry_image(docker, base_image),
+                "LW_TEMPORAL_IMAGE": images.temporal_image(docker, base_image)}
 
 
 @pytest.fixture(scope="module")
 def compose_cli() -> Path:
-    return images.compose_binary()
+    with phase("compose CLI"):
+        return images.compose_binary()
 
 
 @pytest.fixture
