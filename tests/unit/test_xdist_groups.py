@@ -49,7 +49,10 @@ def test_a_modules_tests_on_one_kind_share_a_unit_and_kinds_do_not() -> None:
 def test_loadgroup_uses_it(pytestconfig: pytest.Config) -> None:
     from tests.fixtures.groups import pytest_xdist_make_scheduler
 
-    config: Any = SimpleNamespace(getvalue=lambda name: "loadgroup", option=pytestconfig.option)
+    option = SimpleNamespace(**vars(pytestconfig.option))
+    option.loadscopereorder = True
+    config: Any = SimpleNamespace(getvalue=lambda name: "loadgroup", option=option)
     assert isinstance(pytest_xdist_make_scheduler(config, None), ModuleKindScheduling)
+    assert option.loadscopereorder is False  # the collection's order, builds' tests last
     other: Any = SimpleNamespace(getvalue=lambda name: "load")
     assert pytest_xdist_make_scheduler(other, None) is None
