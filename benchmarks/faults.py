@@ -8,7 +8,7 @@ SIGKILLs the component once a switch-over is in flight, restarts it on its data 
 everything (tests/faults/checks.py). A baseline runs the same work with no kill.
 
     python benchmarks/faults.py [--kills 10] [--components worker,etcd] \
-        [--control-plane kube|devcluster]
+        [--control-plane kube|devcluster] [--keep DIR]
 
 Exit 1 when a target is missed: 100% converged, 0 lost Lock entries, 0 s without an
 Available runtime apart from API-server downtime, worst convergence <= 60 s after the
@@ -111,6 +111,9 @@ def main() -> int:
                         help="kills of each component (0: only the baseline, no kill)")
     parser.add_argument("--components", default="", help="comma-separated (default: all)")
     parser.add_argument("--control-plane", choices=("kube", "devcluster"), default="kube")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="save the logs and open or Failed workflows' histories of each "
+                             "kill that missed a target to DIR/<component>-<n>")
     args = parser.parse_args()
     quiet_logs(urllib3=True)
     wanted = [c for c in args.components.split(",") if c] or list(
@@ -128,6 +131,9 @@ def main() -> int:
             for i in range(1 if component is None else args.kills):
                 o = fault.run(stack, tc, component, Path(tmp) / f"{component}-{i}")
                 runner.run(fault.check_workflows(client, stack, o))
+                if args.keep is not None and missed([o]):
+                    runner.run(fault.keep_evidence(client, stack, o,
+                                                   args.keep / f"{component}-{i + 1}"))
                 outcomes.append(o)
                 print(f"{o.component} #{i + 1}: converged {o.converged} in {o.converge_s:.1f}s"
                       f" (down {o.down_s:.1f}s); problems {o.problems()}", flush=True)

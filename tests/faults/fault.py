@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,3 +138,22 @@ async def check_workflows(temporal: Client, stack: Stack, outcome: Outcome) -> N
     with contextlib.suppress(AssertionError):  # still open: reported in open_workflows
         await wait_for_async(closed, timeout=30, interval=0.5, what="workflows closed")
     outcome.retries = await checks.retried_activities(temporal, stack.task_queue)
+
+
+async def keep_evidence(temporal: Client, stack: Stack, outcome: Outcome, into: Path) -> None:
+    """Save what a missed kill leaves to diagnose it: the stack's logs, and the history
+    (JSON, as ``temporal workflow show --output json`` gives it) and pending work of each
+    workflow of the stack still open or Failed."""
+    into.mkdir(parents=True, exist_ok=True)
+    for log in stack.state.glob("*.log"):
+        shutil.copy(log, into / log.name)
+    (into / "outcome.txt").write_text(f"{outcome}\n")
+    for wid in [*outcome.open_workflows, *outcome.failed_workflows]:
+        handle = temporal.get_workflow_handle(wid)
+        history = await handle.fetch_history()
+        name = wid.replace(":", "_").replace("/", "_")
+        (into / f"{name}.history.json").write_text(history.to_json())
+        described = await handle.describe()
+        (into / f"{name}.pending.txt").write_text(
+            f"{described.raw_description.pending_activities}\n"
+            f"{described.raw_description.pending_children}\n")

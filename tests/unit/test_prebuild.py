@@ -69,3 +69,28 @@ def test_nothing_is_built_for_ready_binaries_or_unselected_clusters(
     monkeypatch.setenv("LOCKWRIGHT_TEST_CLUSTER", "devcluster")
     items = [Item("h", ("helm_executable",)), devcluster("d"), Item("u")]
     assert prebuild.needed(items) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("first", "want"), [
+    (0, [("spawn", "build-control-plane.sh"), ("nice", prebuild.TESTS_NICE), "waited",
+         ("spawn", "build-cosign.sh"), "waited"]),
+    (1, [("spawn", "build-cosign.sh"), "waited", ("spawn", "build-helm.sh"), "waited"]),
+])
+def test_the_control_plane_starts_before_the_tests_lower_their_priority(
+        monkeypatch: pytest.MonkeyPatch, first: int, want: list[object]) -> None:
+    calls: list[object] = []
+
+    class Proc:
+        def wait(self) -> None:
+            calls.append("waited")
+
+    def spawn(_: prebuild.Builder, build: prebuild.Build) -> Proc:
+        calls.append(("spawn", build.script))
+        return Proc()
+
+    monkeypatch.setattr(prebuild.Builder, "_spawn", spawn)
+    monkeypatch.setattr(prebuild.os, "nice", lambda n: calls.append(("nice", n)))
+    builder = prebuild.Builder(list(prebuild.BUILDS[first:first + 2]))
+    builder.start()
+    builder.thread.join(timeout=10)
+    assert calls == want
