@@ -72,7 +72,7 @@ def test_nothing_is_built_for_ready_binaries_or_unselected_clusters(
 
 
 @pytest.mark.parametrize(("first", "want"), [
-    (0, [("spawn", "build-control-plane.sh"), ("nice", prebuild.TESTS_NICE), "waited",
+    (0, [("spawn", "build-control-plane.sh"), "below the build", "waited",
          ("spawn", "build-cosign.sh"), "waited"]),
     (1, [("spawn", "build-cosign.sh"), "waited", ("spawn", "build-helm.sh"), "waited"]),
 ])
@@ -81,6 +81,8 @@ def test_the_control_plane_starts_before_the_tests_lower_their_priority(
     calls: list[object] = []
 
     class Proc:
+        pid = 4242
+
         def wait(self) -> None:
             calls.append("waited")
 
@@ -89,8 +91,25 @@ def test_the_control_plane_starts_before_the_tests_lower_their_priority(
         return Proc()
 
     monkeypatch.setattr(prebuild.Builder, "_spawn", spawn)
-    monkeypatch.setattr(prebuild.os, "nice", lambda n: calls.append(("nice", n)))
+    monkeypatch.setattr(prebuild, "below_the_build", lambda: calls.append("below the build"))
     builder = prebuild.Builder(list(prebuild.BUILDS[first:first + 2]))
     builder.start()
     builder.thread.join(timeout=10)
     assert calls == want
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no autogroups here")
+def test_the_tests_session_goes_below_the_build() -> None:
+    """In a child in a session of its own (a session's priority is lowered for good)."""
+    import subprocess
+    import sys
+
+    code = ("from pathlib import Path\n"
+            "from tests.fixtures.prebuild import below_the_build\n"
+            "below_the_build()\n"
+            "print(Path('/proc/self/autogroup').read_text().split()[-1], Path('/proc/self/stat')"
+            ".read_text().split(')')[1].split()[16])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True, cwd=Path(__file__).resolve().parents[2],
+                          start_new_session=True)
+    assert done.stdout.split() == [str(prebuild.TESTS_NICE)] * 2
