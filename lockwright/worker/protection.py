@@ -28,13 +28,10 @@ def type_resource(crd: str) -> Resource:
 
 
 def served_version(kube: Kube, res: Resource) -> Resource:
-    """``res`` with the group's preferred version (discovery), once lockwright may list and
-    watch it (the revision's RBAC is written after its CRDs, and goes with the revision
-    while its CRDs may stay a while: asking first keeps a list or watch from being
-    refused).
+    """``res`` with the group's preferred version (discovery), when it has none yet.
 
     Raises:
-        LookupError: not served, or not readable, yet: the stream backs off and asks again.
+        LookupError: not served yet: the stream backs off and asks again.
     """
     if res.role != MANAGED or res.version:
         return res
@@ -42,15 +39,28 @@ def served_version(kube: Kube, res: Resource) -> Resource:
     version = str((doc.get("preferredVersion") or {}).get("version") or "")
     if not version:
         raise LookupError(f"{res.group} is not served yet")
-    if not all(kube.can_i(verb, res.group, res.plural) for verb in ("list", "watch")):
-        raise LookupError(f"no right to list and watch {res.plural}.{res.group} yet")
     return Resource(res.kind, res.plural, version, res.role, group=res.group,
                     metadata_only=True)
 
 
+def ensure_readable(kube: Kube, res: Resource) -> None:
+    """Ask, before every list and watch of a Provider type, whether lockwright may still
+    list and watch it. Its right comes with the Provider's revisions' RBAC, written after
+    the CRDs and gone with a revision (deleted by hand, or replaced) while the CRDs stay;
+    a watch already open is not ended when the right goes, so only asking before each
+    request, a watch resumed after its timeout included, keeps it from being refused.
+
+    Raises:
+        LookupError: not readable now: the stream backs off and asks again.
+    """
+    if res.role == MANAGED and not all(kube.can_i(verb, res.group, res.plural)
+                                       for verb in ("list", "watch")):
+        raise LookupError(f"no right to list and watch {res.plural}.{res.group} now")
+
+
 def unresolved(res: Resource) -> Resource:
-    """A Provider type's stream resource to be found (and its right to read asked) again
-    before the next list or watch; any other resource as it is."""
+    """A Provider type's stream resource whose served version is to be found again before
+    the next list or watch; any other resource as it is."""
     return type_resource(res.kind) if res.role == MANAGED else res
 
 

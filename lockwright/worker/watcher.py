@@ -41,6 +41,7 @@ from lockwright.worker.protection import (
     MANAGED,
     ProtectionIndex,
     Streams,
+    ensure_readable,
     healthy,
     served_version,
     type_resource,
@@ -118,16 +119,18 @@ class Stream:
                 if self.stop.is_set():
                     return
                 delay = backoff.next()
-                self.res = unresolved(self.res)  # a refusal among the causes: ask first
+                self.res = unresolved(self.res)  # a version gone among the causes: find it again
                 log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
                 self.stop.wait(delay)
 
     def _round(self) -> bool:
         """List if needed, then watch; False when the watch's version was gone (relist).
-        A watch the server ended early (a CRD's storage torn down, an API server going)
-        may have lost the right to resume: a Provider type's stream asks again first."""
+        A Provider type's stream asks for the right to read before each round, and finds
+        its served version again after a watch the server ended early (a CRD's storage
+        torn down, an API server going)."""
         self.res = served_version(self.kube, self.res)
+        ensure_readable(self.kube, self.res)
         if not self.rv:
             self._list()
         try:

@@ -1,10 +1,11 @@
 """On the wire: a Provider type's stream asks for the right to watch again before it
-resumes a watch the server ended early.
+resumes any watch: one the server ended early, and one that ran to its timeout.
 
 A Provider's types are readable by lockwright through its revisions' RBAC, which goes with
-the revisions while the CRDs may stay a while; a CRD's deletion ends its watches early.
-Resuming at once would be refused (403, an RBAC denial in the audit log), so the stream asks
-with a SelfSubjectAccessReview first and resumes from where it was once allowed again.
+a revision (deleted by hand, or replaced) while the CRDs may stay a while; a CRD's deletion
+ends its watches early, while a revision's RBAC going ends none. Resuming without asking
+would be refused (403, an RBAC denial in the audit log), so the stream asks with a
+SelfSubjectAccessReview first and resumes from where it was once allowed again.
 
 A small HTTP server stands in for kube-apiserver: a refusal on demand, between one watch and
 the next, is not something a real server can be made to do at a chosen moment.
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from lockwright.k8s import Kube
 from lockwright.worker.protection import type_resource
+from lockwright.worker import watcher
 from lockwright.worker.watcher import Changed, Message, Stream
 from tests.helpers import wait_for
 from tests.integration.fake_http import JsonHandler, serving
@@ -30,10 +33,13 @@ WIDGET = {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
 
 class FakeApi(JsonHandler):
     """Discovery, access reviews, and one type's list and watch; each watch streams one
-    event and ends at once (early). The right to read is withdrawn as the first ends."""
+    event and ends, at once (early) or, with ``full``, at its ``timeoutSeconds`` as a real
+    server's watch does when nothing ends it. The right to read is withdrawn as the first
+    ends."""
 
     requests: list[tuple[str, str]] = []
     allowed = True
+    full = False
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         """Discovery, list, or a watch of one event."""
@@ -45,6 +51,9 @@ class FakeApi(JsonHandler):
         if "watch=true" not in self.path:
             return self.send_json({"kind": "WidgetList", "apiVersion": f"{GROUP}/v1",
                                "metadata": {"resourceVersion": "5"}, "items": []})
+        if type(self).full:  # the server's own timeout, as the client asked
+            query = parse_qs(urlsplit(self.path).query)
+            threading.Event().wait(float(query["timeoutSeconds"][0]))
         type(self).allowed = False  # the revision's RBAC goes as the watch ends
         self.send_json({"type": "ADDED", "object": WIDGET})
 
@@ -57,9 +66,11 @@ class FakeApi(JsonHandler):
                     "status": {"allowed": type(self).allowed}})
 
 
-@pytest.fixture
-def fake_api() -> Iterator[str]:
+@pytest.fixture(params=["ended early", "ran to its timeout"])
+def fake_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     FakeApi.requests, FakeApi.allowed = [], True
+    FakeApi.full = request.param == "ran to its timeout"
+    monkeypatch.setattr(watcher, "WATCH_TIMEOUT_S", 2)  # a 2 s watch, not 5 minutes
     with serving(FakeApi) as url:
         yield url
 
@@ -74,7 +85,7 @@ def kinds() -> list[str]:
     return [kind(m, p) for m, p in FakeApi.requests]
 
 
-def test_a_watch_ended_early_resumes_only_once_access_is_granted_again(
+def test_a_watch_resumes_only_once_access_is_granted_again(
         fake_api: str) -> None:
     from kubernetes import client
 
