@@ -18,6 +18,7 @@ pytest_plugins = [
     "tests.fixtures.stack",
     "tests.fixtures.helm",
     "tests.fixtures.groups",
+    "tests.fixtures.tiers",
 ]
 
 

@@ -16,11 +16,15 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from lockwright.identity import names
 from lockwright.identity.digest import type_digest
 from tests.e2e.test_api_identity import api, output
 from tests.e2e.test_api_identity_record import Release, annotation, kubectl_json
 from tests.fixtures.stack import Stack
+
+pytestmark = pytest.mark.kube_shows("kubectl edit of a CRD kube-apiserver serves")
 
 EDIT = """\
 import sys, yaml

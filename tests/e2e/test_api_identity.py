@@ -31,6 +31,9 @@ from tests.e2e.test_upgrade import GOOD_IMAGE, upgrade_to, wait_active
 from tests.fixtures.stack import ROOT, Stack, running_stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "the CRDs as kube-apiserver stores them, defaults included, giving each type's identity")
+
 Obj = dict[str, Any]
 SIZE = {"size": {"type": "integer"}}
 

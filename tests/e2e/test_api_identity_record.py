@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from lockwright.identity import names
@@ -25,6 +26,9 @@ from tests.e2e.test_install import lock_entry
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
 from tests.oci_images import Entry, Layer, push_image, tar_bytes
+
+pytestmark = pytest.mark.kube_shows(
+    "the identity recorded at install against the CRD as kube-apiserver stores it")
 
 Obj = dict[str, Any]
 MRDS = "managedresourcedefinitions.apiextensions.crossplane.io"

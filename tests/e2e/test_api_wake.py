@@ -27,6 +27,9 @@ from tests.e2e.test_mrd_activation import AWAITING, policy, provider
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "a CRD kube-apiserver establishes waking the package that waits on its API")
+
 #: Well under the production unhealthy recheck (and the watcher's resync).
 WAKE_DEADLINE_S = 60.0
 

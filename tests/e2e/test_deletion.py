@@ -30,6 +30,9 @@ from tests.fixtures.stack import PKG_GROUP, PLURALS, REVISION_PLURALS, Stack
 from tests.helpers import unique, wait_for, wait_for_async
 from tests.histories import CHILD_STARTED, steps_after_clean_up
 
+pytestmark = pytest.mark.kube_shows(
+    "the garbage collector carrying out foreground, background and orphan deletion")
+
 Obj = dict[str, Any]
 Ref = tuple[str, str, str]  # kind, name, uid
 

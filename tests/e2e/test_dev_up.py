@@ -75,6 +75,7 @@ def test_dev_up_on_the_temporal_cluster_keeps_its_data(tmp_path: Path) -> None:
     assert port_free(tport)
 
 
+@pytest.mark.kube_shows("dev up --control-plane kube: the Deployment controller and kwok")
 def test_dev_up_on_the_real_control_plane(tmp_path: Path, cluster_kind: str) -> None:
     """``--control-plane kube``: the example's runtime is rolled out by the Deployment and
     ReplicaSet controllers to a Running pod on a kwok Node, and a foreground delete of the

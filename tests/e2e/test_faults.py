@@ -21,9 +21,10 @@ from tests.faults.scenario import COMPONENTS, components_for
 from tests.fixtures.stack import Stack, running_stack
 from tests.fixtures.temporal import STACK_WORKERS, TemporalTarget, temporal_kinds
 
-pytestmark = pytest.mark.skipif("cluster" not in temporal_kinds(),
-                                reason="the Temporal cluster is not selected "
-                                       "(LOCKWRIGHT_TEST_TEMPORAL)")
+pytestmark = [pytest.mark.skipif("cluster" not in temporal_kinds(),
+                                 reason="the Temporal cluster is not selected "
+                                        "(LOCKWRIGHT_TEST_TEMPORAL)"),
+              pytest.mark.kube_shows("etcd, kube-apiserver and its controllers killed mid-change")]
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,9 @@ from tests.e2e.test_upgrade import wait_active
 from tests.fixtures.stack import PKG_GROUP, Stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "kube-apiserver's list-map validation of the resources a release would break")
+
 Obj = dict[str, Any]
 CONDITION: Obj = {"type": "object", "required": ["type"],
                   "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}

@@ -32,6 +32,9 @@ from lockwright import names
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "the installed objects, owners and RBAC as kube-apiserver stores and enforces them")
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 PACKAGES = DATA / "packages"
 CRDS = DATA / "crds"

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -20,6 +21,9 @@ from kubernetes.client.exceptions import ApiException
 from tests.e2e.packages import crd
 from tests.fixtures.stack import Stack
 from tests.helpers import unique, wait_for
+
+pytestmark = pytest.mark.kube_shows(
+    "the Lock's compare-and-swap on kube-apiserver's resourceVersions")
 
 Obj = dict[str, Any]
 CONFLICT = "is already controlled by"

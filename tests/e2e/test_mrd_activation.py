@@ -23,6 +23,9 @@ from tests.e2e.test_failures import crd_exists, package_status
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for, wait_for_async
 
+pytestmark = pytest.mark.kube_shows(
+    "the CRDs activated MRDs make, established by kube-apiserver, and safe-start's RBAC")
+
 NS = "crossplane-system"
 IMAGE = "registry.example.org/example/provider-gadgets:{tag}"
 # Full resource names: another test's CRD may claim a short name or kind (``provider``).

@@ -31,6 +31,9 @@ from tests.e2e.test_plans import COLOR, SIZE, group, push, widget_crd
 from tests.fixtures.stack import Stack
 from tests.helpers import unique
 
+pytestmark = pytest.mark.kube_shows(
+    "the server's own controllers writing a CRD's status between the plan's read and its dry run")
+
 Obj = dict[str, Any]
 CRD_KIND = "CustomResourceDefinition"
 

@@ -30,6 +30,9 @@ from tests.e2e.test_upgrade import GOOD_IMAGE, temporal_cli, upgrade_to, wait_ac
 from tests.fixtures.stack import PKG_GROUP, Stack, running_stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "kube-apiserver's own CRD validation and dry runs deciding each plan")
+
 Obj = dict[str, Any]
 META_API = "meta.pkg.crossplane.io/v1"
 

@@ -24,6 +24,9 @@ from tests.e2e.test_install import allow_secrets, provider_root
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "the authorizer: a Provider type watched only while its revision's RBAC allows it")
+
 Obj = dict[str, Any]
 USAGES = ("protection.crossplane.io", "v1beta1", "clusterusages")
 LABEL = "crossplane.io/provider-protection=true"

@@ -34,6 +34,9 @@ from tests.fixtures.devcluster import DevCluster
 from tests.fixtures.stack import PKG_GROUP, PLURALS, Stack, running_stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "kube-apiserver's RBAC authorizer and ClusterRole aggregation, every refusal in its audit log")
+
 Obj = dict[str, Any]
 XP, OPS = "apiextensions.crossplane.io", "ops.crossplane.io"
 META = "meta.pkg.crossplane.io/v1"

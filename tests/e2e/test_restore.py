@@ -36,6 +36,9 @@ from tests.e2e.packages import crd
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "objects restored without owners, adopted while the garbage collector runs")
+
 Obj = dict[str, Any]
 #: What Velero's restore drops from every object's metadata (pkg/restore/restore.go).
 SERVER_FIELDS = ("generateName", "selfLink", "uid", "resourceVersion", "generation",

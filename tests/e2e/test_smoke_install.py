@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.stack import Stack
 from tests.helpers import unique
+
+pytestmark = pytest.mark.kube_shows(
+    "the package's objects stored by kube-apiserver, its runtime rolled out")
 
 PROVIDER_ROOT = Path(__file__).resolve().parents[1] / "data" / "packages" / "provider"
 

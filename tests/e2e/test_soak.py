@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client, WorkflowExecutionStatus
 
@@ -34,6 +35,9 @@ from tests.e2e.test_install import (
 from tests.e2e.test_resilience import everything, lock_entries, mentions
 from tests.fixtures.stack import PKG_GROUP, PLURALS, REVISION_PLURALS, Stack
 from tests.helpers import unique, wait_for, wait_for_async
+
+pytestmark = pytest.mark.kube_shows(
+    "the garbage collector under random propagation, deletions landing mid-install")
 
 SOAK_PACKAGES = 30
 SOAK_ROUNDS = int(os.environ.get("LOCKWRIGHT_SOAK_ROUNDS", "3"))

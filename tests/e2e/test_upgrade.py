@@ -22,6 +22,9 @@ from tests.e2e.test_install import revision_name_for
 from tests.fixtures.stack import PKG_GROUP, Stack
 from tests.helpers import unique, wait_for
 
+pytestmark = pytest.mark.kube_shows(
+    "the Deployment controller rolling runtimes out and back, never none Available")
+
 NS = "crossplane-system"
 GOOD_IMAGE = "registry.example.org/example/provider-gadgets:{tag}"
 BROKEN_IMAGE = "registry.example.org/example/broken-runtime:{tag}"  # see BROKEN_IMAGES
