@@ -12,8 +12,7 @@ from typing import TextIO
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "build-control-plane.sh"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
-            "kwok")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 TEMPORAL_SCRIPT = ROOT / "scripts" / "build-temporal.sh"
 TEMPORAL_BINARIES = ("temporal-server", "temporal-sql-tool")
 
