@@ -52,7 +52,7 @@ def test_builds_start_in_their_order_the_control_plane_first() -> None:
     items = [Item("h", ("helm_executable",)), kube("k"), Item("c", ("compose_cli",
                                                                     "compose_images"))]
     assert [b.script for b in prebuild.needed(items)] == [  # type: ignore[arg-type]
-        "build-control-plane.sh", "build-helm.sh", "build-compose.sh", "build-temporal.sh"]
+        "build-control-plane.sh", "build-compose.sh", "build-temporal.sh", "build-helm.sh"]
     assert [b.nice for b in prebuild.needed(items)] == [0, 10, 10, 10]  # type: ignore
 
 
