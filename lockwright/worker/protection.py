@@ -43,19 +43,21 @@ def served_version(kube: Kube, res: Resource) -> Resource:
                     metadata_only=True)
 
 
-def ensure_readable(kube: Kube, res: Resource) -> None:
+def ensure_readable(kube: Kube, res: Resource, relist: bool) -> None:
     """Ask, before every list and watch of a Provider type, whether lockwright may still
-    list and watch it. Its right comes with the Provider's revisions' RBAC, written after
-    the CRDs and gone with a revision (deleted by hand, or replaced) while the CRDs stay;
-    a watch already open is not ended when the right goes, so only asking before each
-    request, a watch resumed after its timeout included, keeps it from being refused.
+    watch it (and list it, before a ``relist``). Its right comes with the Provider's
+    revisions' RBAC, written after the CRDs and gone with a revision (deleted by hand, or
+    replaced) while the CRDs stay; a watch already open is not ended when the right goes,
+    so only asking before each request, a watch resumed after its timeout included, keeps
+    it from being refused. A resumed watch costs one review a stream every few minutes.
 
     Raises:
         LookupError: not readable now: the stream backs off and asks again.
     """
+    verbs = ("list", "watch") if relist else ("watch",)
     if res.role == MANAGED and not all(kube.can_i(verb, res.group, res.plural)
-                                       for verb in ("list", "watch")):
-        raise LookupError(f"no right to list and watch {res.plural}.{res.group} now")
+                                       for verb in verbs):
+        raise LookupError(f"no right to {' and '.join(verbs)} {res.plural}.{res.group} now")
 
 
 def unresolved(res: Resource) -> Resource:

@@ -130,7 +130,7 @@ class Stream:
         its served version again after a watch the server ended early (a CRD's storage
         torn down, an API server going)."""
         self.res = served_version(self.kube, self.res)
-        ensure_readable(self.kube, self.res)
+        ensure_readable(self.kube, self.res, relist=not self.rv)
         if not self.rv:
             self._list()
         try:
