@@ -31,7 +31,7 @@ from tests.e2e.test_upgrade import GOOD_IMAGE, upgrade_to, wait_active
 from tests.fixtures.stack import ROOT, Stack, running_stack
 from tests.helpers import unique, wait_for
 
-pytestmark = pytest.mark.kube_shows(
+KUBE = pytest.mark.kube_shows(
     "the CRDs as kube-apiserver stores them, defaults included, giving each type's identity")
 
 Obj = dict[str, Any]
@@ -115,6 +115,7 @@ def served_digest(stack: Stack, key: str) -> str:
     return line.split()[2]
 
 
+@KUBE
 def test_two_clusters_same_then_controller_then_definition_and_manifests(
         clusters: tuple[Stack, Stack], tmp_path: Path) -> None:
     a, b = clusters

@@ -24,7 +24,7 @@ from tests.e2e.test_install import allow_secrets, provider_root
 from tests.fixtures.stack import Stack, running_stack
 from tests.helpers import unique, wait_for
 
-pytestmark = pytest.mark.kube_shows(
+KUBE = pytest.mark.kube_shows(
     "the authorizer: a Provider type watched only while its revision's RBAC allows it")
 
 Obj = dict[str, Any]
@@ -70,6 +70,7 @@ def delete_and_wait_gone(stack: Stack, provider: str, crd: str) -> None:
              what=f"Provider {provider} and CRD {crd} deleted")
 
 
+@KUBE
 def test_a_provider_in_use_is_not_deleted_until_its_resources_are_gone(
         stack: Stack, tmp_path: Path) -> None:
     name, group, widget = install_with_widget(stack, tmp_path)

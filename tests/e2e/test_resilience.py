@@ -29,7 +29,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-import pytest
 import yaml
 from google.protobuf.message import Message
 from kubernetes import client
@@ -164,7 +163,6 @@ def settled(stack: Stack, a: str, b: str) -> tuple[str, str, str] | None:
     return None
 
 
-@pytest.mark.kube_shows("the Lock's compare-and-swap on kube-apiserver, two takes at once")
 def test_exactly_one_winner_every_round(stack: Stack, tmp_path: Path) -> None:
     rounds = []
     for i in range(WINNER_ROUNDS):
@@ -279,7 +277,6 @@ def tiny_provider(stack: Stack, tmp_path: Path, tag: str) -> tuple[str, str, lis
     return unique(tag), ref, [c["metadata"]["name"] for c in crds]
 
 
-@pytest.mark.kube_shows("what a killed worker left half-written on a real server, taken up again")
 def test_worker_killed_at_a_random_point_loses_nothing(stack: Stack, tmp_path: Path) -> None:
     seed = int(os.environ.get("LOCKWRIGHT_CRASH_SEED", time.time_ns() % 2**32))
     rng = random.Random(seed)

@@ -22,8 +22,10 @@ from tests.e2e.test_install import revision_name_for
 from tests.fixtures.stack import PKG_GROUP, Stack
 from tests.helpers import unique, wait_for
 
-pytestmark = pytest.mark.kube_shows(
+ROLLOUT = pytest.mark.kube_shows(
     "the Deployment controller rolling runtimes out and back, never none Available")
+STORED = pytest.mark.kube_shows("kube-apiserver's own rules for a CRD's stored versions and its "
+                                "custom resources")
 
 NS = "crossplane-system"
 GOOD_IMAGE = "registry.example.org/example/provider-gadgets:{tag}"
@@ -117,6 +119,7 @@ def controller_uid(stack: Stack, crd_name: str) -> str:
 
 
 # --- the tests -------------------------------------------------------------------------
+@ROLLOUT
 def test_upgrade_moves_control_and_removes_v1_only_after_v2_is_available(
         stack: Stack, tmp_path: Path) -> None:
     name, group, repo, v1 = install_v1(stack, tmp_path)
@@ -145,7 +148,8 @@ def test_upgrade_moves_control_and_removes_v1_only_after_v2_is_available(
     assert old["metadata"]["uid"] == v1["metadata"]["uid"]
 
 
-@pytest.mark.parametrize("broken", ["unfetchable", "lint", "unavailable"])
+@pytest.mark.parametrize("broken", ["unfetchable", "lint",
+                                    pytest.param("unavailable", marks=ROLLOUT)])
 def test_broken_v2_leaves_v1_active_and_running(stack: Stack, tmp_path: Path,
                                                 broken: str) -> None:
     deadline = {c.SWITCH_DEADLINE_ANNOTATION: "3"}
@@ -225,6 +229,7 @@ def test_rollback_to_the_old_tag_rolls_a_new_revision_of_its_digest(stack: Stack
 CRASH_ROUNDS = 10
 
 
+@ROLLOUT
 def test_worker_killed_during_switch_overs_never_leaves_zero_runtimes(
         stack: Stack, tmp_path: Path) -> None:
     """SIGKILL at a random point of each of 10 switch-overs; overlapping, seeded."""
@@ -414,6 +419,7 @@ def install_gadgets(stack: Stack, tmp: Path) -> tuple[str, str, str]:
     return name, group, repo
 
 
+@STORED
 def test_v2_dropping_a_stored_crd_version_is_refused_with_nothing_written(
         stack: Stack, tmp_path: Path) -> None:
     name, group, repo = install_gadgets(stack, tmp_path)
@@ -439,6 +445,7 @@ def test_v2_dropping_a_stored_crd_version_is_refused_with_nothing_written(
         "Active") == 1, states
 
 
+@STORED
 def test_v2_renaming_a_crd_removes_the_old_one_and_controls_the_new(
         stack: Stack, tmp_path: Path) -> None:
     name, group, repo = install_gadgets(stack, tmp_path)
@@ -560,6 +567,7 @@ def test_hand_off_after_the_old_revision_was_deleted_by_hand(stack: Stack,
     stack.wait_healthy("Provider", name)
 
 
+@STORED
 def test_a_dropped_crd_with_custom_resources_is_kept_and_reported(
         stack: Stack, tmp_path: Path) -> None:
     name, group, repo = install_gadgets(stack, tmp_path)
