@@ -57,5 +57,6 @@ def test_a_mark_without_one_reason_is_refused(mark: pytest.Mark) -> None:
 
 
 def test_the_reason_is_read() -> None:
-    assert tiers._shows(Item(pytest.mark.kube_shows("the GC").mark)) == "the GC"  # type: ignore[arg-type]
+    marked = Item(pytest.mark.kube_shows("the GC").mark)
+    assert tiers._shows(marked) == "the GC"  # type: ignore[arg-type]
     assert tiers._shows(Item(None)) is None  # type: ignore[arg-type]
