@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from lockwright.k8s import Kube
-from lockwright.worker.protection import type_resource
 from lockwright.worker import watcher
+from lockwright.worker.protection import type_resource
 from lockwright.worker.watcher import Changed, Message, Stream
 from tests.helpers import wait_for
 from tests.integration.fake_http import JsonHandler, serving
