@@ -76,6 +76,9 @@ SPECS: tuple[Spec, ...] = (
          "runtime for Providers and Functions: Deployment or External"),
     Spec("resync_seconds", "--resync-seconds", "LOCKWRIGHT_RESYNC_SECONDS", "600",
          "watcher: relist and signal every package this often (0 = never)"),
+    Spec("resync_rate", "--resync-rate", "LOCKWRIGHT_RESYNC_RATE", "10",
+         "watcher: at most this many workflows a second signalled by a full list (start-up, "
+         "resync), as Crossplane's --max-reconcile-rate; changes are never held (0 = no limit)"),
     Spec("max_concurrent_activities", "--max-concurrent-activities",
          "LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "32",
          "worker: activities run at once (threads for the Kubernetes client)"),
@@ -154,6 +157,7 @@ class Settings:
     crossplane_version: str = CROSSPLANE_VERSION
     package_runtime: str = "Deployment"
     resync_seconds: float = 600.0
+    resync_rate: float = 10.0
     max_concurrent_activities: int = 32
     tuning: str = ""
     dependency_upgrades: bool = False
@@ -239,6 +243,8 @@ def _check_values(s: Settings) -> None:
                         "list registry hosts like 127.0.0.1:5000, comma-separated")
     if s.resync_seconds < 0:
         raise _fail("resync_seconds", "negative", "give seconds >= 0 (0 turns resync off)")
+    if s.resync_rate < 0:
+        raise _fail("resync_rate", "negative", "give signals a second >= 0 (0 = no limit)")
     if s.max_concurrent_activities < 1:
         raise _fail("max_concurrent_activities", "below 1", "give a positive number")
     if s.tuning:

@@ -189,6 +189,11 @@ class Target:
                 else package_workflow_id(self.kind, self.name, self.task_queue))
 
     @property
+    def package(self) -> bool:
+        """A package's workflow (not the resolver's, activation's or protection's)."""
+        return self.kind not in (RESOLVER, ACTIVATION, PROTECTION)
+
+    @property
     def resolver(self) -> bool:
         """Whether this is the dependency resolver (``name`` is then the task queue)."""
         return self.kind == RESOLVER

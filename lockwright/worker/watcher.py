@@ -209,6 +209,9 @@ class Watcher:
         self._listed: set[str] = set()
         self._pending: dict[str, Target] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
+        # A full list's signals wait here, let out at settings.resync_rate a second.
+        self._held: dict[str, Target] = {}
+        self._held_queue: asyncio.Queue[str] = asyncio.Queue()
         self._stop = threading.Event()
         self._streams: list[Stream] = []
         self._tuning = workflow_tuning(settings.tuning)
@@ -227,6 +230,7 @@ class Watcher:
 
         self._emit = emit
         tasks = [asyncio.create_task(self._signaller()) for _ in range(SIGNALLERS)]
+        tasks.append(asyncio.create_task(self._pacer()))
         for res in self.resources:
             self._streams.append(self._start(res, self._stop))
         log.info("watching", resources=len(self.resources),
@@ -299,8 +303,10 @@ class Watcher:
                 return
         if msg.res.role == "package" and msg.res.kind == "Provider":
             self._provider_health(msg)
+        paced = False
         if isinstance(msg, Synced):
             targets = self.index.on_sync(msg.res, msg.items, msg.signal_all, msg.why)
+            paced = msg.signal_all
             self.stats[f"list:{msg.why}"] += 1
             self._listed.add(msg.res.kind)
             if len(self._listed) == len(self.resources) and not self.synced.is_set():
@@ -309,13 +315,37 @@ class Watcher:
         else:
             targets = self.index.on_event(msg.res, msg.type, msg.obj)
             self.stats["events"] += 1
-        self._queue_targets(targets)
+        self._queue_targets(targets, paced)
 
-    def _queue_targets(self, targets: list[Target]) -> None:
+    def _queue_targets(self, targets: list[Target], paced: bool = False) -> None:
+        """Queue signals; a full list's (``paced``) to packages wait their turn in the
+        held lane unless already queued, and a change to a held workflow signals it at
+        once."""
+        pace = paced and self.settings.resync_rate > 0
         for target in targets:
-            if target.workflow_id not in self._pending:
-                self._queue.put_nowait(target.workflow_id)
-            self._pending[target.workflow_id] = target
+            wid = target.workflow_id
+            if pace and target.package and wid not in self._pending:
+                if wid not in self._held:
+                    self._held_queue.put_nowait(wid)
+                self._held[wid] = target
+                continue
+            self._held.pop(wid, None)
+            if wid not in self._pending:
+                self._queue.put_nowait(wid)
+            self._pending[wid] = target
+
+    async def _pacer(self) -> None:
+        """Let held signals out at ``resync_rate`` a second (docs/design.md, "Resync,
+        paced"): a resync or a watcher's start-up signals every package at once, and
+        every one of them runs a pass."""
+        while True:
+            wid = await self._held_queue.get()
+            target = self._held.pop(wid, None)
+            if target is None:
+                continue  # signalled meanwhile by a change
+            self._queue_targets([target])
+            self.stats["paced"] += 1
+            await asyncio.sleep(1 / self.settings.resync_rate)  # the rate, not a wait for state
 
     async def _signaller(self) -> None:
         backoff = Backoff(0.5, 10.0)

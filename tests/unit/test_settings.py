@@ -45,6 +45,7 @@ def test_defaults_without_flags_or_environment() -> None:
     ("package_runtime", "--package-runtime", "LOCKWRIGHT_PACKAGE_RUNTIME", "External",
      "Deployment", "External"),
     ("resync_seconds", "--resync-seconds", "LOCKWRIGHT_RESYNC_SECONDS", "5", "7", 5.0),
+    ("resync_rate", "--resync-rate", "LOCKWRIGHT_RESYNC_RATE", "2.5", "7", 2.5),
     ("max_concurrent_activities", "--max-concurrent-activities",
      "LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "4", "8", 4),
     ("upgrade_gate", "--upgrade-gate", "LOCKWRIGHT_UPGRADE_GATE", "Strict", "Evidence",
