@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.fixtures.helm",
     "tests.fixtures.groups",
     "tests.fixtures.tiers",
+    "tests.fixtures.timeline",
 ]
 
 
@@ -36,7 +37,8 @@ def pytest_collection_modifyitems(config: "pytest.Config", items: list["pytest.I
     if not prebuild.enabled(config):
         return
     prebuild.reorder(items)
-    builder = prebuild.Builder(prebuild.needed(items))
+    from tests.fixtures.timeline import TIMELINE  # a plugin: imported once pytest loaded it
+    builder = prebuild.Builder(prebuild.needed(items), TIMELINE.builds)
     config.stash[BUILDER] = builder
     builder.start()
 
