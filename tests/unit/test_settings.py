@@ -81,6 +81,7 @@ def test_every_setting_has_a_flag_and_a_variable() -> None:
     ("LOCKWRIGHT_INSECURE_REGISTRIES", "http://x/y", "--insecure-registries", "127.0.0.1:5000"),
     ("LOCKWRIGHT_RESYNC_SECONDS", "soon", "--resync-seconds", "number"),
     ("LOCKWRIGHT_RESYNC_SECONDS", "-1", "--resync-seconds", "0 turns resync off"),
+    ("LOCKWRIGHT_RESYNC_RATE", "-1", "--resync-rate", "0 = no limit"),
     ("LOCKWRIGHT_MAX_CONCURRENT_ACTIVITIES", "0", "--max-concurrent-activities", "positive"),
     ("LOCKWRIGHT_DEFAULT_ACTIVATIONS", "*,[a", "--default-activations", "filepath.Match"),
     ("LOCKWRIGHT_MANAGED_RESOURCE_DEFINITIONS", "maybe", "--managed-resource-definitions",
