@@ -131,6 +131,10 @@ class Stream:
         torn down, an API server going)."""
         self.res = served_version(self.kube, self.res)
         ensure_readable(self.kube, self.res, relist=not self.rv)
+        if self.stop.is_set():
+            # Stopped while asking: a Provider type's stream is stopped as its Provider
+            # goes, and the right to read goes with it soon after; ask nothing more.
+            return True
         if not self.rv:
             self._list()
         try:
@@ -156,6 +160,8 @@ class Stream:
     def _follow(self, until: float) -> bool:
         """Watch from ``rv`` until the server ends it; whether it ended early (a second or
         more before its timeout)."""
+        if self.stop.is_set():  # stopped during the list: no watch
+            return False
         timeout = int(max(1, min(WATCH_TIMEOUT_S, until - time.monotonic())))
         ends = time.monotonic() + timeout - 1
         self._watch = watch(self.kube, self.res.path, self.rv, timeout,
