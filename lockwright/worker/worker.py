@@ -1,18 +1,22 @@
 """``lockwright worker``: bootstrap the cluster, then run workflows and activities.
 
 One process polls one task queue for both workflow and activity tasks. Activities that
-use the (synchronous) Kubernetes client run on a thread pool sized to the activity slots,
-so the event loop never blocks. SIGTERM or SIGINT drains: no new tasks are polled and
+use the (synchronous) Kubernetes client run on a thread pool with a thread for every
+activity and local activity the worker admits at once (:func:`executor_threads`), so the
+event loop never blocks and a local step never waits behind a queued one for a thread. SIGTERM or SIGINT drains: no new tasks are polled and
 running activities get ``GRACEFUL_SHUTDOWN`` to finish before they are cancelled (their
 retries then run on another worker, or on this one after a restart). With
 ``--metrics-address`` its Temporal runtime serves Prometheus metrics
-(:mod:`worker.observability`).
+(:mod:`worker.observability`). SIGUSR1 writes every thread's stack to stderr, to see what a
+stalled worker waits on (:func:`dump_stacks_on_signal`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -83,6 +87,23 @@ def workflow_runner() -> Any:
         restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
 
 
+def executor_threads(slots: int) -> int:
+    """Threads for the activity executor, given the worker's activity slots.
+
+    The SDK admits ``slots`` activities and as many local activities at once, and runs both
+    on this one executor. With only ``slots`` threads, local steps (status writes, the
+    health watch) queued behind long queued activities for a free thread while the
+    workflow task that ran them stayed open (docs/design.md, "One thread per admitted
+    activity").
+    """
+    return 2 * slots
+
+
+def dump_stacks_on_signal() -> None:
+    """On SIGUSR1, write every thread's stack to stderr (the worker keeps running)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def load_activities(settings: Settings) -> Sequence[Callable[..., Any]]:
     """The activity implementations, from ``activities.build(settings)``."""
     return build(settings)
@@ -106,7 +127,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event, *, bootstrap: bool
     await _register_search_attributes(client)
     acts = list(activity_list) if activity_list is not None else load_activities(settings)
     slots = settings.max_concurrent_activities
-    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="activity") as pool:
+    with ThreadPoolExecutor(max_workers=executor_threads(slots),
+                            thread_name_prefix="activity") as pool:
         worker = Worker(client, task_queue=settings.task_queue, workflows=ALL_WORKFLOWS,
                         activities=acts, activity_executor=pool,
                         max_concurrent_activities=slots,
@@ -153,6 +175,7 @@ def worker_command(args: argparse.Namespace) -> int:
     """Handler of ``lockwright worker``."""
     configure()
     quiet_sdk_messages()
+    dump_stacks_on_signal()
     settings = settings_or_exit(args)
     if not _cache_usable(settings) or not _serving_metrics(settings):
         return 1

@@ -1,0 +1,57 @@
+"""A stalled worker says where its threads wait: the worker's SIGUSR1 dump, and the digest
+a test stack's timed-out wait puts in its failure (tests/fixtures/threads.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from lockwright.worker.worker import executor_threads
+from tests.fixtures.threads import DUMP_MARK, digest, threads
+
+DUMP = '''Thread 0x00007f01 (most recent call first):
+  File "/w/lockwright/k8s/client.py", line 204 in _send
+  File "/w/lockwright/k8s/client.py", line 171 in _answer
+  File "/w/lockwright/k8s/client.py", line 147 in _call
+  File "/w/lockwright/activities/health.py", line 80 in watch_health
+
+Thread 0x00007f02 (most recent call first):
+  File "/w/lockwright/k8s/client.py", line 204 in _send
+  File "/w/lockwright/k8s/client.py", line 171 in _answer
+  File "/w/lockwright/k8s/client.py", line 147 in _call
+
+Current thread 0x00007f03 (most recent call first):
+  File "/py/concurrent/futures/thread.py", line 81 in _worker
+'''
+
+
+def test_the_digest_groups_threads_by_where_they_wait_most_common_first() -> None:
+    assert digest(DUMP) == (
+        "1× k8s/client.py:204 _send < k8s/client.py:171 _answer < k8s/client.py:147 _call"
+        " < activities/health.py:80 watch_health; "
+        "1× k8s/client.py:204 _send < k8s/client.py:171 _answer < k8s/client.py:147 _call; "
+        "1× futures/thread.py:81 _worker")
+
+
+def test_the_worker_dumps_every_thread_on_sigusr1_and_keeps_running() -> None:
+    code = ("import os, signal, sys\n"
+            "from lockwright.worker.worker import dump_stacks_on_signal\n"
+            "dump_stacks_on_signal()\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)\n"
+            "print('still running', flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == "still running\n", done.stderr
+    assert DUMP_MARK in done.stderr and "line 4 in <module>" in done.stderr
+
+
+def test_no_live_worker_gives_no_digest() -> None:
+    assert threads([], lambda: "") == ""
+
+
+@pytest.mark.parametrize("slots", [1, 8, 32])
+def test_every_admitted_activity_and_local_activity_has_a_thread(slots: int) -> None:
+    # The SDK admits `slots` activities and `slots` local activities, all on one executor.
+    assert executor_threads(slots) >= slots + slots
