@@ -49,11 +49,15 @@ def test_tests_run_as_their_builds_finish_the_control_plane_first() -> None:
 
 
 def test_builds_start_in_their_order_the_control_plane_first() -> None:
+    # The session stacks' builds (cosign, helm) before the ones only compose's own stack
+    # needs: the last build's tests run at the run's end, on the oldest stacks.
     items = [Item("h", ("helm_executable",)), kube("k"), Item("c", ("compose_cli",
-                                                                    "compose_images"))]
+                                                                    "compose_images")),
+             devcluster("s", "cosign_binary")]
     assert [b.script for b in prebuild.needed(items)] == [  # type: ignore[arg-type]
-        "build-control-plane.sh", "build-compose.sh", "build-temporal.sh", "build-helm.sh"]
-    assert [b.nice for b in prebuild.needed(items)] == [0, 10, 10, 10]  # type: ignore
+        "build-control-plane.sh", "build-cosign.sh", "build-helm.sh", "build-compose.sh",
+        "build-temporal.sh"]
+    assert [b.nice for b in prebuild.needed(items)] == [0, 10, 10, 10, 10]  # type: ignore
 
 
 def test_a_ready_build_does_not_hold_its_tests_back(monkeypatch: pytest.MonkeyPatch) -> None:
