@@ -183,6 +183,13 @@ class Settings:
         for check in _CHECKS:
             check(self)
 
+    @property
+    def activity_threads(self) -> int:
+        """Threads (and Kubernetes connections) for the worker's activities: the SDK admits
+        ``max_concurrent_activities`` activities and as many local activities at once, and
+        runs both on one executor (docs/design.md, "One thread per admitted activity")."""
+        return 2 * self.max_concurrent_activities
+
     def env(self) -> dict[str, str]:
         """These settings as environment variables, for child processes."""
         out = {}

@@ -159,5 +159,7 @@ def build(settings: Settings, kube: Kube | None = None,
         indexes: reads the package indexes; by default those of
             ``settings.package_indexes`` (:func:`activities.api_dependencies.configured_indexes`).
     """
-    return wire(settings, kube or Kube.connect(settings.kubeconfig or None),
+    kube = kube or Kube.connect(settings.kubeconfig or None,
+                                connections=settings.activity_threads)
+    return wire(settings, kube,
                 cache or PackageCache(settings.cache_dir), indexes).all()

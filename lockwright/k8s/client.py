@@ -87,7 +87,7 @@ class Kube:
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, timeout: float = 30.0,
-                context: str | None = None) -> Kube:
+                context: str | None = None, connections: int = 32) -> Kube:
         """Connect with the first of: the kubeconfig given, the Pod's service account, ~/.kube.
 
         In that order: ``kubeconfig`` when given (``Settings.kubeconfig``, which
@@ -100,6 +100,8 @@ class Kube:
                 none was configured.
             timeout: seconds for connecting and for each response.
             context: a kubeconfig context to use instead of its current one.
+            connections: connections kept open for reuse, at least: one for each thread
+                that calls at once (the worker's activity threads).
 
         Raises:
             Exception: the client's ``ConfigException`` (or an ``OSError``) when the chosen
@@ -111,7 +113,8 @@ class Kube:
         else:
             _loader.load_kube_config(config_file=kubeconfig or None, context=context or None,
                                      client_configuration=configuration)
-        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 32)
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize,
+                                                     connections)
         return cls(kclient.ApiClient(configuration), timeout)
 
     def close(self) -> None:

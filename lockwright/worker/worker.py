@@ -2,7 +2,7 @@
 
 One process polls one task queue for both workflow and activity tasks. Activities that
 use the (synchronous) Kubernetes client run on a thread pool with a thread for every
-activity and local activity the worker admits at once (:func:`executor_threads`), so the
+activity and local activity the worker admits at once (``Settings.activity_threads``), so the
 event loop never blocks and a local step never waits behind a queued one for a thread. SIGTERM or SIGINT drains: no new tasks are polled and
 running activities get ``GRACEFUL_SHUTDOWN`` to finish before they are cancelled (their
 retries then run on another worker, or on this one after a restart). With
@@ -87,18 +87,6 @@ def workflow_runner() -> Any:
         restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
 
 
-def executor_threads(slots: int) -> int:
-    """Threads for the activity executor, given the worker's activity slots.
-
-    The SDK admits ``slots`` activities and as many local activities at once, and runs both
-    on this one executor. With only ``slots`` threads, local steps (status writes, the
-    health watch) queued behind long queued activities for a free thread while the
-    workflow task that ran them stayed open (docs/design.md, "One thread per admitted
-    activity").
-    """
-    return 2 * slots
-
-
 def dump_stacks_on_signal() -> None:
     """On SIGUSR1, write every thread's stack to stderr (the worker keeps running)."""
     faulthandler.register(signal.SIGUSR1, all_threads=True)
@@ -127,7 +115,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, *, bootstrap: bool
     await _register_search_attributes(client)
     acts = list(activity_list) if activity_list is not None else load_activities(settings)
     slots = settings.max_concurrent_activities
-    with ThreadPoolExecutor(max_workers=executor_threads(slots),
+    with ThreadPoolExecutor(max_workers=settings.activity_threads,
                             thread_name_prefix="activity") as pool:
         worker = Worker(client, task_queue=settings.task_queue, workflows=ALL_WORKFLOWS,
                         activities=acts, activity_executor=pool,

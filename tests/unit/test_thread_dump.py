@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from lockwright.worker.worker import executor_threads
+from lockwright.k8s import Kube
+from lockwright.settings import Settings
 from tests.fixtures.threads import DUMP_MARK, digest, threads
 
 DUMP = '''Thread 0x00007f01 (most recent call first):
@@ -54,4 +56,25 @@ def test_no_live_worker_gives_no_digest() -> None:
 @pytest.mark.parametrize("slots", [1, 8, 32])
 def test_every_admitted_activity_and_local_activity_has_a_thread(slots: int) -> None:
     # The SDK admits `slots` activities and `slots` local activities, all on one executor.
-    assert executor_threads(slots) >= slots + slots
+    assert Settings(max_concurrent_activities=slots).activity_threads >= slots + slots
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+@pytest.mark.parametrize("connections", [64, 200])
+def test_the_connection_pool_keeps_a_connection_for_each_calling_thread(
+        tmp_path: Path, connections: int) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(KUBECONFIG)
+    kube = Kube.connect(str(config), connections=connections)
+    try:
+        assert kube._api.configuration.connection_pool_maxsize >= connections  # noqa: SLF001
+    finally:
+        kube.close()
