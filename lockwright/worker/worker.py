@@ -2,8 +2,9 @@
 
 One process polls one task queue for both workflow and activity tasks. Activities that
 use the (synchronous) Kubernetes client run on a thread pool with a thread for every
-activity and local activity the worker admits at once (``Settings.activity_threads``), so the
-event loop never blocks and a local step never waits behind a queued one for a thread. SIGTERM or SIGINT drains: no new tasks are polled and
+activity and local activity the worker admits at once (``Settings.activity_threads``), so
+the event loop never blocks and a local step never waits for a thread behind a queued
+activity. SIGTERM or SIGINT drains: no new tasks are polled and
 running activities get ``GRACEFUL_SHUTDOWN`` to finish before they are cancelled (their
 retries then run on another worker, or on this one after a restart). With
 ``--metrics-address`` its Temporal runtime serves Prometheus metrics
