@@ -43,21 +43,21 @@ def served_version(kube: Kube, res: Resource) -> Resource:
                     metadata_only=True)
 
 
-def ensure_readable(kube: Kube, res: Resource, relist: bool) -> None:
-    """Ask, before every list and watch of a Provider type, whether lockwright may still
-    watch it (and list it, before a ``relist``). Its right comes with the Provider's
-    revisions' RBAC, written after the CRDs and gone with a revision (deleted by hand, or
-    replaced) while the CRDs stay; a watch already open is not ended when the right goes,
-    so only asking before each request, a watch resumed after its timeout included, keeps
-    it from being refused. A resumed watch costs one review a stream every few minutes.
+def ensure_readable(kube: Kube, res: Resource, verb: str) -> None:
+    """Ask, right before each list and each watch of a Provider type, whether lockwright
+    may still ``verb`` it. Its right comes with the Provider's revisions' RBAC, written
+    after the CRDs and gone with a revision (deleted by hand, or replaced) while the CRDs
+    stay; a watch already open is not ended when the right goes, so only asking before
+    each request, a watch resumed after its timeout included, keeps it from being refused.
+    The watch after a list is asked for again: a revision deleted while the list runs
+    (its Provider just turned Healthy, so its streams just started) takes the right with
+    it. A resumed watch costs one review a stream every few minutes.
 
     Raises:
         LookupError: not readable now: the stream backs off and asks again.
     """
-    verbs = ("list", "watch") if relist else ("watch",)
-    if res.role == MANAGED and not all(kube.can_i(verb, res.group, res.plural)
-                                       for verb in verbs):
-        raise LookupError(f"no right to {' and '.join(verbs)} {res.plural}.{res.group} now")
+    if res.role == MANAGED and not kube.can_i(verb, res.group, res.plural):
+        raise LookupError(f"no right to {verb} {res.plural}.{res.group} now")
 
 
 def unresolved(res: Resource) -> Resource:

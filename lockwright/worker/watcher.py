@@ -126,17 +126,16 @@ class Stream:
 
     def _round(self) -> bool:
         """List if needed, then watch; False when the watch's version was gone (relist).
-        A Provider type's stream asks for the right to read before each round, and finds
-        its served version again after a watch the server ended early (a CRD's storage
-        torn down, an API server going)."""
+        A Provider type's stream asks for the right to read before each list and each
+        watch, and finds its served version again after a watch the server ended early (a
+        CRD's storage torn down, an API server going)."""
         self.res = served_version(self.kube, self.res)
-        ensure_readable(self.kube, self.res, relist=not self.rv)
-        if self.stop.is_set():
-            # Stopped while asking: a Provider type's stream is stopped as its Provider
-            # goes, and the right to read goes with it soon after; ask nothing more.
-            return True
         if not self.rv:
+            if not self._may("list"):
+                return True
             self._list()
+        if not self._may("watch"):
+            return True
         try:
             if self._follow(self._resync_at):
                 self.res = unresolved(self.res)
@@ -148,6 +147,14 @@ class Stream:
         if time.monotonic() >= self._resync_at:
             self.rv, self._why, self._signal_all = "", "resync", True
         return True
+
+    def _may(self, verb: str) -> bool:
+        """Whether to send the next request: a Provider type's stream asks for the right
+        to ``verb`` first (:func:`ensure_readable` raises when it is gone); False when
+        stopped while asking: a Provider type's stream is stopped as its Provider goes,
+        and the right to read goes with it soon after, so nothing more is asked."""
+        ensure_readable(self.kube, self.res, verb)
+        return not self.stop.is_set()
 
     def _list(self) -> None:
         listing = list_all(self.kube, self.res.path, metadata_only=self.res.metadata_only,
