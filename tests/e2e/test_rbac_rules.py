@@ -2,7 +2,8 @@
 
 One stack of its own, devcluster enforcing RBAC and lockwright running as deploy/'s
 ServiceAccount, goes through a representative life: a Provider shipping every kind a
-provider installs (applied before its tag exists, so it fails and retries first), a
+provider installs (applied before its tag exists, so it fails and retries first), one
+whose runtime never becomes available (its health check watches it), a
 Configuration shipping every kind a configuration installs with a missing Provider,
 Function and Configuration as dependencies, an upgrade of each that keeps some objects
 and drops the others (one CRD still in use), dependency upgrades that move the three
@@ -28,7 +29,7 @@ from lockwright.devcluster.rbac import atoms
 from lockwright.managed.protection import POLICY_NAME as POLICY
 from tests.e2e.packages import crd
 from tests.e2e.test_dependencies import Repos, dep
-from tests.e2e.test_install import allow_secrets, ensure_crossplane_crds, write_package
+from tests.e2e.test_install import SIMULATE, allow_secrets, ensure_crossplane_crds, write_package
 from tests.fixtures.deploy import deploy_objects
 from tests.fixtures.devcluster import DevCluster
 from tests.fixtures.stack import PKG_GROUP, PLURALS, Stack, running_stack
@@ -190,6 +191,30 @@ def install_provider(stack: Stack, tmp: Path, group: str,
     return repo, name
 
 
+def install_unavailable(stack: Stack, tmp: Path, group: str) -> None:
+    """A Provider whose runtime is never available (a runtime config's pod-template
+    annotation, which devcluster and kwok honour): its health check lists the Deployment,
+    finds it unavailable and watches it. Runtimes that are available at the first list
+    (devcluster's come 50 ms after a write) are never watched, so without this one the
+    Role's watch of Deployments was used or not by how fast the worker was. The Provider
+    is deleted once the watch is in the record."""
+    drc = unique("unavailable")
+    stack.custom.create_cluster_custom_object(
+        PKG_GROUP, "v1beta1", "deploymentruntimeconfigs",
+        {"apiVersion": f"{PKG_GROUP}/v1beta1", "kind": "DeploymentRuntimeConfig",
+         "metadata": {"name": drc},
+         "spec": {"deploymentTemplate": {"spec": {
+             "selector": {}, "template": {"metadata": {"annotations": {SIMULATE: "unavailable"}},
+                                          "spec": {"containers": []}}}}}})
+    name = unique("provider")
+    stack.apply_package("Provider", name, push_provider(stack, tmp, unique("audited"), group,
+                                                        "v1.0.0"), runtimeConfigRef={"name": drc})
+    wait_for(lambda: any(u["atom"][:3] == ["watch", "apps", "deployments"]
+                         for u in record_of(stack)["allowed"]), timeout=90, interval=0.5,
+             what=f"Provider {name}'s health check watching its unavailable Deployment")
+    delete(stack, "Provider", name, "Background")
+
+
 def use_widgets(stack: Stack, group: str) -> None:
     """A custom resource of the Widget CRD, which the provider's v2 no longer ships."""
     stack.custom.create_cluster_custom_object(group, "v1alpha1", "widgets", {
@@ -337,6 +362,14 @@ def orphan_and_adopt(stack: Stack, name: str) -> None:
 
 
 # --- the record ------------------------------------------------------------------------
+def record_of(stack: Stack) -> Obj:
+    """Which rule allowed which requests, and the refusals: devcluster records them; on
+    kube the record is rebuilt from the audit log (the role that allowed each request,
+    then its first matching rule)."""
+    return (stack.cluster.rbac_record() if isinstance(stack.cluster, DevCluster)
+            else stack.cluster.rbac_record(stack.api))
+
+
 def role_key(role: Obj) -> tuple[str, str]:
     meta = role["metadata"]
     name = f"{meta['namespace']}/{meta['name']}" if role["kind"] == "Role" else meta["name"]
@@ -368,6 +401,7 @@ def test_every_rule_of_deploy_rbac_is_used_and_nothing_is_refused(
     groups = [f"{unique('prov')}.example.org" for _ in range(2)]
     installed = [install_provider(stack, tmp_path, groups[0], fail_first=True),
                  install_provider(stack, tmp_path, groups[1])]
+    install_unavailable(stack, tmp_path, f"{unique('down')}.example.org")
     use_widgets(stack, groups[0])
     repair_drift(stack, installed[0][1])
     configuration = configuration_life(stack, tmp_path)
@@ -382,10 +416,7 @@ def test_every_rule_of_deploy_rbac_is_used_and_nothing_is_refused(
     unprotect(stack)
 
     assert stack.denials() == []
-    # devcluster records which rule allowed each request; on kube the record is rebuilt
-    # from the audit log (the role that allowed it, then its first matching rule).
-    record = (stack.cluster.rbac_record() if isinstance(stack.cluster, DevCluster)
-              else stack.cluster.rbac_record(stack.api))
+    record = record_of(stack)
     assert record["denied"] == []
     # The health poll reads the runtime Deployment with a get; it runs only where the
     # health watch (list and watch) cannot, and in runs started before the watch

@@ -75,10 +75,16 @@ TRAFFIC_RULES: list[Rule] = [
           ".body.items"),
          EXPLAINED[("custom_resources", "crd")] + " " +
          EXPLAINED[("custom_resources", "established")]),
-    Rule("Deployment controller", _path_has("/deployments"), (".body.status",),
+    Rule("Deployment controller", _path_has("/deployments"),
+         (".body.status", ".body.metadata.annotations.deployment.kubernetes.io/revision",
+          ".body.metadata.managedFields"),
          "devcluster simulates the Deployment controller at once (--deployment-delay, "
          "0.05 s), so a Deployment read back is already available; kube's kwok nodes and "
-         "controller-manager take longer. lockwright waits for Available either way."),
+         "controller-manager take longer. lockwright waits for Available either way. When "
+         "kube's controller gets to the Deployment before the read (a busy machine: it "
+         "varies from run to run), the read also shows its writes, which devcluster's "
+         "simulator does not make: the deployment.kubernetes.io/revision annotation and "
+         "kube-controller-manager's managedFields entries. lockwright reads neither."),
     Rule("Table column descriptions", lambda s: "as=Table" in s["accept"],
          (".body.columnDefinitions",), EXPLAINED[("table", "list")]),
     Rule("TokenRequest metadata", _path_has("/token"),
