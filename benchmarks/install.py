@@ -476,6 +476,33 @@ async def breakdown(client: Any, name: str, task_queue: str) -> dict[str, Any]:
             "local": local}
 
 
+async def timeline(client: Any, name: str, task_queue: str) -> list[str]:
+    """Every event of the package's and its InstallRevision child's histories in time
+    order: milliseconds from the package workflow's start, which workflow, the event, and
+    the activity, local step or child it concerns (``--timeline``)."""
+    from temporalio.api.enums.v1 import EventType as E
+
+    from lockwright import contracts as c
+
+    pkg = await _events(client, c.package_workflow_id(c.PROVIDER, name, task_queue))
+    rev_id = next(e.start_child_workflow_execution_initiated_event_attributes.workflow_id
+                  for e in pkg if e.event_type
+                  == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+    t0 = pkg[0].event_time.ToDatetime().timestamp()
+    rows = [(e.event_time.ToDatetime().timestamp(), who, e)
+            for who, events in (("pkg", pkg), ("rev", await _events(client, rev_id)))
+            for e in events]
+    return [f"{(at - t0) * 1000:7.0f} ms  {who}  {E.Name(e.event_type)[11:]:<40} "
+            f"{_what(e)}" for at, who, e in sorted(rows, key=lambda r: r[0])]
+
+
+def _what(event: Any) -> str:
+    """The activity type of a scheduled activity, or a local step's, else ''."""
+    if event.HasField("activity_task_scheduled_event_attributes"):
+        return str(event.activity_task_scheduled_event_attributes.activity_type.name)
+    return _local_step(event)[0] if event.HasField("marker_recorded_event_attributes") else ""
+
+
 def tally(events: list[Any], acts: dict[str, list[float]], wft: list[float]
           ) -> tuple[float, int]:
     """Add one workflow's activities to ``acts`` and its workflow tasks to ``wft``.
@@ -598,6 +625,10 @@ def measure_small(b: Bench, pkgs: list[tuple[str, str]], floor_pkgs: list[tuple[
     b.notes.append("10-CRD: " + ", ".join(f"{x:.2f}" for x in ours) + " s; floor: "
                    + ", ".join(f"{x:.2f}" for x in floors) + " s")
     print_breakdown(f"history of {last[0]}", last[1], last[2], b.history(last[0]))
+    if getattr(b.args, "timeline", False):
+        fut = asyncio.run_coroutine_threadsafe(
+            timeline(b.temporal, last[0], b.settings.task_queue), b.loop)
+        print("\n".join(fut.result(120)))
     return last[0], last[2]
 
 
@@ -921,6 +952,8 @@ def main() -> int:
                         help="which measures to run, comma-separated: small, big, "
                              "concurrent (all by default)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR (kept) instead of a temp dir")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print every event of the last small install's histories")
     args = parser.parse_args()
     if args.quick:
         args.installs, args.big_crds, args.big_mb = 5, 200, 10.0
