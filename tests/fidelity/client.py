@@ -6,9 +6,14 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+
+# client-go's REST client: retries of a request answered with Retry-After (maxRetries).
+RETRIES = 10
 
 
 @dataclass(frozen=True)
@@ -61,16 +66,34 @@ class Client:
             return Answer(got.code, got.media, got.data)
         return Answer(got.code, got.media, _decode(got.data, got.media))
 
-    def raw(self, method: str, path: str, data: str | bytes | None,
-            headers: dict[str, str] | None = None) -> Raw:
-        """One request exactly as given (headers valued "" are left out)."""
-        conn = self._connection(20)
+    def _open(self, method: str, path: str, data: str | bytes | None,
+              headers: dict[str, str] | None, timeout: float
+              ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Send one request and read its status, as client-go's REST client does: a 429
+        with a Retry-After header (kube-apiserver's answer to a watch while the resource's
+        watch cache is still starting, as it is just after a CRD is established) is sent
+        again after the seconds it asks, up to :data:`RETRIES` times. The caller closes the
+        connection."""
         head = _headers(headers)
         if self.token:
             head["Authorization"] = f"Bearer {self.token}"
-        try:
+        for attempt in range(RETRIES + 1):
+            conn = self._connection(timeout)
             conn.request(method, path, body=data, headers=head)
             resp = conn.getresponse()
+            wait = resp.getheader("Retry-After")
+            if resp.status != 429 or not (wait or "").isdigit() or attempt == RETRIES:
+                return conn, resp
+            resp.read()
+            conn.close()
+            time.sleep(min(int(wait or 1), 10))  # the server's own Retry-After
+        raise AssertionError("unreachable")
+
+    def raw(self, method: str, path: str, data: str | bytes | None,
+            headers: dict[str, str] | None = None) -> Raw:
+        """One request exactly as given (headers valued "" are left out)."""
+        conn, resp = self._open(method, path, data, headers, 20)
+        try:
             raw = resp.read()
         finally:
             conn.close()
@@ -80,12 +103,8 @@ class Client:
               headers: dict[str, str] | None = None) -> Answer:
         """A watch the server ends after ``seconds`` (``timeoutSeconds``), or read until
         ``stop_after`` events came."""
-        conn = self._connection(seconds + 10)
-        head = _headers(headers)
-        if self.token:
-            head["Authorization"] = f"Bearer {self.token}"
-        conn.request("GET", f"{path}&timeoutSeconds={seconds}", headers=head)
-        resp = conn.getresponse()
+        conn, resp = self._open("GET", f"{path}&timeoutSeconds={seconds}", None, headers,
+                                seconds + 10)
         media = (resp.getheader("Content-Type") or "").split(";")[0].strip()
         try:
             if resp.status != 200:
