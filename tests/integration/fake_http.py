@@ -14,10 +14,13 @@ from typing import Any
 class JsonHandler(BaseHTTPRequestHandler):
     """A handler whose answers are JSON documents, one per connection, and quiet."""
 
-    def send_json(self, body: dict[str, Any], status: int = 200) -> None:
-        """Answer ``body`` with ``status`` and close the connection."""
+    def send_json(self, body: dict[str, Any] | list[Any], status: int = 200,
+                  headers: dict[str, str] | None = None) -> None:
+        """Answer ``body`` with ``status`` (and ``headers``) and close the connection."""
         data = (json.dumps(body) + "\n").encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Connection", "close")

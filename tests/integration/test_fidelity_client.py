@@ -4,16 +4,17 @@ CRD is established) is asked again; one without the header is the answer."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.fidelity.client import Client
+from tests.integration.fake_http import JsonHandler, serving
+
+BUSY = {"kind": "Status", "code": 429, "message": "storage is (re)initializing"}
 
 
-class Busy(BaseHTTPRequestHandler):
+class Busy(JsonHandler):
     """Answers 429 to the first ``busy`` requests (with Retry-After: 0 when ``retry_after``),
     then 200 with an empty JSON list."""
 
@@ -23,32 +24,17 @@ class Busy(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         Busy.seen.append(self.path)
-        if len(Busy.seen) <= Busy.busy:
-            body = b'{"kind":"Status","code":429,"message":"storage is (re)initializing"}'
-            self.send_response(429)
-            if Busy.retry_after:
-                self.send_header("Retry-After", "0")
+        if len(Busy.seen) > Busy.busy:
+            self.send_json([])
         else:
-            body = b"[]"
-            self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            self.send_json(BUSY, 429, {"Retry-After": "0"} if Busy.retry_after else None)
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
     Busy.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
+    with serving(Busy) as url:
+        yield url
 
 
 @pytest.mark.parametrize("retry_after, code, requests", [(True, 200, 3), (False, 429, 1)])
