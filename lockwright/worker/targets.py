@@ -177,6 +177,9 @@ class Target:
     source: str = ""
     # The cluster's task queue: a package's workflow id carries it off the default queue.
     task_queue: str = TASK_QUEUE
+    # A package whose spec no pass has answered yet (Summary.unanswered): a full list
+    # signals it at once instead of in the paced lane.
+    unanswered: bool = False
 
     @property
     def workflow_id(self) -> str:
@@ -232,6 +235,9 @@ class Summary:
     controller: str = ""  # MRDs: the revision controlling it ("" when none)
     waiting: tuple[ApiRef, ...] = ()  # revisions: the APIs they wait on (status)
     seen: str = ""  # CRDs: resourceVersion (its status writes move no generation)
+    # packages: no status condition is stamped with the current generation (a new package,
+    # or one edited while no watcher ran): a pass has yet to answer its spec
+    unanswered: bool = False
 
 
 def _owner_package(res: Resource, obj: Obj) -> str:
@@ -265,9 +271,18 @@ def summarize(res: Resource, obj: Obj) -> Summary:
         base = replace(base, paused=annotations.get(PAUSED_ANNOTATION) == "true",
                        accepted_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION) or ""),
                        upgrade_gate=str(annotations.get(UPGRADE_GATE_ANNOTATION) or ""),
-                       pinned_api=str(annotations.get(PIN_API) or ""))
+                       pinned_api=str(annotations.get(PIN_API) or ""),
+                       unanswered=unanswered(obj, base.generation))
     shape = {"package": _package_fields, "imageconfig": _image_config_fields}.get(res.role)
     return replace(base, **shape(res, obj.get("spec") or {})) if shape else base
+
+
+def unanswered(pkg: Obj, generation: int) -> bool:
+    """Whether no condition of the package's status is stamped with ``generation`` (its
+    ``observedGeneration``, which every pass's status write sets): no pass has read this
+    spec yet."""
+    return not any(int(cond.get("observedGeneration") or 0) >= generation
+                   for cond in (pkg.get("status") or {}).get("conditions") or [])
 
 
 def _unhealthy(revision: Obj) -> str:
@@ -387,8 +402,8 @@ class Index:
     def _route(self, res: Resource, name: str, new: Summary, old: Summary | None,
                reason: str) -> list[Target]:
         if res.role == "package":
-            return [Target(res.package_kind, name, reason, new.generation, new.source),
-                    *self.resolver(reason)]
+            return [Target(res.package_kind, name, reason, new.generation, new.source,
+                           unanswered=new.unanswered), *self.resolver(reason)]
         if res.role == "lock":
             return self._lock_changed(new, old, reason)
         if res.role == "crd":

@@ -332,12 +332,12 @@ class Watcher:
 
     def _queue_targets(self, targets: list[Target], paced: bool = False) -> None:
         """Queue signals; a full list's (``paced``) to packages wait their turn in the
-        held lane unless already queued, and a change to a held workflow signals it at
-        once."""
+        held lane unless already queued or unanswered (a spec no pass has read: changed
+        while no watcher ran), and a change to a held workflow signals it at once."""
         pace = paced and self.settings.resync_rate > 0
         for target in targets:
             wid = target.workflow_id
-            if pace and target.package and wid not in self._pending:
+            if pace and target.package and not target.unanswered and wid not in self._pending:
                 if wid not in self._held:
                     self._held_queue.put_nowait(wid)
                 self._held[wid] = target

@@ -1,14 +1,16 @@
-"""A full list's signals are paced (docs/design.md, "Resync, paced"); changes never wait."""
+"""A full list's signals are paced (docs/design.md, "Resync, paced"); changes never wait,
+nor do packages whose spec no pass has read yet."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from lockwright.settings import Settings
-from lockwright.worker.targets import PROTECTION, Target
+from lockwright.worker.targets import PROTECTION, RESOURCES, Index, Target
 from lockwright.worker.watcher import Watcher
 
 
@@ -82,3 +84,33 @@ async def test_the_pacer_lets_one_out_per_tick_in_order_skipping_what_went_at_on
     assert released == [[b.workflow_id, a.workflow_id],
                         [b.workflow_id, a.workflow_id, c.workflow_id]]
     assert w.stats["paced"] == 2
+
+
+def package(generation: int, *observed: int) -> dict[str, Any]:
+    """A Provider at ``generation`` whose status conditions were stamped with ``observed``."""
+    return {"metadata": {"name": "p", "generation": generation},
+            "spec": {"package": "registry.example.org/p:v1"},
+            "status": {"conditions": [{"type": t, "status": "True", "observedGeneration": g}
+                                      for t, g in zip(("Installed", "Healthy"), observed)]}}
+
+
+@pytest.mark.parametrize(("obj", "unanswered"), [
+    ({"metadata": {"name": "p", "generation": 1}, "spec": {}}, True),  # new: no status yet
+    (package(3, 2, 2), True),    # edited while no watcher ran: no pass has read generation 3
+    (package(3, 2, 3), False),   # a pass stamped generation 3 (installing)
+    (package(3, 3, 3), False),   # settled, or failing at generation 3: the resync may wait
+])
+def test_a_package_is_unanswered_until_a_status_condition_carries_its_generation(
+        obj: dict[str, Any], unanswered: bool) -> None:
+    res = next(r for r in RESOURCES if r.kind == "Provider")
+    [target, *_] = Index().on_sync(res, [obj], signal_all=True, why="start")
+    assert target.unanswered is unanswered
+
+
+def test_a_full_list_signals_unanswered_packages_at_once_and_paces_the_rest() -> None:
+    """A watcher started after a gap: what changed meanwhile does not wait behind every
+    settled package's resync signal."""
+    w = make()
+    settled, edited = provider("settled"), replace(provider("edited"), unanswered=True)
+    w._queue_targets([settled, edited], paced=True)
+    assert (list(w._held), fast(w)) == ([settled.workflow_id], [edited.workflow_id])
