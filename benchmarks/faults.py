@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))  # run as a script: `tests` and `benchmarks` impor
 from benchmarks.common import quiet_logs  # noqa: E402
 from lockwright.controlplane import temporalcluster  # noqa: E402
 from tests.faults import fault  # noqa: E402
-from tests.faults.scenario import TARGET_S, components_for  # noqa: E402
+from tests.faults.scenario import TARGET_S, clean_up, components_for  # noqa: E402
 from tests.fixtures import registry as registries  # noqa: E402
 from tests.fixtures.stack import Stack, running_stack  # noqa: E402
 from tests.fixtures.temporal import (  # noqa: E402
@@ -137,6 +137,7 @@ def main() -> int:
                 outcomes.append(o)
                 print(f"{o.component} #{i + 1}: converged {o.converged} in {o.converge_s:.1f}s"
                       f" (down {o.down_s:.1f}s); problems {o.problems()}", flush=True)
+                clean_up(stack, o.scope)  # the next kill starts from the same stack
             rows.append(row(outcomes[0].component, outcomes))
             misses += missed(outcomes)
     print(f"\nfaults on the Temporal cluster, 3 workers, 1 watcher, {args.control_plane}; "

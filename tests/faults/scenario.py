@@ -10,6 +10,7 @@ accepted once held. The stack runs Tuning's defaults (production timings).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,3 +225,25 @@ def _packages(stack: Stack, kind: str) -> list[tuple[str, str]]:
 def _healthy(stack: Stack, kind: str, name: str) -> bool:
     conds = stack.conditions(kind, name)
     return all(conds.get(t, {}).get("status") == "True" for t in ("Installed", "Healthy"))
+
+
+def clean_up(stack: Stack, ns: str, timeout: float = 180) -> None:
+    """Delete the packages of the work ``ns`` (the resolver's dependencies included) and
+    wait until they are gone, so every kill of a benchmark starts from the same stack:
+    left in place, each kill's twenty packages made every later watcher start-up signal
+    more of them, and a kill's convergence measured the stack's age. The gated
+    Provider's Widget goes first (deletion protection refuses the Provider until its
+    usage is gone), and a refused or re-created package is deleted again."""
+    with contextlib.suppress(client.ApiException):
+        stack.custom.delete_cluster_custom_object(f"w.{ns}.example.org", "v1", "widgets",
+                                                  "painted")
+
+    def gone() -> bool:
+        left = [(kind, name) for kind in ("Configuration", "Provider")
+                for name, _ in _packages(stack, kind) if name.startswith(f"{ns}-")]
+        for kind, name in left:
+            with contextlib.suppress(client.ApiException):  # refused until unused; 404
+                stack.custom.delete_cluster_custom_object(PKG_GROUP, "v1", PLURALS[kind], name)
+        return not left
+
+    wait_for(gone, timeout=timeout, interval=1.0, what=f"the packages of {ns} deleted")
