@@ -1,7 +1,8 @@
 """``protect_providers``: Crossplane's provider deletion protection, one pass.
 
 Every CRD a Provider installed (a plain owner reference to the Provider) whose kind is a
-managed resource is asked for one resource (``limit=1``, metadata only); each type that has
+managed resource, of a Provider standing (neither gone nor being deleted) and not being
+deleted itself, is asked for one resource (``limit=1``, metadata only); each type that has
 one gets its ``ClusterUsage``, applied as Crossplane's controller applies it, and each
 labelled usage whose type has none left (or whose CRD is gone) is deleted. The
 ValidatingAdmissionPolicy and its binding, which refuse a Provider's deletion while a
@@ -21,11 +22,12 @@ from lockwright import contracts as c
 from lockwright.activities.base import log, meta
 from lockwright.activities.errors import edge
 from lockwright.errors import KubeNotFound
-from lockwright.k8s import Kube, Obj
+from lockwright.k8s import Kube, Obj, deleting
 from lockwright.k8s.watch import METADATA_LIST, list_all
 from lockwright.managed import protection as p
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+PROVIDER_PATH = "/apis/pkg.crossplane.io/v1/providers"
 READERS = 8  # types asked at once
 
 
@@ -48,7 +50,13 @@ class ProtectionActivities:
             return c.ProtectProvidersResult(enabled=False, deleted=gone[:c.MAX_NAMES])
         self.kube.apply(p.policy(), force=True)
         self.kube.apply(p.binding(), force=True)
-        types = Types(self.kube).managed()
+        # Only the types of Providers standing: a Provider gone or being deleted (its
+        # deletion admitted) has nothing left to protect, and the right to read its
+        # types goes with its revisions meanwhile. Asked after discovery, right before
+        # the types are, so a deletion since is seen as late as this pass can see it.
+        located = Types(self.kube).managed()
+        standing = self._standing()
+        types = [t for t in located if t.provider in standing]
         with ThreadPoolExecutor(READERS) as pool:
             seen = dict(zip(types, pool.map(self._in_use, types)))
         used = [t for t, n in seen.items() if n]
@@ -62,6 +70,11 @@ class ProtectionActivities:
         return c.ProtectProvidersResult(
             types=len(types), in_use=len(used), deleted=gone[:c.MAX_NAMES],
             applied=[str(o["metadata"]["name"]) for o in changes.apply][:c.MAX_NAMES])
+
+    def _standing(self) -> set[str]:
+        """The Providers present and not being deleted (metadata only)."""
+        return {str(meta(o).get("name", "")) for o in list_all(
+            self.kube, PROVIDER_PATH, metadata_only=True).items if not deleting(o)}
 
     def _in_use(self, t: Located) -> bool | None:
         """Whether the type has a resource (in any namespace); a type no longer served
@@ -103,6 +116,8 @@ class Types:
         out = []
         for crd in list_all(self.kube, CRD_PATH, metadata_only=True).items:
             md = meta(crd)
+            if deleting(crd):
+                continue  # going with its Provider (or dropped unused): nothing to protect
             provider, name = p.provider_of(md), str(md.get("name", ""))
             found = self._locate(name, provider) if provider and "." in name else None
             if found is not None and p.protects(found.kind):
