@@ -22,7 +22,8 @@ UNPRIVILEGED = "1000"  # the uid and gid root becomes inside the user namespace
 #: but every commit is in the WAL file before it is acknowledged (synchronous_commit stays
 #: on). With asynchronous commit a SIGKILL of postgres lost commits Temporal had been told
 #: were made, up to 3 wal_writer_delay of them: after a kill, a child workflow's start
-#: stood without its first workflow task, Running forever (docs/testing.md, "Faults").
+#: stood without its first workflow task, Running forever (docs/testing.md, "Faults:
+#: every server killed mid-change").
 SETTINGS = {"listen_addresses": "127.0.0.1", "unix_socket_directories": "",
             "fsync": "off", "synchronous_commit": "on", "full_page_writes": "off",
             "max_connections": "200", "shared_buffers": "64MB"}
