@@ -444,12 +444,10 @@ async def _events(client: Any, workflow_id: str) -> list[Any]:
     return list(history.events)
 
 
-async def breakdown(client: Any, name: str, task_queue: str) -> dict[str, Any]:
-    """Per activity type: run time and schedule-to-start, from both workflows' histories.
-
-    Local activities (markers) have no schedule event: each counts from the end of the
-    step before it in the same workflow task (or the task's start) to its completion.
-    """
+async def _histories(client: Any, name: str, task_queue: str
+                     ) -> tuple[list[Any], list[Any]]:
+    """The events of Provider ``name``'s package workflow and of its first InstallRevision
+    child."""
     from temporalio.api.enums.v1 import EventType as E
 
     from lockwright import contracts as c
@@ -458,7 +456,18 @@ async def breakdown(client: Any, name: str, task_queue: str) -> dict[str, Any]:
     rev_id = next(e.start_child_workflow_execution_initiated_event_attributes.workflow_id
                   for e in pkg if e.event_type
                   == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
-    rev = await _events(client, rev_id)
+    return pkg, await _events(client, rev_id)
+
+
+async def breakdown(client: Any, name: str, task_queue: str) -> dict[str, Any]:
+    """Per activity type: run time and schedule-to-start, from both workflows' histories.
+
+    Local activities (markers) have no schedule event: each counts from the end of the
+    step before it in the same workflow task (or the task's start) to its completion.
+    """
+    from temporalio.api.enums.v1 import EventType as E
+
+    pkg, rev = await _histories(client, name, task_queue)
     acts: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
     wft = [0.0, 0.0]
     timers, local = 0.0, 0
@@ -482,16 +491,10 @@ async def timeline(client: Any, name: str, task_queue: str) -> list[str]:
     the activity, local step or child it concerns (``--timeline``)."""
     from temporalio.api.enums.v1 import EventType as E
 
-    from lockwright import contracts as c
-
-    pkg = await _events(client, c.package_workflow_id(c.PROVIDER, name, task_queue))
-    rev_id = next(e.start_child_workflow_execution_initiated_event_attributes.workflow_id
-                  for e in pkg if e.event_type
-                  == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+    pkg, rev = await _histories(client, name, task_queue)
     t0 = pkg[0].event_time.ToDatetime().timestamp()
     rows = [(e.event_time.ToDatetime().timestamp(), who, e)
-            for who, events in (("pkg", pkg), ("rev", await _events(client, rev_id)))
-            for e in events]
+            for who, events in (("pkg", pkg), ("rev", rev)) for e in events]
     return [f"{(at - t0) * 1000:7.0f} ms  {who}  {E.Name(e.event_type)[11:]:<40} "
             f"{_what(e)}" for at, who, e in sorted(rows, key=lambda r: r[0])]
 

@@ -230,7 +230,7 @@ def _healthy(stack: Stack, kind: str, name: str) -> bool:
 def clean_up(stack: Stack, ns: str, timeout: float = 180) -> None:
     """Delete the packages of the work ``ns`` (the resolver's dependencies included) and
     wait until they are gone, so every kill of a benchmark starts from the same stack:
-    left in place, each kill's twenty packages made every later watcher start-up signal
+    left in place, each kill's sixteen packages made every later watcher start-up signal
     more of them, and a kill's convergence measured the stack's age. The gated
     Provider's Widget goes first (deletion protection refuses the Provider until its
     usage is gone), and a refused or re-created package is deleted again."""

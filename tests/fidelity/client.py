@@ -77,17 +77,18 @@ class Client:
         head = _headers(headers)
         if self.token:
             head["Authorization"] = f"Bearer {self.token}"
-        for attempt in range(RETRIES + 1):
+        attempt = 0
+        while True:
             conn = self._connection(timeout)
             conn.request(method, path, body=data, headers=head)
             resp = conn.getresponse()
-            wait = resp.getheader("Retry-After")
-            if resp.status != 429 or not (wait or "").isdigit() or attempt == RETRIES:
+            wait = resp.getheader("Retry-After") or ""
+            if resp.status != 429 or not wait.isdigit() or attempt == RETRIES:
                 return conn, resp
             resp.read()
             conn.close()
-            time.sleep(min(int(wait or 1), 10))  # the server's own Retry-After
-        raise AssertionError("unreachable")
+            attempt += 1
+            time.sleep(min(int(wait), 10))  # the server's own Retry-After
 
     def raw(self, method: str, path: str, data: str | bytes | None,
             headers: dict[str, str] | None = None) -> Raw:
