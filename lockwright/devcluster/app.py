@@ -11,6 +11,7 @@ from lockwright.devcluster.controllers import DeploymentSimulator, GarbageCollec
 from lockwright.devcluster.guard import Guard
 from lockwright.devcluster.server import DevServer, Settings, serve_in_thread
 from lockwright.devcluster.shapes import Recorder
+from lockwright.devcluster.watch import BOOKMARK_INTERVAL_S
 
 AUTHORIZATION_MODES = ("AlwaysAllow", "RBAC")
 
@@ -44,7 +45,7 @@ class App:
 
 
 def start(host: str, port: int, data_dir: str, *, history: int = 10_000,
-          bookmark_interval: float = 1.0, deployment_delay: float = 0.05,
+          bookmark_interval: float = BOOKMARK_INTERVAL_S, deployment_delay: float = 0.05,
           unavailable_images: Sequence[str] = (), authorization: str = "AlwaysAllow",
           owner_gc: bool = True, record_shapes: str | None = None) -> App:
     """Start devcluster on ``host:port`` (0 picks a free port) with state in ``data_dir``.

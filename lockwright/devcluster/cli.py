@@ -23,8 +23,9 @@ def register(subparsers: Any) -> None:
                        help="file to write a kubeconfig for this server to")
     serve.add_argument("--watch-history", type=int, default=10_000,
                        help="events retained for watches; older versions get 410 Gone")
-    serve.add_argument("--bookmark-interval", type=float, default=1.0,
-                       help="seconds between BOOKMARK events on watches that allow them")
+    serve.add_argument("--bookmark-interval", type=float, default=None,
+                       help="seconds between BOOKMARK events on watches that allow them "
+                       "(default 60, about kube-apiserver's)")
     serve.add_argument("--deployment-delay", type=float, default=0.05,
                        help="seconds before a Deployment's simulated status appears")
     serve.add_argument("--unavailable-images", action="append", default=[], metavar="PATTERN",
@@ -73,10 +74,12 @@ def kubeconfig(url: str, token: str | None = None, ca_pem: bytes | None = None) 
 def serve_command(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM."""
     from lockwright.devcluster.app import start
+    from lockwright.devcluster.watch import BOOKMARK_INTERVAL_S
 
     host, _, port = args.listen.rpartition(":")
+    bookmarks = BOOKMARK_INTERVAL_S if args.bookmark_interval is None else args.bookmark_interval
     app = start(host or "127.0.0.1", int(port or 0), args.data_dir,
-                history=args.watch_history, bookmark_interval=args.bookmark_interval,
+                history=args.watch_history, bookmark_interval=bookmarks,
                 deployment_delay=args.deployment_delay,
                 unavailable_images=args.unavailable_images,
                 authorization=args.authorization_mode,

@@ -27,7 +27,7 @@ from lockwright.devcluster.errors import ApiError, bad_request, method_not_allow
 from lockwright.devcluster.guard import SSAR_PATH, Guard, access_review
 from lockwright.devcluster.selectors import field_selector, label_selector
 from lockwright.devcluster.types import ResourceType, dump_json
-from lockwright.devcluster.watch import WatchRequest, stream
+from lockwright.devcluster.watch import BOOKMARK_INTERVAL_S, WatchRequest, stream
 from lockwright.devcluster.watchlist import sends_initial_events
 
 MAX_BODY = 3 * 1024 * 1024
@@ -49,7 +49,7 @@ class Target:
 class Settings:
     """Server knobs that tests may turn."""
 
-    bookmark_interval = 1.0
+    bookmark_interval = BOOKMARK_INTERVAL_S
 
 
 class Handler(BaseHTTPRequestHandler):
