@@ -522,6 +522,8 @@ def test_pull_policy_always_picks_up_a_moved_tag(stack: Stack, tmp_path: Path) -
              interval=0.2, what="the moved tag installed")
     stack.wait_healthy("Provider", name)
     assert (stack.get_package("Provider", name) or {})["metadata"]["generation"] == 1
+    # Its re-resolve timer would otherwise run every pull_always_s to the session's end.
+    stack.custom.delete_cluster_custom_object(PKG_GROUP, "v1", "providers", name)
 
 
 # --- hand-off ---------------------------------------------------------------------------
