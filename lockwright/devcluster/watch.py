@@ -22,9 +22,9 @@ from lockwright.devcluster.watchlist import end_bookmark
 
 Obj = dict[str, Any]
 # Seconds between a watch's periodic BOOKMARK events: about a minute, as kube-apiserver's
-# watch cache sends them. Every open watch pays for each one, on both ends: at 1 s, the
-# ~150 watches of a stack holding 114 packages cost devcluster 10 CPU-seconds a minute and
-# the watcher 4.
+# watch cache sends them. Every open watch pays for each one, on both ends: at 1 s, a test
+# stack holding 114 packages (about 150 watches) idled at 20 CPU-seconds a minute, at 60 s
+# at 10.6 (docs/testing.md, "What a session stack carries").
 BOOKMARK_INTERVAL_S = 60.0
 
 
