@@ -22,12 +22,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.base import log, meta, spec
 from lockwright.activities.definitions import Definitions
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader
 from lockwright import names
 from lockwright.conditions import condition, set_condition
@@ -49,7 +47,7 @@ class ActivationActivities:
         self.reader = reader
         self.definitions = definitions
 
-    @activity.defn(name=c.ACTIVATE_DEFINITIONS)
+    @defn(name=c.ACTIVATE_DEFINITIONS)
     @edge
     def activate_definitions(self, inp: c.ActivateDefinitionsInput
                              ) -> c.ActivateDefinitionsResult:

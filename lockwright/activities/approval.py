@@ -17,7 +17,6 @@ import asyncio
 import json
 from typing import Any
 
-from temporalio import activity
 from temporalio.api.common.v1 import Payloads
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
@@ -26,7 +25,7 @@ from temporalio.client import Client
 from lockwright import contracts as c
 from lockwright.activities.base import log
 from lockwright.activities.connection import TemporalConnection
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader
 from lockwright.k8s import NORMAL
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION as ACCEPT_PLAN
@@ -45,7 +44,7 @@ class ApprovalActivities:
         self.reader = reader
         self.temporal = temporal
 
-    @activity.defn(name=c.RECORD_APPROVAL)
+    @defn(name=c.RECORD_APPROVAL)
     @edge
     def record_approval(self, inp: c.RecordApprovalInput) -> c.RecordApprovalResult:
         """An Event on the revision: approved by whom, when, how."""

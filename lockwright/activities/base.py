@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 from temporalio import activity
+from temporalio.exceptions import CancelledError
 
 from lockwright.errors import ObjectGone
 from lockwright.k8s import Obj, deleting
@@ -57,6 +58,24 @@ def log(**fields: Any) -> Any:
 def secret_names(refs: list[Obj] | None) -> list[str]:
     """Names out of a ``[{name: …}]`` list such as ``packagePullSecrets``."""
     return [str(r["name"]) for r in refs or [] if r.get("name")]
+
+
+def beat(*details: Any) -> None:
+    """Heartbeat with ``details``, and stop here when the activity was cancelled.
+
+    Where a long activity checks for its cancellation: Temporal never raises it into the
+    thread (:func:`lockwright.activities.errors.defn`), so an activity runs on until it
+    asks, between two batches of its work.
+
+    Raises:
+        CancelledError: the activity was cancelled (timed out, its heartbeat missed, the
+            workflow that runs it cancelled, the worker stopping).
+    """
+    if not activity.in_activity():
+        return
+    activity.heartbeat(*details)
+    if activity.is_cancelled():
+        raise CancelledError("activity cancelled; stopped between two batches")
 
 
 @contextlib.contextmanager

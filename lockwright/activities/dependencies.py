@@ -16,12 +16,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.base import KINDS, PKG_V1, heartbeating, log, meta, spec
 from lockwright.activities.contents import Contents
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.lock import LOCK_API, LockKeeper
 from lockwright.activities.reads import PackageReader, Registries
 from lockwright.activities.verify import Verifier
@@ -112,7 +110,7 @@ class DependencyActivities:
         self.verifier = verifier
         self.policy = policy
 
-    @activity.defn(name=c.RESOLVE_DEPENDENCIES)
+    @defn(name=c.RESOLVE_DEPENDENCIES)
     @edge
     def resolve_dependencies(self, inp: c.ResolveDependenciesInput
                              ) -> c.ResolveDependenciesResult:
@@ -146,7 +144,7 @@ class DependencyActivities:
                     out.append(c.PackageRef(kind.lower(), package))
         return list(dict.fromkeys(out))
 
-    @activity.defn(name=c.APPLY_RESOLUTION)
+    @defn(name=c.APPLY_RESOLUTION)
     @edge
     def apply_resolution(self, inp: c.ApplyResolutionInput) -> c.ApplyResolutionResult:
         """Create and move packages as decided, then write the Lock's status."""

@@ -1,4 +1,5 @@
-"""Where lockwright errors become Temporal ``ApplicationError`` s (docs/design.md invariant 6).
+"""Where lockwright errors become Temporal ``ApplicationError`` s (docs/design.md invariant 6),
+and how an activity is declared to Temporal (:func:`defn`).
 
 Every activity is wrapped by :func:`edge`. It binds the activity's Temporal ids (workflow
 id, run id, activity, attempt) and the package kind, package and revision its input names
@@ -25,6 +26,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 log = structlog.get_logger(__name__)
 
 
+def defn(name: str) -> Callable[[F], F]:
+    """Temporal's ``activity.defn`` for lockwright's activities: a cancellation is never
+    raised into the activity's thread (docs/design.md, "Cancellation is cooperative").
+
+    By default the SDK cancels a synchronous activity (a local activity's timeout, a missed
+    heartbeat, the worker's shutdown) by raising an exception into its thread between any
+    two bytecodes. Raised right after the thread took the Kubernetes client's connection
+    pool lock, it leaves that lock taken, and every later request of the worker waits on
+    it for good. An activity stops instead where it checks
+    (:func:`lockwright.activities.base.beat`).
+    """
+    return activity.defn(name=name, no_thread_cancel_exception=True)
+
+
 def to_application_error(exc: BaseException) -> ApplicationError:
     """The ``ApplicationError`` the workflow sees for ``exc``."""
     type_, retryable = error_type(exc)
@@ -48,7 +63,7 @@ def input_fields(arg: object) -> dict[str, str]:
 def edge(fn: F) -> F:
     """Wrap an activity: bind its ids into logs, classify what it raises.
 
-    Apply it under ``@activity.defn`` so Temporal registers the wrapper (type hints are
+    Apply it under ``@defn`` so Temporal registers the wrapper (type hints are
     read through ``__wrapped__``).
     """
     @functools.wraps(fn)

@@ -10,12 +10,10 @@ cannot put the entry back.
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
 from lockwright.activities.dropped import DroppedObjects
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.lock import LockKeeper
 from lockwright.activities.objects import Establisher
 from lockwright.activities.reads import PackageReader
@@ -37,7 +35,7 @@ class LifecycleActivities:
         self.establisher = establisher
         self.dropped = dropped
 
-    @activity.defn(name=c.SET_ACTIVE_REVISION)
+    @defn(name=c.SET_ACTIVE_REVISION)
     @edge
     def set_active_revision(self, inp: c.SetActiveRevisionInput
                           ) -> c.SetActiveRevisionResult:
@@ -101,7 +99,7 @@ class LifecycleActivities:
         self.kube.patch(PKG_V1, revision_kind(kind), str(meta(rev)["name"]),
                         {"spec": {"desiredState": state}})
 
-    @activity.defn(name=c.COLLECT_REVISIONS)
+    @defn(name=c.COLLECT_REVISIONS)
     @edge
     def collect_revisions(self, inp: c.CollectRevisionsInput) -> c.CollectRevisionsResult:
         """Delete the oldest inactive revisions beyond ``keep`` besides the current one."""
@@ -117,7 +115,7 @@ class LifecycleActivities:
             log(package=inp.package).info("revisions.collected", deleted=deleted)
         return c.CollectRevisionsResult(deleted=deleted)
 
-    @activity.defn(name=c.CLEANUP_PACKAGE)
+    @defn(name=c.CLEANUP_PACKAGE)
     @edge
     def cleanup_package(self, inp: c.CleanupPackageInput) -> c.CleanupPackageResult:
         """The package is gone or going: drop the Lock entries of its revisions that are too.

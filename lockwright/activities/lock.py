@@ -23,13 +23,11 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.api_dependencies import ApiNeeds
 from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
 from lockwright.activities.contents import Contents
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.lockcommit import PARALLEL, WRITERS, LockCommitter
 from lockwright.activities.reads import PackageReader
 from lockwright.contracts import metrics
@@ -179,7 +177,7 @@ class LockActivities:
         self.keeper = keeper
         self.apis = apis
 
-    @activity.defn(name=c.TAKE_LOCK)
+    @defn(name=c.TAKE_LOCK)
     @edge
     def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
         """Claim the package's objects and add its entry to the Lock, or name the winner."""

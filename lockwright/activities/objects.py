@@ -37,6 +37,7 @@ from temporalio import activity
 
 from lockwright import contracts as c
 from lockwright.activities.base import (
+    beat,
     kind_of,
     log,
     meta,
@@ -48,7 +49,7 @@ from lockwright.activities.base import (
 from lockwright.activities.contents import Contents
 from lockwright.activities.definitions import Definitions
 from lockwright.activities import trust
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader, RuntimeConfigs
 from lockwright import names
 from lockwright.errors import (
@@ -132,7 +133,7 @@ class ObjectActivities:
     def __init__(self, establisher: Establisher) -> None:
         self.establisher = establisher
 
-    @activity.defn(name=c.ESTABLISH_OBJECTS)
+    @defn(name=c.ESTABLISH_OBJECTS)
     @edge
     def establish_objects(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
         """Create/adopt (active) or co-own (inactive) every object; nothing on conflict."""
@@ -337,7 +338,7 @@ class Establisher:
                            if f.exception() is None)
             for future in futures:
                 future.result()  # the batch's first failure, once every create is known
-            activity.heartbeat(done)
+            beat(done)
         return refs
 
     def _undo(self, created: list[Address]) -> None:
@@ -356,7 +357,7 @@ class Establisher:
                 if time.monotonic() > deadline:
                     raise KubeConflict(f"{kind} {name}, created by a refused attempt, is "
                                        "still being deleted")
-                activity.heartbeat()
+                activity.heartbeat()  # not beat(): an undo runs to its end, cancelled or not
                 time.sleep(UNDO_POLL_S)  # polling the API for the deletion, not a test
 
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
@@ -388,7 +389,7 @@ class Establisher:
                     prints = trust.fingerprint(start, plan.actions)
                 checked.prints.append(prints)
             checked.add(plan, live, findings)
-            activity.heartbeat()
+            beat()
         _refuse(checked)
         return est.sort_object_refs(checked.refs), checked
 
@@ -475,7 +476,7 @@ class Establisher:
                                  namespace=self.namespace, service=service)
             for op in pool.map(self._write, actions):
                 counts[op] += 1
-            activity.heartbeat(done)
+            beat(done)
         return counts
 
     def _write(self, action: est.Action, kube: Kube | None = None) -> est.Op:

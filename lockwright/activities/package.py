@@ -10,8 +10,6 @@ reference to the package and numbered one above the highest; only ``set_active_r
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities import status as st
 from lockwright.activities.base import (
@@ -24,7 +22,7 @@ from lockwright.activities.base import (
     secret_names,
     spec,
 )
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright.activities.verify import Outcome, Verifier
 from lockwright import conditions
@@ -95,7 +93,7 @@ class PackageActivities:
         self.revision_names = revision_names
         self.runtime_configs = runtime_configs
 
-    @activity.defn(name=c.READ_PACKAGE)
+    @defn(name=c.READ_PACKAGE)
     @edge
     def read_package(self, inp: c.ReadPackageInput) -> c.ReadPackageResult:
         """The spec fields the workflow decides on, and the package's revisions."""
@@ -145,7 +143,7 @@ class PackageActivities:
                                                 s.get("runtimeConfigRef"), required=False)
         return f"{meta(drc)['name']}@{meta(drc).get('generation', 0)}" if drc else ""
 
-    @activity.defn(name=c.RECORD_EVENT)
+    @defn(name=c.RECORD_EVENT)
     @edge
     def record_event(self, inp: c.RecordEventInput) -> c.RecordEventResult:
         """An Event the workflow decided on, about the package or one of its revisions."""
@@ -156,7 +154,7 @@ class PackageActivities:
         self.reader.event(obj, inp.type, inp.reason, inp.message)
         return c.RecordEventResult(recorded=True)
 
-    @activity.defn(name=c.RESOLVE_DIGEST)
+    @defn(name=c.RESOLVE_DIGEST)
     @edge
     def resolve_digest(self, inp: c.ResolveDigestInput) -> c.ResolveDigestResult:
         """Tag → digest after ImageConfig rewrites, with the package's pull secrets; then
@@ -231,7 +229,7 @@ class PackageActivities:
                             {"status": {"appliedImageConfigRefs": applied}},
                             subresource="status")
 
-    @activity.defn(name=c.ENSURE_REVISION)
+    @defn(name=c.ENSURE_REVISION)
     @edge
     def ensure_revision(self, inp: c.EnsureRevisionInput) -> c.EnsureRevisionResult:
         """Create the package's revision of ``inp.digest`` at its generation Inactive, or
@@ -322,7 +320,7 @@ class PackageActivities:
                                                         or c.INACTIVE),
                                       fresh=installed is None)
 
-    @activity.defn(name=c.WRITE_PACKAGE_STATUS)
+    @defn(name=c.WRITE_PACKAGE_STATUS)
     @edge
     def write_package_status(self, inp: c.WritePackageStatusInput
                              ) -> c.WritePackageStatusResult:

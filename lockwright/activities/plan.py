@@ -21,12 +21,18 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from temporalio import activity
-
 from lockwright import contracts as c
-from lockwright.activities.base import PKG_V1, PKG_V1BETA1, kind_of, log, meta, revision_kind
+from lockwright.activities.base import (
+    PKG_V1,
+    PKG_V1BETA1,
+    beat,
+    kind_of,
+    log,
+    meta,
+    revision_kind,
+)
 from lockwright.activities.contents import Contents
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.identity import Identity
 from lockwright.activities.lock import LockKeeper
 from lockwright.activities.objects import Establisher
@@ -73,7 +79,7 @@ class PlanActivities:
         self.package_runtime = package_runtime
         self.revision_names = revision_names
 
-    @activity.defn(name=c.PLAN_REVISION)
+    @defn(name=c.PLAN_REVISION)
     @edge
     def plan_revision(self, inp: c.PlanRevisionInput) -> pl.Plan:
         """The plan of switching ``inp.package`` to ``inp.revision``; see the module."""
@@ -157,7 +163,7 @@ class PlanActivities:
             if verdict.changes or verdict.fields:
                 verdicts.append(verdict)
                 rejected += self._existing(live, crd, verdict, checked)
-            activity.heartbeat()
+            beat()
         return verdicts, rejected, checked
 
     def _existing(self, live: Obj, crd: Obj, verdict: crdcompat.Verdict,
@@ -189,7 +195,7 @@ class PlanActivities:
             for obj in page:
                 lost = [path for path in removed if pl.has_path(obj, path)]
                 tally.add(_name(obj), crvalidate.validate(obj, schema), lost)
-            activity.heartbeat()
+            beat()
         return tally
 
     def _locked(self) -> dict[str, str]:

@@ -16,11 +16,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.base import log, meta
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.errors import KubeNotFound
 from lockwright.k8s import Kube, Obj, deleting
 from lockwright.k8s.watch import METADATA_LIST, list_all
@@ -38,7 +36,7 @@ class ProtectionActivities:
         self.kube = kube
         self.enabled = enabled  # Settings.provider_deletion_protection
 
-    @activity.defn(name=c.PROTECT_PROVIDERS)
+    @defn(name=c.PROTECT_PROVIDERS)
     @edge
     def protect_providers(self, inp: c.ProtectProvidersInput) -> c.ProtectProvidersResult:
         """Apply or delete the usages, and the policy; see the module."""

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.base import DEPLOYMENT_RUNTIME, kind_of, meta, service_account_name
 from lockwright.activities.contents import Contents
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader, RuntimeConfigs
 from lockwright.errors import ConflictError, PermissionRejected
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
@@ -43,7 +41,7 @@ class RbacActivities:
         self.namespace = namespace
         self.package_runtime = package_runtime
 
-    @activity.defn(name=c.ENSURE_RBAC)
+    @defn(name=c.ENSURE_RBAC)
     @edge
     def ensure_rbac(self, inp: c.EnsureRbacInput) -> c.EnsureRbacResult:
         """Apply edit/view/system ClusterRoles and bind system to the runtime's SA."""

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import contextlib
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities import status as st
 from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind
 from lockwright.activities.contents import Contents
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.identity import Identity
 from lockwright.activities.reads import PackageReader
 from lockwright import conditions, names
@@ -59,7 +57,7 @@ class RevisionActivities:
         self.package_runtime = package_runtime
         self.identity = identity
 
-    @activity.defn(name=c.FETCH_PACKAGE)
+    @defn(name=c.FETCH_PACKAGE)
     @edge
     def fetch_package(self, inp: c.FetchPackageInput) -> c.FetchPackageResult:
         """Pull the package by digest into the cache (a hit costs nothing)."""
@@ -76,7 +74,7 @@ class RevisionActivities:
         return c.FetchPackageResult(digest=inp.digest, size=entry.size, cached=hit,
                                     object_counts=dict(summary.counts))
 
-    @activity.defn(name=c.PARSE_PACKAGE)
+    @defn(name=c.PARSE_PACKAGE)
     @edge
     def parse_package(self, inp: c.ParsePackageInput) -> c.ParsePackageResult:
         """Validate and lint; copy meta labels onto the revision; warnings as Events."""
@@ -130,7 +128,7 @@ class RevisionActivities:
             self.kube.patch(PKG_V1, revision_kind(kind), name,
                             {"status": {"permissionRequests": requests}}, subresource="status")
 
-    @activity.defn(name=c.CHECK_CROSSPLANE_VERSION)
+    @defn(name=c.CHECK_CROSSPLANE_VERSION)
     @edge
     def check_crossplane_version(self, inp: c.CheckCrossplaneVersionInput
                                  ) -> c.CheckCrossplaneVersionResult:
@@ -145,7 +143,7 @@ class RevisionActivities:
             raise ConstraintError(message)
         return c.CheckCrossplaneVersionResult(version=version)
 
-    @activity.defn(name=c.WRITE_REVISION_STATUS)
+    @defn(name=c.WRITE_REVISION_STATUS)
     @edge
     def write_revision_status(self, inp: c.WriteRevisionStatusInput
                               ) -> c.WriteRevisionStatusResult:

@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.base import (
     DEPLOYMENT_RUNTIME,
@@ -30,7 +28,7 @@ from lockwright.activities.base import (
 )
 from lockwright.activities.contents import Contents
 from lockwright.activities import health
-from lockwright.activities.errors import edge
+from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright import names
 from lockwright.errors import KubeAlreadyExists, KubeConflict
@@ -63,7 +61,7 @@ class RuntimeActivities:
         self.package_runtime = package_runtime
         self.crossplane_service_account = crossplane_service_account
 
-    @activity.defn(name=c.ENSURE_TLS)
+    @defn(name=c.ENSURE_TLS)
     @edge
     def ensure_tls(self, inp: c.EnsureTlsInput) -> c.EnsureTlsResult:
         """Keep the root CA and the package's server (and provider client) Secrets valid.
@@ -126,7 +124,7 @@ class RuntimeActivities:
         self.kube.patch("pkg.crossplane.io/v1", revision_kind(kind), str(meta(rev)["name"]),
                         {"status": fields}, subresource="status")
 
-    @activity.defn(name=c.ENSURE_RUNTIME)
+    @defn(name=c.ENSURE_RUNTIME)
     @edge
     def ensure_runtime(self, inp: c.EnsureRuntimeInput) -> c.EnsureRuntimeResult:
         """Apply the runtime's ServiceAccount, Service and Deployment (Deployment runtime)."""
@@ -192,7 +190,7 @@ class RuntimeActivities:
                                                            self.namespace)
         self.patch_status_if_changed(inp.kind, rev, fields)
 
-    @activity.defn(name=c.CHECK_HEALTH)
+    @defn(name=c.CHECK_HEALTH)
     @edge
     def check_health(self, inp: c.CheckHealthInput) -> c.CheckHealthResult:
         """The runtime's health: the Deployment's Available condition, or External's word.
