@@ -28,6 +28,17 @@ Current thread 0x00007f03 (most recent call first):
   File "/py/concurrent/futures/thread.py", line 81 in _worker
 '''
 
+# 2026-11-30: 63 threads so, waiting on the lock of the connection pool's queue.
+POOL_WAIT = '''Thread 0x00007f04 (most recent call first):
+  File "/py/threading.py", line 272 in __enter__
+  File "/py/queue.py", line 165 in get
+  File "/site/urllib3/connectionpool.py", line 280 in _get_conn
+  File "/site/urllib3/connectionpool.py", line 720 in urlopen
+  File "/site/kubernetes/client/rest.py", line 200 in request
+  File "/w/lockwright/k8s/client.py", line 207 in _send
+  File "/w/lockwright/k8s/client.py", line 174 in _answer
+'''
+
 
 def test_the_digest_groups_threads_by_where_they_wait_most_common_first() -> None:
     assert digest(DUMP) == (
@@ -35,6 +46,13 @@ def test_the_digest_groups_threads_by_where_they_wait_most_common_first() -> Non
         " < activities/health.py:80 watch_health; "
         "1× k8s/client.py:204 _send < k8s/client.py:171 _answer < k8s/client.py:147 _call; "
         "1× futures/thread.py:81 _worker")
+
+
+def test_the_digest_names_the_call_a_thread_waits_in_before_lockwright_frames() -> None:
+    assert digest(POOL_WAIT) == (
+        "1× py/threading.py:272 __enter__ < py/queue.py:165 get"
+        " < urllib3/connectionpool.py:280 _get_conn"
+        " < k8s/client.py:207 _send < k8s/client.py:174 _answer")
 
 
 def test_the_worker_dumps_every_thread_on_sigusr1_and_keeps_running() -> None:
