@@ -23,11 +23,18 @@ After the table, the Temporal history of one install of each size shows where ti
 
     python benchmarks/install.py [--quick] [--installs 20] [--big-crds 2000] [--workers N]
                                  [--control-plane devcluster|kube] [--keep DIR]
+                                 [--temporal dev|cluster|dev,cluster]
                                  [--only small,big,concurrent] [--concurrent 50]
 
 With ``--control-plane kube`` everything, floors included, runs on the real control plane
 (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok; see controlplane/),
 and the table ends with the servers' resident memory after the big installs.
+
+With ``--temporal cluster`` the stack's Temporal is the real cluster (PostgreSQL and
+temporal-server's four services, as ``lockwright dev up --temporal cluster`` starts it)
+instead of the dev server; ``--temporal dev,cluster`` measures on each in turn, a fresh
+stack each, in one run. The floors never touch Temporal, so each table's ratios say what
+that Temporal costs the installs.
 
 With ``--workers N`` the concurrent installs run N times, on 1, 2, ... N worker processes
 on one task queue (a worker is added before each round; any worker runs any step, the
@@ -769,7 +776,11 @@ async def start_stack(stack: Stack, opts: devstack.UpOptions,
     from lockwright.k8s.bootstrap import bootstrap_at
     from lockwright.settings import Settings
 
-    address = await devstack.start_temporal(stack, opts)
+    if opts.temporal == "cluster":
+        # blocking, in this thread: its children die with the thread that started them
+        address = devstack.start_temporal_cluster(stack, opts)
+    else:
+        address = await devstack.start_temporal(stack, opts)
     registry = await devstack.start_registry(stack, opts)
     if opts.control_plane == "kube":
         kubeconfig = devstack.start_kube(stack, opts)
@@ -799,14 +810,14 @@ def build_all(work: Path, registry: str, jobs: list[tuple[str, list[int]]],
 
 
 @contextlib.asynccontextmanager
-async def bench_stack(work: Path, tuning: dict[str, float], control_plane: str = "devcluster"
-                      ) -> AsyncIterator[tuple[Any, Any, Any, Stack]]:
+async def bench_stack(work: Path, tuning: dict[str, float], control_plane: str = "devcluster",
+                      temporal: str = "dev") -> AsyncIterator[tuple[Any, Any, Any, Stack]]:
     """The product on its own loopback stack: (settings, client, worker, stack), always
     stopped."""
     tport, rport = free_port(gap=1000), free_port()  # Temporal's UI: port + 1000
     opts = devstack.UpOptions(state_dir=work / "state", example=False, temporal_port=tport,
                               registry_port=rport, timeout=120, task_queue="bench",
-                              control_plane=control_plane)
+                              control_plane=control_plane, temporal=temporal)
     lock = devstack.preflight(opts)
     stack = Stack(opts.state_dir)
     try:
@@ -860,8 +871,10 @@ async def on_stack(args: argparse.Namespace, work: Path,
     stack cannot start."""
     tuning = {"health_poll_s": args.health_poll}
     try:
-        async with bench_stack(work, tuning, args.control_plane) as (settings, client, worker,
-                                                                     stack):
+        # The other scripts that share this have no --temporal: the dev server.
+        temporal = getattr(args, "temporal_kind", "dev")
+        async with bench_stack(work, tuning, args.control_plane,
+                               temporal) as (settings, client, worker, stack):
             args.add_worker = worker_adder(stack, settings, client, asyncio.get_running_loop())
             args.server_memory = server_memory(stack)
             args.control_plane_memory = (stack.control_plane.resident_memory
@@ -873,7 +886,14 @@ async def on_stack(args: argparse.Namespace, work: Path,
 
 
 async def run(args: argparse.Namespace, work: Path) -> int:
-    return await on_stack(args, work, run_on)
+    """Measure on each Temporal of ``--temporal`` in turn, each on a fresh stack in a
+    folder of its own; the worst exit code."""
+    codes = []
+    for kind in args.temporal:
+        args.temporal_kind = kind
+        (work / kind / "floor").mkdir(parents=True, exist_ok=True)
+        codes.append(await on_stack(args, work / kind, run_on))
+    return max(codes)
 
 
 async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
@@ -925,7 +945,23 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
     return await measured(bench, body, run_title(
         "install", args.quick, tuning,
         f"10-CRD package.yaml {small_mb * 1000:.0f} KB, {args.big_crds}-CRD "
-        f"{big_mb:.1f} MB; poll {args.poll}s; on {args.control_plane}"))
+        f"{big_mb:.1f} MB; poll {args.poll}s; on {args.control_plane}, "
+        f"{TEMPORALS[args.temporal_kind]}"))
+
+
+#: The Temporals a run can measure on, as its tables name them.
+TEMPORALS = {"dev": "Temporal dev server",
+             "cluster": "Temporal cluster (PostgreSQL, temporal-server)"}
+
+
+def temporal_kinds(value: str) -> list[str]:
+    """``--temporal``: known kinds, comma-separated, each once, in the order given."""
+    kinds = [k.strip() for k in value.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in TEMPORALS]
+    if unknown or not kinds or len(set(kinds)) != len(kinds):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: name dev, cluster or both (dev,cluster), each once")
+    return kinds
 
 
 def main() -> int:
@@ -950,6 +986,9 @@ def main() -> int:
                         help="the Kubernetes API: devcluster, or the real kube-apiserver, "
                              "controller manager, scheduler and kwok (floors measured on the "
                              "same server)")
+    parser.add_argument("--temporal", default=["dev"], type=temporal_kinds,
+                        help="the Temporal to measure on: dev (the dev server), cluster "
+                             "(PostgreSQL and temporal-server), or dev,cluster (each in turn)")
     parser.add_argument("--only", default="small,big,concurrent",
                         type=lambda v: set(v.split(",")),
                         help="which measures to run, comma-separated: small, big, "
@@ -963,7 +1002,6 @@ def main() -> int:
         args.big_runs, args.concurrent = 1, 10
     quiet_logs(urllib3=True)
     with workdir(args.keep, "install") as work:
-        (work / "floor").mkdir(exist_ok=True)
         return asyncio.run(run(args, work))
 
 
