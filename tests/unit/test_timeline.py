@@ -31,3 +31,16 @@ def test_a_tier_spans_its_first_start_to_its_last_end_and_counts_calls() -> None
     assert rows[0].split() == ["unit", "1", "tests", "2.0", "min", "of", "test", "time,",
                                "from", "1.0", "to", "3.0"]
     assert rows[1].split() == ["build-helm.sh", "built", "from", "0.0", "to", "10.0"]
+
+
+def test_the_tests_running_at_a_moment_are_those_from_setup_to_teardown_around_it() -> None:
+    """What a refusal found at a stack's end names (tests/fixtures/stack.py ``explain``)."""
+    line = Timeline(started=1000.0)
+    for nodeid, when, start, stop in [("a", "setup", 1000.0, 1001.0),
+                                      ("a", "teardown", 1010.0, 1012.0),
+                                      ("b", "call", 1011.0, 1020.0)]:
+        line.report(SimpleNamespace(nodeid=nodeid, when=when,  # type: ignore[arg-type]
+                                    start=start, stop=stop))
+    assert line.running_at(1005.0) == ["a"]
+    assert line.running_at(1011.5) == ["a", "b"]
+    assert line.running_at(1030.0) == []
