@@ -11,9 +11,10 @@ Cost, measured on the shared 2-core machine (load average 12-20, so an idle CI m
 should do better): the stackless scripts 12-48 s each (devcluster, index_build, resolve,
 xpkg, plan); upgrade 40 s, install 33 s, api_sum 55 s, health 58 s (two stacks),
 activation 69 s (four stacks), faults 120 s (the Temporal cluster, baseline only): about
-9 minutes of test time. ``faults`` runs where the Temporal cluster tier is selected
-(``LOCKWRIGHT_TEST_TEMPORAL``), as tests/e2e/test_faults.py does: elsewhere it would build
-Temporal Server and PostgreSQL's cluster for a smoke run.
+9 minutes of test time. ``faults``, and ``install --temporal dev,cluster`` (52 s, both
+Temporals in one run), run where the Temporal cluster tier is selected
+(``LOCKWRIGHT_TEST_TEMPORAL``), as tests/e2e/test_faults.py does: elsewhere they would
+build Temporal Server and PostgreSQL's cluster for a smoke run.
 """
 
 from __future__ import annotations
@@ -75,3 +76,18 @@ def test_benchmark_runs_and_prints_its_table(script: str) -> None:
     assert "Traceback" not in output, output[-4000:]
     assert done.returncode in (0, 1), output[-4000:]
     assert table.search(done.stdout), done.stdout[-4000:]
+
+
+def test_the_install_benchmark_runs_on_the_temporal_cluster_too() -> None:
+    """``install.py --temporal dev,cluster``: a table for each Temporal, from one run."""
+    if "cluster" not in temporal_kinds():
+        pytest.skip("the Temporal cluster is not selected (LOCKWRIGHT_TEST_TEMPORAL)")
+    args, table = RUNS["install"]
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "install.py"), *args,
+                           "--temporal", "dev,cluster"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output and done.returncode in (0, 1), output[-4000:]
+    assert len(table.findall(done.stdout)) == 2, done.stdout[-4000:]
+    assert "on devcluster, Temporal dev server" in done.stdout
+    assert "on devcluster, Temporal cluster (PostgreSQL, temporal-server)" in done.stdout
