@@ -67,6 +67,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -866,13 +867,11 @@ async def measured(bench: Bench, body: Callable[[], None], header: str) -> int:
 
 
 async def on_stack(args: argparse.Namespace, work: Path,
-                   measure: Callable[..., Awaitable[int]]) -> int:
-    """``measure(args, work, tuning, settings, client, worker)`` on a fresh stack; 2 if the
-    stack cannot start."""
+                   measure: Callable[..., Awaitable[int]], temporal: str = "dev") -> int:
+    """``measure(args, work, tuning, settings, client, worker)`` on a fresh stack whose
+    Temporal is ``temporal`` (a key of :data:`TEMPORALS`); 2 if the stack cannot start."""
     tuning = {"health_poll_s": args.health_poll}
     try:
-        # The other scripts that share this have no --temporal: the dev server.
-        temporal = getattr(args, "temporal_kind", "dev")
         async with bench_stack(work, tuning, args.control_plane,
                                temporal) as (settings, client, worker, stack):
             args.add_worker = worker_adder(stack, settings, client, asyncio.get_running_loop())
@@ -890,14 +889,13 @@ async def run(args: argparse.Namespace, work: Path) -> int:
     folder of its own; the worst exit code."""
     codes = []
     for kind in args.temporal:
-        args.temporal_kind = kind
         (work / kind / "floor").mkdir(parents=True, exist_ok=True)
-        codes.append(await on_stack(args, work / kind, run_on))
+        codes.append(await on_stack(args, work / kind, partial(run_on, temporal=kind), kind))
     return max(codes)
 
 
 async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
-                 settings: Any, client: Any, worker: Any) -> int:
+                 settings: Any, client: Any, worker: Any, *, temporal: str) -> int:
     """Build the packages and measure, on a running stack."""
     registry = settings.insecure_registries[0]
     small = [(f"s{i:03d}", small_sizes()) for i in range(args.installs)]
@@ -946,7 +944,7 @@ async def run_on(args: argparse.Namespace, work: Path, tuning: dict[str, float],
         "install", args.quick, tuning,
         f"10-CRD package.yaml {small_mb * 1000:.0f} KB, {args.big_crds}-CRD "
         f"{big_mb:.1f} MB; poll {args.poll}s; on {args.control_plane}, "
-        f"{TEMPORALS[args.temporal_kind]}"))
+        f"{TEMPORALS[temporal]}"))
 
 
 #: The Temporals a run can measure on, as its tables name them.
