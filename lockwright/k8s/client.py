@@ -255,11 +255,12 @@ class Kube:
         except KubeNotFound:
             return None
 
-    def read_path(self, path: str) -> Obj | None:
-        """GET a REST path that is not an object's (a discovery document such as
-        ``/apis/<group>/<version>``), fresh; None when the server has none (404)."""
+    def read_path(self, path: str, accept: str = JSON) -> Obj | None:
+        """GET a REST path, fresh: one that is not an object's (a discovery document such
+        as ``/apis/<group>/<version>``), or an object's as ``accept`` negotiates it (its
+        ``PartialObjectMetadata``); None when the server has none (404)."""
         try:
-            return self._call("GET", path)
+            return self._call("GET", path, accept=accept)
         except KubeNotFound:
             return None
 

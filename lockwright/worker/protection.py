@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lockwright.k8s import Kube
+from lockwright.k8s import Kube, deleting
+from lockwright.k8s.watch import METADATA_WATCH
 from lockwright.managed.protection import provider_of
 from lockwright.worker.targets import Obj, Resource
 
 MANAGED = "managed"  # Resource.role of a Provider type's resources
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def type_resource(crd: str) -> Resource:
@@ -58,6 +60,24 @@ def ensure_readable(kube: Kube, res: Resource, verb: str) -> None:
     """
     if res.role == MANAGED and not kube.can_i(verb, res.group, res.plural):
         raise LookupError(f"no right to {verb} {res.plural}.{res.group} now")
+
+
+def ensure_standing(kube: Kube, res: Resource) -> None:
+    """Ask, after a Provider type's watch ended early, whether its CRD still stands before
+    resuming it. A CRD's deletion ends its watches early, and the garbage collector deletes
+    a revision's CRDs and its RBAC together, so a stream that resumed (asked, allowed, then
+    watched) would race the rule's removal and could be refused. A CRD being deleted is
+    not watched again: the watcher stops its stream when the CRD is gone, and streams the
+    CRD anew should a revision create it again. One metadata GET per early end.
+
+    Raises:
+        LookupError: the CRD is gone or being deleted: the stream backs off until stopped.
+    """
+    if res.role != MANAGED:
+        return
+    crd = kube.read_path(f"{CRDS}/{res.kind}", accept=METADATA_WATCH)
+    if crd is None or deleting(crd):
+        raise LookupError(f"CRD {res.kind} is being deleted: its watch is not resumed")
 
 
 def unresolved(res: Resource) -> Resource:

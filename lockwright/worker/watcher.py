@@ -42,6 +42,7 @@ from lockwright.worker.protection import (
     ProtectionIndex,
     Streams,
     ensure_readable,
+    ensure_standing,
     healthy,
     served_version,
     type_resource,
@@ -107,6 +108,7 @@ class Stream:
     _why: str = field(default="start", init=False, repr=False)  # of the next list
     _signal_all: bool = field(default=True, init=False, repr=False)  # next list's
     _resync_at: float = field(default=float("inf"), init=False, repr=False)
+    _ended_early: bool = field(default=False, init=False, repr=False)  # the last watch did
 
     def run(self) -> None:
         """Loop until ``stop``: (re)list when needed, otherwise watch from ``rv``."""
@@ -128,7 +130,10 @@ class Stream:
         """List if needed, then watch; False when the watch's version was gone (relist).
         A Provider type's stream asks for the right to read before each list and each
         watch, and finds its served version again after a watch the server ended early (a
-        CRD's storage torn down, an API server going)."""
+        CRD's storage torn down, an API server going), once its CRD is known to stand."""
+        if self._ended_early:
+            ensure_standing(self.kube, self.res)
+            self._ended_early = False
         self.res = served_version(self.kube, self.res)
         if not self.rv:
             if not self._may("list"):
@@ -138,7 +143,7 @@ class Stream:
             return True
         try:
             if self._follow(self._resync_at):
-                self.res = unresolved(self.res)
+                self.res, self._ended_early = unresolved(self.res), True
         except KubeGone as exc:
             log.info("relist", kind=self.res.kind, reason="410 Gone", detail=str(exc)[:200])
             self.rv, self._why, self._signal_all = "", "relist after 410", False

@@ -1,5 +1,7 @@
 """On the wire: a Provider type's stream asks for the right to watch again before it
-resumes any watch: one the server ended early, and one that ran to its timeout.
+resumes any watch: one the server ended early, and one that ran to its timeout. After an
+early end it first reads its CRD's metadata, and resumes nothing while the CRD is being
+deleted.
 
 A Provider's types are readable by lockwright through its revisions' RBAC, which goes with
 a revision (deleted by hand, or replaced) while the CRDs may stay a while; a CRD's deletion
@@ -27,6 +29,7 @@ from tests.helpers import wait_for
 from tests.integration.fake_http import JsonHandler, serving
 
 GROUP = "w.example.org"
+CRD = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
 WIDGET = {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
           "metadata": {"name": "a", "resourceVersion": "7"}}
 
@@ -40,6 +43,8 @@ class FakeApi(JsonHandler):
     requests: list[tuple[str, str]] = []
     allowed = True
     full = False
+    crd_deleted_on_end = False  # the CRD's deletion is what ends the first watch
+    crd_deleting = False
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         """Discovery, list, or a watch of one event."""
@@ -48,13 +53,21 @@ class FakeApi(JsonHandler):
             return self.send_json({"kind": "APIGroup", "name": GROUP,
                                "preferredVersion": {"groupVersion": f"{GROUP}/v1",
                                                     "version": "v1"}})
+        if self.path == CRD:
+            meta = {"name": f"widgets.{GROUP}", **({"deletionTimestamp": "2026-11-30T09:00:00Z"}
+                                                   if type(self).crd_deleting else {})}
+            return self.send_json({"kind": "PartialObjectMetadata",
+                                   "apiVersion": "meta.k8s.io/v1", "metadata": meta})
         if "watch=true" not in self.path:
             return self.send_json({"kind": "WidgetList", "apiVersion": f"{GROUP}/v1",
                                "metadata": {"resourceVersion": "5"}, "items": []})
         if type(self).full:  # the server's own timeout, as the client asked
             query = parse_qs(urlsplit(self.path).query)
             threading.Event().wait(float(query["timeoutSeconds"][0]))
-        type(self).allowed = False  # the revision's RBAC goes as the watch ends
+        if type(self).crd_deleted_on_end:
+            type(self).crd_deleting = True  # the right stays: only the CRD's state says
+        else:
+            type(self).allowed = False  # the revision's RBAC goes as the watch ends
         self.send_json({"type": "ADDED", "object": WIDGET})
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
@@ -69,6 +82,7 @@ class FakeApi(JsonHandler):
 @pytest.fixture(params=["ended early", "ran to its timeout"])
 def fake_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     FakeApi.requests, FakeApi.allowed = [], True
+    FakeApi.crd_deleted_on_end = FakeApi.crd_deleting = False
     FakeApi.full = request.param == "ran to its timeout"
     monkeypatch.setattr(watcher, "WATCH_TIMEOUT_S", 2)  # a 2 s watch, not 5 minutes
     with serving(FakeApi) as url:
@@ -80,7 +94,7 @@ def kinds() -> list[str]:
     def kind(method: str, path: str) -> str:
         if method == "POST":
             return "review"
-        return ("discovery" if path == f"/apis/{GROUP}"
+        return ("discovery" if path == f"/apis/{GROUP}" else "crd" if path == CRD
                 else "watch" if "watch=true" in path else "list")
     return [kind(m, p) for m, p in FakeApi.requests]
 
@@ -110,3 +124,35 @@ def test_a_watch_resumes_only_once_access_is_granted_again(
     watches = [p for m, p in FakeApi.requests if "watch=true" in p]
     assert "resourceVersion=7" in watches[1]  # resumed where it was, not relisted
     assert kinds().count("list") == 1
+
+
+def start(url: str, msgs: list[Message], stop: threading.Event) -> tuple[Stream, threading.Thread]:
+    """A Provider type's stream of widgets against the fake, running in a thread."""
+    from kubernetes import client
+
+    stream = Stream(type_resource(f"widgets.{GROUP}"),
+                    Kube(client.ApiClient(client.Configuration(host=url))),
+                    msgs.append, stop, resync_s=0)
+    thread = threading.Thread(target=stream.run, daemon=True)
+    thread.start()
+    return stream, thread
+
+
+@pytest.mark.parametrize("fake_api", ["ended early"], indirect=True)
+def test_a_watch_its_crds_deletion_ended_is_not_resumed(fake_api: str) -> None:
+    FakeApi.crd_deleted_on_end = True
+    msgs: list[Message] = []
+    stop = threading.Event()
+    stream, thread = start(fake_api, msgs, stop)
+    try:
+        wait_for(lambda: kinds().count("crd") >= 3, timeout=10,
+                 what="the CRD read again after the watch it ended")
+    finally:
+        stop.set()
+        stream.interrupt()
+        thread.join(10)
+    after = kinds()[kinds().index("watch") + 1:]
+    # Neither asked nor watched again, though the right stays: resuming would race the
+    # garbage collector's removal of the rule.
+    assert set(after) == {"crd"}, after
+    assert any(isinstance(m, Changed) for m in msgs)
