@@ -108,7 +108,8 @@ class Stream:
     _why: str = field(default="start", init=False, repr=False)  # of the next list
     _signal_all: bool = field(default=True, init=False, repr=False)  # next list's
     _resync_at: float = field(default=float("inf"), init=False, repr=False)
-    _ended_early: bool = field(default=False, init=False, repr=False)  # the last watch did
+    # The last watch ended early, or a round failed: read the CRD before going on.
+    _crd_unsure: bool = field(default=False, init=False, repr=False)
 
     def run(self) -> None:
         """Loop until ``stop``: (re)list when needed, otherwise watch from ``rv``."""
@@ -122,6 +123,7 @@ class Stream:
                     return
                 delay = backoff.next()
                 self.res = unresolved(self.res)  # a version gone among the causes: find it again
+                self._crd_unsure = True
                 log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
                 self.stop.wait(delay)
@@ -131,9 +133,9 @@ class Stream:
         A Provider type's stream asks for the right to read before each list and each
         watch, and finds its served version again after a watch the server ended early (a
         CRD's storage torn down, an API server going), once its CRD is known to stand."""
-        if self._ended_early:
+        if self._crd_unsure:
             ensure_standing(self.kube, self.res)
-            self._ended_early = False
+            self._crd_unsure = False
         self.res = served_version(self.kube, self.res)
         if not self.rv:
             if not self._may("list"):
@@ -143,7 +145,7 @@ class Stream:
             return True
         try:
             if self._follow(self._resync_at):
-                self.res, self._ended_early = unresolved(self.res), True
+                self.res, self._crd_unsure = unresolved(self.res), True
         except KubeGone as exc:
             log.info("relist", kind=self.res.kind, reason="410 Gone", detail=str(exc)[:200])
             self.rv, self._why, self._signal_all = "", "relist after 410", False
