@@ -58,10 +58,6 @@ class Store:
         self._objects: dict[Key, dict[str, Any]] = {}
         self._by_uid: dict[str, Key] = {}
         self._events: deque[Event] = deque(maxlen=max(history, 1))
-        # The same events by resource (group, plural): a watch reads its own resource's,
-        # not every write's (2,000 protection streams ticking each second each read every
-        # event of a 2,000-CRD install's writes, under the lock the writes need).
-        self._by_resource: dict[tuple[str, str], deque[Event]] = {}
         self.rv = self._load()
         self._floor = self.rv  # the oldest version a watch may start from
 
@@ -134,12 +130,7 @@ class Store:
         if len(self._events) == self._events.maxlen:
             self._floor = self._events[0].rv
         self._events.append(event)
-        resource = (event.key[0], event.key[1])
-        log = self._by_resource.get(resource)
-        if log is None:
-            log = self._by_resource[resource] = deque(maxlen=self._events.maxlen)
-        log.append(event)
-        waiting = self._waiting.get(resource)
+        waiting = self._waiting.get((event.key[0], event.key[1]))
         if waiting is not None:
             waiting.notify_all()
 
@@ -156,7 +147,6 @@ class Store:
         does: a watch from an older version then answers 410 Gone. The new floor."""
         with self.lock:
             self._events.clear()
-            self._by_resource.clear()
             self._floor = self.rv
             return self._floor
 
@@ -164,16 +154,14 @@ class Store:
         """True when events after ``rv`` are no longer all retained."""
         return rv < self._floor
 
-    def events_after(self, rv: int, resource: tuple[str, str] | None = None) -> list[Event]:
-        """Retained events with a version above ``rv``, of ``resource`` (group, plural)
-        alone when given (caller holds the lock).
+    def events_after(self, rv: int) -> list[Event]:
+        """Retained events with a version above ``rv`` (caller holds the lock).
 
         Scans from the newest end: a watcher that keeps up needs only the last few events,
         and copying the whole log on every wake made each write cost O(watchers x log).
         """
-        log = self._events if resource is None else self._by_resource.get(resource, ())
         newer: list[Event] = []
-        for event in reversed(log):
+        for event in reversed(self._events):
             if event.rv <= rv:
                 break
             newer.append(event)
