@@ -43,11 +43,7 @@ class Store:
     def __init__(self, data_dir: str, history: int = 10_000) -> None:
         os.makedirs(data_dir, exist_ok=True)
         self.lock = threading.RLock()
-        # Watchers wait per resource (group, plural), not on one condition: a write wakes
-        # only the watches of its own resource. With one condition for all, each write woke
-        # every watch (a 2,000-CRD Provider's protection streams are 2,000 of them) and the
-        # floor's CRD writes timed out at 30 s behind the wake-ups.
-        self._waiting: dict[tuple[str, str], threading.Condition] = {}
+        self.changed = threading.Condition(self.lock)
         self._db = sqlite3.connect(os.path.join(data_dir, "state.db"), check_same_thread=False,
                                    isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -130,15 +126,7 @@ class Store:
         if len(self._events) == self._events.maxlen:
             self._floor = self._events[0].rv
         self._events.append(event)
-        waiting = self._waiting.get((event.key[0], event.key[1]))
-        if waiting is not None:
-            waiting.notify_all()
-
-    def changed(self, group: str, plural: str) -> threading.Condition:
-        """The condition a watch of resource ``plural.group`` waits on: notified on each
-        change of that resource (it shares :attr:`lock`)."""
-        with self.lock:
-            return self._waiting.setdefault((group, plural), threading.Condition(self.lock))
+        self.changed.notify_all()
 
     # -- the change log ----------------------------------------------------------------
 

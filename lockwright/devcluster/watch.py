@@ -82,14 +82,11 @@ def stream(cluster: Cluster, req: WatchRequest) -> Iterator[tuple[str, Obj] | No
     if req.initial_events and req.bookmarks:
         yield "BOOKMARK", end_bookmark(req.rt.kind, req.rt.group_version, max(start, 1))
     last_bookmark = time.monotonic()
-    # Woken by its own resource's changes, and by the tick: each wake reads every event
-    # since the last (a tick's wake keeps ``start`` within a second of the log's head).
-    changed = store.changed(req.rt.group, req.rt.plural)
     while deadline is None or time.monotonic() < deadline:
-        with changed:
+        with store.changed:
             pending = list(store.events_after(start))
             if not pending:
-                changed.wait(_wait_time(req, deadline, last_bookmark))
+                store.changed.wait(_wait_time(req, deadline, last_bookmark))
                 pending = list(store.events_after(start))
         for event in pending:
             start = event.rv
