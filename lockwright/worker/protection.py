@@ -63,12 +63,12 @@ def ensure_readable(kube: Kube, res: Resource, verb: str) -> None:
 
 
 def ensure_standing(kube: Kube, res: Resource) -> None:
-    """Ask, after a Provider type's watch ended early, whether its CRD still stands before
-    resuming it. A CRD's deletion ends its watches early, and the garbage collector deletes
+    """Ask, after a Provider type's watch ended early (or a round of its stream failed),
+    whether its CRD still stands before going on. A CRD's deletion ends its watches early, and the garbage collector deletes
     a revision's CRDs and its RBAC together, so a stream that resumed (asked, allowed, then
     watched) would race the rule's removal and could be refused. A CRD being deleted is
     not watched again: the watcher stops its stream when the CRD is gone, and streams the
-    CRD anew should a revision create it again. One metadata GET per early end.
+    CRD anew should a revision create it again. One metadata GET per early end or failure.
 
     Raises:
         LookupError: the CRD is gone or being deleted: the stream backs off until stopped.
