@@ -99,17 +99,23 @@ def kinds() -> list[str]:
     return [kind(m, p) for m, p in FakeApi.requests]
 
 
-def test_a_watch_resumes_only_once_access_is_granted_again(
-        fake_api: str) -> None:
+def start(url: str, msgs: list[Message], stop: threading.Event) -> tuple[Stream, threading.Thread]:
+    """A Provider type's stream of widgets against the fake, running in a thread."""
     from kubernetes import client
 
-    msgs: list[Message] = []
-    stop = threading.Event()
     stream = Stream(type_resource(f"widgets.{GROUP}"),
-                    Kube(client.ApiClient(client.Configuration(host=fake_api))),
+                    Kube(client.ApiClient(client.Configuration(host=url))),
                     msgs.append, stop, resync_s=0)
     thread = threading.Thread(target=stream.run, daemon=True)
     thread.start()
+    return stream, thread
+
+
+def test_a_watch_resumes_only_once_access_is_granted_again(
+        fake_api: str) -> None:
+    msgs: list[Message] = []
+    stop = threading.Event()
+    stream, thread = start(fake_api, msgs, stop)
     try:
         wait_for(lambda: kinds().count("review") >= 6, timeout=10,
                  what="access asked again, twice refused, after the first watch")
@@ -124,18 +130,6 @@ def test_a_watch_resumes_only_once_access_is_granted_again(
     watches = [p for m, p in FakeApi.requests if "watch=true" in p]
     assert "resourceVersion=7" in watches[1]  # resumed where it was, not relisted
     assert kinds().count("list") == 1
-
-
-def start(url: str, msgs: list[Message], stop: threading.Event) -> tuple[Stream, threading.Thread]:
-    """A Provider type's stream of widgets against the fake, running in a thread."""
-    from kubernetes import client
-
-    stream = Stream(type_resource(f"widgets.{GROUP}"),
-                    Kube(client.ApiClient(client.Configuration(host=url))),
-                    msgs.append, stop, resync_s=0)
-    thread = threading.Thread(target=stream.run, daemon=True)
-    thread.start()
-    return stream, thread
 
 
 @pytest.mark.parametrize("fake_api", ["ended early"], indirect=True)
