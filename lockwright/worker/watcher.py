@@ -108,7 +108,7 @@ class Stream:
     _why: str = field(default="start", init=False, repr=False)  # of the next list
     _signal_all: bool = field(default=True, init=False, repr=False)  # next list's
     _resync_at: float = field(default=float("inf"), init=False, repr=False)
-    # The last watch ended early, or a round failed: read the CRD before going on.
+    # The last watch ended early, or a round failed after the list: read the CRD first.
     _crd_unsure: bool = field(default=False, init=False, repr=False)
 
     def run(self) -> None:
@@ -123,7 +123,10 @@ class Stream:
                     return
                 delay = backoff.next()
                 self.res = unresolved(self.res)  # a version gone among the causes: find it again
-                self._crd_unsure = True
+                # A watch to resume (listed already): its CRD is read first. Before the
+                # first list (a new Provider's streams waiting for its RBAC) nothing is
+                # resumed, and 2,000 streams retrying would each add a GET.
+                self._crd_unsure = bool(self.rv)
                 log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
                 self.stop.wait(delay)
