@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -99,34 +100,36 @@ def kinds() -> list[str]:
     return [kind(m, p) for m, p in FakeApi.requests]
 
 
-def start(url: str, msgs: list[Message], stop: threading.Event) -> tuple[Stream, threading.Thread]:
-    """A Provider type's stream of widgets against the fake, running in a thread."""
+@contextmanager
+def streaming(url: str) -> Iterator[list[Message]]:
+    """A Provider type's stream of widgets against the fake, running in a thread until the
+    block ends; the messages it emits."""
     from kubernetes import client
 
+    msgs: list[Message] = []
+    stop = threading.Event()
     stream = Stream(type_resource(f"widgets.{GROUP}"),
                     Kube(client.ApiClient(client.Configuration(host=url))),
                     msgs.append, stop, resync_s=0)
     thread = threading.Thread(target=stream.run, daemon=True)
     thread.start()
-    return stream, thread
+    try:
+        yield msgs
+    finally:
+        stop.set()
+        stream.interrupt()
+        thread.join(10)
 
 
 def test_a_watch_resumes_only_once_access_is_granted_again(
         fake_api: str) -> None:
-    msgs: list[Message] = []
-    stop = threading.Event()
-    stream, thread = start(fake_api, msgs, stop)
-    try:
+    with streaming(fake_api) as msgs:
         wait_for(lambda: kinds().count("review") >= 6, timeout=10,
                  what="access asked again, twice refused, after the first watch")
         assert kinds().count("watch") == 1  # never resumed while refused
         assert any(isinstance(m, Changed) for m in msgs)
         FakeApi.allowed = True
         wait_for(lambda: kinds().count("watch") >= 2, timeout=10, what="the watch resumed")
-    finally:
-        stop.set()
-        stream.interrupt()
-        thread.join(10)
     watches = [p for m, p in FakeApi.requests if "watch=true" in p]
     assert "resourceVersion=7" in watches[1]  # resumed where it was, not relisted
     assert kinds().count("list") == 1
@@ -135,16 +138,9 @@ def test_a_watch_resumes_only_once_access_is_granted_again(
 @pytest.mark.parametrize("fake_api", ["ended early"], indirect=True)
 def test_a_watch_its_crds_deletion_ended_is_not_resumed(fake_api: str) -> None:
     FakeApi.crd_deleted_on_end = True
-    msgs: list[Message] = []
-    stop = threading.Event()
-    stream, thread = start(fake_api, msgs, stop)
-    try:
+    with streaming(fake_api) as msgs:
         wait_for(lambda: kinds().count("crd") >= 3, timeout=10,
                  what="the CRD read again after the watch it ended")
-    finally:
-        stop.set()
-        stream.interrupt()
-        thread.join(10)
     after = kinds()[kinds().index("watch") + 1:]
     # Neither asked nor watched again, though the right stays: resuming would race the
     # garbage collector's removal of the rule.
