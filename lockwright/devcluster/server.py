@@ -362,8 +362,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         sock: socket.socket = self.connection
+        # poll, not select: select refuses a descriptor above 1023 (ValueError), and a
+        # 2,000-CRD Provider's protection streams hold more connections than that; each
+        # refused check ended its watch, and the resumed streams stalled the server.
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
         try:
-            readable, _, _ = select.select([sock], [], [], 0)
+            readable = poller.poll(0)
             # Peek below TLS (an SSLSocket refuses flags): b"" is the client's FIN.
             return bool(readable) and socket.socket.recv(sock, 1, socket.MSG_PEEK) == b""
         except OSError:

@@ -10,16 +10,20 @@ a restart keeps objects and keeps resourceVersion increasing.
 from __future__ import annotations
 
 import json
+import os
+import resource
 import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
+from lockwright.devcluster import app
 from tests.fixtures.devcluster import DevCluster, start_devcluster
 
 
@@ -166,3 +170,26 @@ def _client(dc: DevCluster) -> client.CoreV1Api:
     configuration = client.Configuration()
     config.load_kube_config(config_file=dc.kubeconfig, client_configuration=configuration)
     return client.CoreV1Api(client.ApiClient(configuration))
+
+
+def test_a_watch_on_a_descriptor_above_1023_idles_to_its_timeout(tmp_path: Path) -> None:
+    """A server holding more than 1,023 connections (a 2,000-CRD Provider's protection
+    streams) still checks an idle watch's client: ``select`` refuses such a descriptor, and
+    the refusal ended the watch at its first idle tick, cut off mid-stream."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 4096), hard), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    running = app.start("127.0.0.1", 0, str(tmp_path))
+    try:
+        with urllib.request.urlopen(running.url + "/api/v1/namespaces/default/configmaps"
+                                    "?watch=1&timeoutSeconds=3", timeout=10) as resp:
+            urllib.request.urlopen(urllib.request.Request(
+                running.url + "/api/v1/namespaces/default/configmaps", method="POST",
+                data=b'{"metadata": {"name": "late"}}',
+                headers={"Content-Type": "application/json"}), timeout=10).close()
+            got = [json.loads(line) for line in resp]  # IncompleteRead if cut off
+    finally:
+        running.stop()
+        for fd in filler:
+            os.close(fd)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in got] == [("ADDED", "late")]
