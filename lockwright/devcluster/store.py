@@ -43,7 +43,11 @@ class Store:
     def __init__(self, data_dir: str, history: int = 10_000) -> None:
         os.makedirs(data_dir, exist_ok=True)
         self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
+        # Watchers wait per resource (group, plural), not on one condition: a write wakes
+        # only the watches of its own resource. With one condition for all, each write woke
+        # every watch (a 2,000-CRD Provider's protection streams are 2,000 of them) and the
+        # floor's CRD writes timed out at 30 s behind the wake-ups.
+        self._waiting: dict[tuple[str, str], threading.Condition] = {}
         self._db = sqlite3.connect(os.path.join(data_dir, "state.db"), check_same_thread=False,
                                    isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -54,6 +58,10 @@ class Store:
         self._objects: dict[Key, dict[str, Any]] = {}
         self._by_uid: dict[str, Key] = {}
         self._events: deque[Event] = deque(maxlen=max(history, 1))
+        # The same events by resource (group, plural): a watch reads its own resource's,
+        # not every write's (2,000 protection streams ticking each second each read every
+        # event of a 2,000-CRD install's writes, under the lock the writes need).
+        self._by_resource: dict[tuple[str, str], deque[Event]] = {}
         self.rv = self._load()
         self._floor = self.rv  # the oldest version a watch may start from
 
@@ -126,7 +134,20 @@ class Store:
         if len(self._events) == self._events.maxlen:
             self._floor = self._events[0].rv
         self._events.append(event)
-        self.changed.notify_all()
+        resource = (event.key[0], event.key[1])
+        log = self._by_resource.get(resource)
+        if log is None:
+            log = self._by_resource[resource] = deque(maxlen=self._events.maxlen)
+        log.append(event)
+        waiting = self._waiting.get(resource)
+        if waiting is not None:
+            waiting.notify_all()
+
+    def changed(self, group: str, plural: str) -> threading.Condition:
+        """The condition a watch of resource ``plural.group`` waits on: notified on each
+        change of that resource (it shares :attr:`lock`)."""
+        with self.lock:
+            return self._waiting.setdefault((group, plural), threading.Condition(self.lock))
 
     # -- the change log ----------------------------------------------------------------
 
@@ -135,6 +156,7 @@ class Store:
         does: a watch from an older version then answers 410 Gone. The new floor."""
         with self.lock:
             self._events.clear()
+            self._by_resource.clear()
             self._floor = self.rv
             return self._floor
 
@@ -142,14 +164,16 @@ class Store:
         """True when events after ``rv`` are no longer all retained."""
         return rv < self._floor
 
-    def events_after(self, rv: int) -> list[Event]:
-        """Retained events with a version above ``rv`` (caller holds the lock).
+    def events_after(self, rv: int, resource: tuple[str, str] | None = None) -> list[Event]:
+        """Retained events with a version above ``rv``, of ``resource`` (group, plural)
+        alone when given (caller holds the lock).
 
         Scans from the newest end: a watcher that keeps up needs only the last few events,
         and copying the whole log on every wake made each write cost O(watchers x log).
         """
+        log = self._events if resource is None else self._by_resource.get(resource, ())
         newer: list[Event] = []
-        for event in reversed(self._events):
+        for event in reversed(log):
             if event.rv <= rv:
                 break
             newer.append(event)

@@ -82,17 +82,22 @@ def stream(cluster: Cluster, req: WatchRequest) -> Iterator[tuple[str, Obj] | No
     if req.initial_events and req.bookmarks:
         yield "BOOKMARK", end_bookmark(req.rt.kind, req.rt.group_version, max(start, 1))
     last_bookmark = time.monotonic()
+    # Woken by its own resource's changes, and by the tick; each wake reads its resource's
+    # events since the last and then stands at the log's head (every event up to it read).
+    resource = (req.rt.group, req.rt.plural)
+    changed = store.changed(*resource)
     while deadline is None or time.monotonic() < deadline:
-        with store.changed:
-            pending = list(store.events_after(start))
+        with changed:
+            pending = store.events_after(start, resource)
             if not pending:
-                store.changed.wait(_wait_time(req, deadline, last_bookmark))
-                pending = list(store.events_after(start))
+                changed.wait(_wait_time(req, deadline, last_bookmark))
+                pending = store.events_after(start, resource)
+            head = store.rv
         for event in pending:
-            start = event.rv
             out = translate(req, event)
             if out is not None:
                 yield out
+        start = max(start, head)
         if req.bookmarks and time.monotonic() - last_bookmark >= req.bookmark_interval:
             last_bookmark = time.monotonic()
             yield "BOOKMARK", {"kind": req.rt.kind, "apiVersion": req.rt.group_version,
