@@ -14,6 +14,8 @@ import os
 import sqlite3
 import threading
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +45,12 @@ class Store:
     def __init__(self, data_dir: str, history: int = 10_000) -> None:
         os.makedirs(data_dir, exist_ok=True)
         self.lock = threading.RLock()
-        # Watchers wait per resource (group, plural), not on one condition: a write wakes
-        # only the watches of its own resource. With one condition for all, each write woke
-        # every watch (a 2,000-CRD Provider's protection streams are 2,000 of them) and the
-        # floor's CRD writes timed out at 30 s behind the wake-ups.
-        self._waiting: dict[tuple[str, str], threading.Condition] = {}
+        # Each watch has a flag of its own, filed by resource (group, plural): a write sets
+        # only its resource's flags, and a watch waits on its flag without the lock. With
+        # one condition for all, each write woke every watch (a 2,000-CRD Provider's
+        # protection streams are 2,000 of them); with a condition on the lock, every idle
+        # tick took the lock back. Either way the writes queued behind the watches.
+        self._waiting: dict[tuple[str, str], set[threading.Event]] = {}
         self._db = sqlite3.connect(os.path.join(data_dir, "state.db"), check_same_thread=False,
                                    isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -139,15 +142,22 @@ class Store:
         if log is None:
             log = self._by_resource[resource] = deque(maxlen=self._events.maxlen)
         log.append(event)
-        waiting = self._waiting.get(resource)
-        if waiting is not None:
-            waiting.notify_all()
+        for fresh in self._waiting.get(resource, ()):
+            fresh.set()
 
-    def changed(self, group: str, plural: str) -> threading.Condition:
-        """The condition a watch of resource ``plural.group`` waits on: notified on each
-        change of that resource (it shares :attr:`lock`)."""
+    @contextmanager
+    def subscribe(self, group: str, plural: str) -> Iterator[threading.Event]:
+        """A flag set on each change of resource ``plural.group`` while the block runs (and
+        set at its start). Clear it under :attr:`lock` before reading the events."""
+        fresh, resource = threading.Event(), (group, plural)
+        fresh.set()
         with self.lock:
-            return self._waiting.setdefault((group, plural), threading.Condition(self.lock))
+            self._waiting.setdefault(resource, set()).add(fresh)
+        try:
+            yield fresh
+        finally:
+            with self.lock:
+                self._waiting[resource].discard(fresh)
 
     # -- the change log ----------------------------------------------------------------
 

@@ -8,6 +8,7 @@ retained log yields one ``ERROR`` event carrying a 410 ``Expired`` Status. A wat
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 from lockwright.devcluster.cluster import Cluster
 from lockwright.devcluster.errors import gone
 from lockwright.devcluster.selectors import Matcher
-from lockwright.devcluster.store import Event
+from lockwright.devcluster.store import Event, Store
 from lockwright.devcluster.types import ResourceType
 from lockwright.devcluster.watchlist import end_bookmark
 
@@ -81,29 +82,35 @@ def stream(cluster: Cluster, req: WatchRequest) -> Iterator[tuple[str, Obj] | No
         yield "ADDED", obj
     if req.initial_events and req.bookmarks:
         yield "BOOKMARK", end_bookmark(req.rt.kind, req.rt.group_version, max(start, 1))
+    yield from _follow(store, req, start, deadline)
+
+
+def _follow(store: Store, req: WatchRequest, start: int, deadline: float | None
+            ) -> Iterator[tuple[str, Obj] | None]:
+    """The events after ``start``: read when the resource's flag is set or a bookmark is
+    due; a wait that ends with the flag unset is an idle tick (the store's lock untaken)."""
     last_bookmark = time.monotonic()
-    # Woken by its own resource's changes, and by the tick; each wake reads its resource's
-    # events since the last and then stands at the log's head (every event up to it read).
     resource = (req.rt.group, req.rt.plural)
-    changed = store.changed(*resource)
-    while deadline is None or time.monotonic() < deadline:
-        with changed:
-            pending = store.events_after(start, resource)
-            if not pending:
-                changed.wait(_wait_time(req, deadline, last_bookmark))
-                pending = store.events_after(start, resource)
-            head = store.rv
-        for event in pending:
-            out = translate(req, event)
-            if out is not None:
-                yield out
-        start = max(start, head)
-        if req.bookmarks and time.monotonic() - last_bookmark >= req.bookmark_interval:
-            last_bookmark = time.monotonic()
-            yield "BOOKMARK", {"kind": req.rt.kind, "apiVersion": req.rt.group_version,
-                               "metadata": {"resourceVersion": str(max(start, 1))}}
-        elif not pending:
-            yield None
+    with store.subscribe(*resource) as fresh:
+        while deadline is None or time.monotonic() < deadline:
+            due = req.bookmarks and time.monotonic() - last_bookmark >= req.bookmark_interval
+            if fresh.is_set() or due:
+                pending, start = _read(store, resource, fresh, start)
+                yield from filter(None, (translate(req, event) for event in pending))
+            if due:
+                last_bookmark = time.monotonic()
+                yield "BOOKMARK", {"kind": req.rt.kind, "apiVersion": req.rt.group_version,
+                                   "metadata": {"resourceVersion": str(max(start, 1))}}
+            elif not fresh.wait(_wait_time(req, deadline, last_bookmark)):
+                yield None
+
+
+def _read(store: Store, resource: tuple[str, str], fresh: threading.Event, start: int
+          ) -> tuple[list[Event], int]:
+    """The resource's events after ``start``, and the log's head: every event up to it read."""
+    with store.lock:
+        fresh.clear()
+        return store.events_after(start, resource), max(start, store.rv)
 
 
 def _wait_time(req: WatchRequest, deadline: float | None, last_bookmark: float) -> float:
