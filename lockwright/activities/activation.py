@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from lockwright import contracts as c
-from lockwright.activities.base import log, meta, spec
+from lockwright.activities.base import heartbeating, log, meta, spec
 from lockwright.activities.definitions import Definitions
 from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader
@@ -36,7 +36,7 @@ from lockwright.managed.policy import Activation, Definition
 
 MRD_API = convert.MRD_API_VERSION
 CRD_API = "apiextensions.k8s.io/v1"
-WRITERS = 8  # status writes at once (2,000 MRDs are written once, when first seen)
+WRITERS = 8  # writes at once: activations, and statuses (2,000 MRDs written once, when first seen)
 
 
 class ActivationActivities:
@@ -52,6 +52,10 @@ class ActivationActivities:
     def activate_definitions(self, inp: c.ActivateDefinitionsInput
                              ) -> c.ActivateDefinitionsResult:
         """Apply every activation policy to every MRD; see the module."""
+        with heartbeating():  # 2,000 MRDs made Active take longer than a heartbeat timeout
+            return self._pass()
+
+    def _pass(self) -> c.ActivateDefinitionsResult:
         policies = self.definitions.policies()
         rows = self.definitions.rows()
         decision = policy.decide([policy.Policy.of(o) for o in policies], rows)
@@ -74,18 +78,23 @@ class ActivationActivities:
 
     def _activate(self, decision: Activation, policies: dict[str, Obj]) -> dict[str, str]:
         """Make each MRD Active (an Event on the policy that asked); the failures, by MRD."""
-        failed: dict[str, str] = {}
-        for name, by in sorted(decision.activate.items()):
-            try:
-                self.kube.patch(MRD_API, convert.MRD_KIND, name,
-                                {"spec": {"state": convert.ACTIVE}})
-            except LockwrightError as exc:
-                failed[name] = f"cannot activate {name}: {exc.message}"
-                self.reader.event(policies[by], WARNING, policy.REASON_ACTIVATED, failed[name])
-                continue
-            self.reader.event(policies[by], NORMAL, policy.REASON_ACTIVATED,
-                              f"{policy.MSG_ACTIVATED} {name}")
-        return failed
+        wanted = sorted(decision.activate.items())
+        with ThreadPoolExecutor(WRITERS) as pool:
+            errors = list(pool.map(lambda item: self._activate_one(item[0], item[1], policies),
+                                   wanted))
+        return {name: error for (name, _), error in zip(wanted, errors, strict=True) if error}
+
+    def _activate_one(self, name: str, by: str, policies: dict[str, Obj]) -> str | None:
+        """Make MRD ``name`` Active, with its Event on policy ``by``; why it failed, if so."""
+        try:
+            self.kube.patch(MRD_API, convert.MRD_KIND, name, {"spec": {"state": convert.ACTIVE}})
+        except LockwrightError as exc:
+            error = f"cannot activate {name}: {exc.message}"
+            self.reader.event(policies[by], WARNING, policy.REASON_ACTIVATED, error)
+            return error
+        self.reader.event(policies[by], NORMAL, policy.REASON_ACTIVATED,
+                          f"{policy.MSG_ACTIVATED} {name}")
+        return None
 
     def _write_policies(self, policies: list[Obj], decision: Activation,
                         failed: dict[str, str], present: set[str]) -> int:
