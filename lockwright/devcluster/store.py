@@ -61,9 +61,9 @@ class Store:
         self._objects: dict[Key, dict[str, Any]] = {}
         self._by_uid: dict[str, Key] = {}
         self._events: deque[Event] = deque(maxlen=max(history, 1))
-        # The same events by resource (group, plural): a watch reads its own resource's,
-        # not every write's (2,000 protection streams ticking each second each read every
-        # event of a 2,000-CRD install's writes, under the lock the writes need).
+        # The same events by resource (group, plural), the retained ones only: a watch
+        # reads its own resource's, not every write's (a 2,000-CRD install's writes are
+        # not for the 2,000 protection streams of its Provider's types).
         self._by_resource: dict[tuple[str, str], deque[Event]] = {}
         self.rv = self._load()
         self._floor = self.rv  # the oldest version a watch may start from
@@ -135,13 +135,14 @@ class Store:
 
     def _record(self, event: Event) -> None:
         if len(self._events) == self._events.maxlen:
-            self._floor = self._events[0].rv
+            oldest = self._events[0]
+            self._floor = oldest.rv
+            # The logs by resource split the retained log between them: the oldest event
+            # leaves its resource's log with it (it is that log's first).
+            self._by_resource[(oldest.key[0], oldest.key[1])].popleft()
         self._events.append(event)
         resource = (event.key[0], event.key[1])
-        log = self._by_resource.get(resource)
-        if log is None:
-            log = self._by_resource[resource] = deque(maxlen=self._events.maxlen)
-        log.append(event)
+        self._by_resource.setdefault(resource, deque()).append(event)
         for fresh in self._waiting.get(resource, ()):
             fresh.set()
 
