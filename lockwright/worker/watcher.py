@@ -22,6 +22,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any
@@ -69,6 +70,11 @@ log = structlog.get_logger("lockwright.watcher")
 
 WATCH_TIMEOUT_S = 300
 SIGNALLERS = 8
+# Provider types' streams between a round's start and its watch at once. Unbounded, a
+# 2,000-CRD Provider's streams sent 6,000 requests together as it turned Healthy; on
+# kube-apiserver, not yet serving all its new types, they failed (404) and retried: 11,326
+# failures in 9.5 minutes, and the API server's other clients timed out behind them.
+TYPES_PREPARING = 16
 SYNCED_EVENT = "watcher synced"  # logged once every resource was listed; dev up waits on it
 
 
@@ -110,6 +116,11 @@ class Stream:
     _resync_at: float = field(default=float("inf"), init=False, repr=False)
     # The last watch ended early, or a round failed after the list: read the CRD first.
     _crd_unsure: bool = field(default=False, init=False, repr=False)
+    # Held from a round's start until its watch is sent: Provider types' streams share
+    # one, so a 2,000-CRD Provider's streams, started together as it turns Healthy, send
+    # their reviews, reads and lists a few at a time (docs/design.md, "Provider deletion
+    # protection"); other streams hold nothing.
+    gate: AbstractContextManager[Any] = field(default_factory=nullcontext)
 
     def run(self) -> None:
         """Loop until ``stop``: (re)list when needed, otherwise watch from ``rv``."""
@@ -136,16 +147,9 @@ class Stream:
         A Provider type's stream asks for the right to read before each list and each
         watch, and finds its served version again after a watch the server ended early (a
         CRD's storage torn down, an API server going), once its CRD is known to stand."""
-        if self._crd_unsure:
-            ensure_standing(self.kube, self.res)
-            self._crd_unsure = False
-        self.res = served_version(self.kube, self.res)
-        if not self.rv:
-            if not self._may("list"):
+        with self.gate:
+            if not self._prepare():
                 return True
-            self._list()
-        if not self._may("watch"):
-            return True
         try:
             if self._follow(self._resync_at):
                 self.res, self._crd_unsure = unresolved(self.res), True
@@ -157,6 +161,18 @@ class Stream:
         if time.monotonic() >= self._resync_at:
             self.rv, self._why, self._signal_all = "", "resync", True
         return True
+
+    def _prepare(self) -> bool:
+        """Everything a round sends before its watch; False when stopped meanwhile."""
+        if self._crd_unsure:
+            ensure_standing(self.kube, self.res)
+            self._crd_unsure = False
+        self.res = served_version(self.kube, self.res)
+        if not self.rv:
+            if not self._may("list"):
+                return False
+            self._list()
+        return self._may("watch")
 
     def _may(self, verb: str) -> bool:
         """Whether to send the next request: a Provider type's stream asks for the right
@@ -241,6 +257,7 @@ class Watcher:
         self.protection = ProtectionIndex(enabled=settings.provider_deletion_protection)
         # The streams of Provider types' resources, by CRD name, each with its own stop.
         self._types: dict[str, tuple[Stream, threading.Event]] = {}
+        self._types_gate = threading.BoundedSemaphore(TYPES_PREPARING)
         self._emit: Callable[[Message], None] = lambda msg: None
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -272,7 +289,8 @@ class Watcher:
 
     def _start(self, res: Resource, stop: threading.Event) -> Stream:
         """A list-then-watch stream of ``res`` in a thread of its own (one connection)."""
-        stream = Stream(res, self._factory(), self._emit, stop, self.settings.resync_seconds)
+        stream = Stream(res, self._factory(), self._emit, stop, self.settings.resync_seconds,
+                        gate=self._types_gate if res.role == MANAGED else nullcontext())
         threading.Thread(target=stream.run, name=f"watch-{res.plural}", daemon=True).start()
         return stream
 
