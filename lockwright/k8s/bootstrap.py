@@ -119,16 +119,21 @@ def _established(crd: dict[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
-def _stored_crds(kube: Kube) -> dict[str, dict[str, Any]]:
-    return {item["metadata"]["name"]: item for item in kube.list(CRD_API, CRD_KIND)}
+def _stored_crds(kube: Kube, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Lockwright's own CRDs as stored, each read by name. Not a list of every CRD: a
+    cluster with a 2,000-CRD Provider stores hundreds of MB of them, and a worker starting
+    there timed out listing them (the full-size install benchmark, on kube-apiserver)."""
+    stored = {name: kube.get(CRD_API, CRD_KIND, name) for name in names}
+    return {name: crd for name, crd in stored.items() if crd is not None}
 
 
 def wait_established(kube: Kube, names: list[str], timeout: float = ESTABLISH_TIMEOUT_S) -> None:
     """Poll the CRDs until each is ``Established``; raise ``TimeoutError`` past the deadline."""
     deadline, delay = time.monotonic() + timeout, 0.02
+    pending = list(names)
     while True:
-        stored = _stored_crds(kube)
-        pending = [n for n in names if not _established(stored.get(n, {}))]
+        stored = _stored_crds(kube, pending)
+        pending = [n for n in pending if not _established(stored.get(n, {}))]
         if not pending:
             return
         if time.monotonic() > deadline:
@@ -141,7 +146,8 @@ def install_crds(kube: Kube, report: BootstrapReport | None = None) -> Bootstrap
     """Apply every packaged CRD and wait until all are Established."""
     report = report or BootstrapReport()
     kube.discovery.know(*KINDS)
-    crds, stored = load_crds(), _stored_crds(kube)
+    crds = load_crds()
+    stored = _stored_crds(kube, [c["metadata"]["name"] for c in crds])
     for crd in crds:
         name = crd["metadata"]["name"]
         outcome = ensure_crd(kube, crd, stored.get(name))

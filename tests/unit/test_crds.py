@@ -269,3 +269,38 @@ def test_structural(crd: str) -> None:
                 assert req in node["properties"], f"{crd}{path} requires unknown {req}"
             if "default" in node:
                 jsonschema.validate(node["default"], {**node, "default": None})
+
+
+class _CrdsByName:
+    """A cluster's CRDs, read by name only: listing every CRD fails, as it timed out on a
+    cluster holding a 2,000-CRD Provider's."""
+
+    class discovery:  # noqa: N801 - the seam's attribute
+        @staticmethod
+        def know(*kinds: Any) -> None:
+            pass
+
+    def __init__(self) -> None:
+        self.stored: dict[str, dict[str, Any]] = {}
+        self.gets = 0
+
+    def get(self, api: str, kind: str, name: str) -> dict[str, Any] | None:
+        self.gets += 1
+        return self.stored.get(name)
+
+    def create(self, obj: dict[str, Any]) -> None:
+        established = {"conditions": [{"type": "Established", "status": "True"}]}
+        self.stored[obj["metadata"]["name"]] = {**obj, "status": established}
+
+    def list(self, api: str, kind: str) -> list[Any]:
+        raise AssertionError("every CRD listed: read lockwright's own by name")
+
+
+def test_the_crds_install_reads_its_own_crds_by_name_only() -> None:
+    from lockwright.k8s.bootstrap import install_crds
+
+    kube = _CrdsByName()
+    report = install_crds(kube)  # type: ignore[arg-type]
+    assert len(report.created) == len(load_crds()) == len(kube.stored)
+    again = install_crds(kube)  # type: ignore[arg-type]
+    assert len(again.unchanged) == len(load_crds())
