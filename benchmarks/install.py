@@ -189,9 +189,6 @@ def reset_hwm(pid: int) -> bool:
         return False
 
 
-MRD_PATH = "/apis/apiextensions.crossplane.io/v1alpha1/managedresourcedefinitions"
-
-
 # --- the floor: the same work in a straight line, no Temporal ---------------------------
 class Floor:
     """Install a Provider the shortest way the same core functions allow."""
@@ -423,6 +420,7 @@ class Bench:
         """Seconds until every MRD has its Established condition: the activation pass an
         install starts runs on after the Provider is Healthy (2,000 status writes), and a
         floor measured beside it would pay for it."""
+        from lockwright.activities.definitions import MRD_PATH
         from lockwright.errors import KubeNotFound
         from lockwright.k8s.watch import list_columns
 

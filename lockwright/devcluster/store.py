@@ -175,16 +175,15 @@ class Store:
         """True when events after ``rv`` are no longer all retained."""
         return rv < self._floor
 
-    def events_after(self, rv: int, resource: tuple[str, str] | None = None) -> list[Event]:
-        """Retained events with a version above ``rv``, of ``resource`` (group, plural)
-        alone when given (caller holds the lock).
+    def events_after(self, rv: int, resource: tuple[str, str]) -> list[Event]:
+        """Retained events of ``resource`` (group, plural) with a version above ``rv``
+        (caller holds the lock).
 
         Scans from the newest end: a watcher that keeps up needs only the last few events,
         and copying the whole log on every wake made each write cost O(watchers x log).
         """
-        log = self._events if resource is None else self._by_resource.get(resource, ())
         newer: list[Event] = []
-        for event in reversed(log):
+        for event in reversed(self._by_resource.get(resource, ())):
             if event.rv <= rv:
                 break
             newer.append(event)
