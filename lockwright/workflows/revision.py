@@ -3,8 +3,8 @@
 Child of ``PackageWorkflow``, id ``revision:<kind>:<revision>``, so one revision is never
 installed twice at once. Steps, each an idempotent activity: fetch into the cache → parse,
 validate, lint → Crossplane version check → take the Lock (dependencies recorded) → TLS
-(active Providers/Functions) → establish objects → RBAC (Providers) → runtime → wait
-healthy → write the revision's status.
+(active Providers/Functions), establish objects and RBAC (Providers), side by side →
+runtime → wait healthy → write the revision's status.
 
 **Health wait.** ``check_health`` watches the runtime's Deployment for a window of at most
 ``HEALTH_WATCH_S`` and answers as soon as it is Available, again until the polls' span
@@ -28,7 +28,9 @@ to retry the whole child (every step is idempotent, and the fetch hits the cache
 
 from __future__ import annotations
 
+import asyncio
 import math
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import workflow
@@ -71,7 +73,21 @@ HEALTH_WATCH_S = 5.0
 # started before this change replay without the timer.
 PATCH_HEALTH_WINDOW_GAP = "health-window-gap"
 HEALTH_WINDOW_GAP_S = 0.05
+# TLS, the objects and RBAC of a revision in the Lock are established side by side: none
+# reads what another writes, and the runtime, which needs all three, starts after them
+# (docs/design.md, "TLS, objects and RBAC side by side"). Runs before: one after another.
+PATCH_ESTABLISH_TOGETHER = "establish-together"
 _EPSILON_S = 1e-6
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One activity call of the steps before the runtime."""
+
+    name: str
+    arg: object
+    result_type: type[object]
+    summary: str
 
 
 @workflow.defn
@@ -137,18 +153,13 @@ class InstallRevision:
             return await self._unmet(inp)
         # TLS only after the Lock: a package that loses the Lock must have touched nothing.
         runtime = inp.kind in c.KINDS_WITH_RUNTIME and inp.active
-        if runtime:
-            await self._run(inp, c.ENSURE_TLS, c.EnsureTlsInput(
-                kind=inp.kind, package=inp.package, revision=inp.revision),
-                c.EnsureTlsResult, f"tls secrets for {inp.package}")
-        established = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
-            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
-            control=inp.active, trust=inp.checked), c.EstablishObjectsResult,
-            f"establish {parsed.objects} objects ({'control' if inp.active else 'owner'})")
-        if inp.kind == c.PROVIDER:
-            await self._run(inp, c.ENSURE_RBAC, c.EnsureRbacInput(
-                kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
-                active=inp.active), c.EnsureRbacResult, f"rbac for {inp.revision}")
+        steps = self._establish_steps(inp, parsed, runtime)
+        # RBAC renders the types of the revision's claim (status.objectRefs), which the Lock
+        # take wrote; a revision outside the Lock (inactive) has only what establish writes.
+        if self._locked.resource_version and workflow.patched(PATCH_ESTABLISH_TOGETHER):
+            established = await self._together(inp, steps)
+        else:
+            established = await self._in_turn(inp, steps)
         health = c.CheckHealthResult(healthy=True)
         if runtime:
             awaiting = awaiting_activation(parsed.capabilities, established.definitions,
@@ -167,6 +178,46 @@ class InstallRevision:
                                        objects=established.objects, dependencies=dependencies,
                                        healthy=health.healthy, message=health.message,
                                        active_definitions=established.active_definitions)
+
+    def _establish_steps(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
+                         runtime: bool) -> list[_Step]:
+        """TLS (a runtime's), the objects, RBAC (a Provider's): what the runtime needs."""
+        steps = [_Step(c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+            control=inp.active, trust=inp.checked), c.EstablishObjectsResult,
+            f"establish {parsed.objects} objects ({'control' if inp.active else 'owner'})")]
+        if runtime:
+            steps.insert(0, _Step(c.ENSURE_TLS, c.EnsureTlsInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision),
+                c.EnsureTlsResult, f"tls secrets for {inp.package}"))
+        if inp.kind == c.PROVIDER:
+            steps.append(_Step(c.ENSURE_RBAC, c.EnsureRbacInput(
+                kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
+                active=inp.active), c.EnsureRbacResult, f"rbac for {inp.revision}"))
+        return steps
+
+    async def _in_turn(self, inp: c.InstallRevisionInput,
+                       steps: list[_Step]) -> c.EstablishObjectsResult:
+        """Runs before PATCH_ESTABLISH_TOGETHER: one step after another."""
+        results = [await self._run(inp, s.name, s.arg, s.result_type, s.summary)
+                   for s in steps]
+        return next(r for r in results if isinstance(r, c.EstablishObjectsResult))
+
+    async def _together(self, inp: c.InstallRevisionInput,
+                        steps: list[_Step]) -> c.EstablishObjectsResult:
+        """The steps side by side; each is awaited to its end before a failure is raised,
+        and the failure named is the first step's in the flow's order (docs/design.md,
+        "TLS, objects and RBAC side by side")."""
+        self._step = "+".join(s.name for s in steps)
+        workflow.set_current_details(f"**{self._step}** `{inp.revision}`")
+        results = await asyncio.gather(
+            *(call(s.name, s.arg, s.result_type, s.summary, inp.tuning, self._small)
+              for s in steps), return_exceptions=True)
+        for step, result in zip(steps, results, strict=True):
+            if isinstance(result, BaseException):
+                self._step = step.name
+                raise result
+        return next(r for r in results if isinstance(r, c.EstablishObjectsResult))
 
     async def _prepared(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
                         dependencies: int) -> c.InstallRevisionResult:

@@ -8,6 +8,7 @@ under test here; the real activities have their own tests against real servers.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -116,6 +117,9 @@ class FakeCluster:
     # record_approval's answers by revision (".../plan": the acceptance of its plan): who,
     # and the workflow run that recorded it.
     approved_by: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # When set, ensure_tls, establish_objects and ensure_rbac each wait here (10 s at most)
+    # until all the parties have come: they pass only if they run side by side.
+    side_by_side: asyncio.Barrier | None = None
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -149,6 +153,10 @@ class FakeCluster:
         queued = self.failures.get(name)
         if queued:
             raise queued.pop(0)
+
+    async def _meet(self) -> None:
+        if self.side_by_side is not None:
+            await asyncio.wait_for(self.side_by_side.wait(), 10)
 
     # --- package activities -------------------------------------------------------------
     @activity.defn(name=c.READ_PACKAGE)
@@ -280,6 +288,7 @@ class FakeCluster:
 
     @activity.defn(name=c.ENSURE_TLS)
     async def ensure_tls(self, inp: c.EnsureTlsInput) -> c.EnsureTlsResult:
+        await self._meet()
         self._enter(c.ENSURE_TLS)
         return c.EnsureTlsResult(server_secret=f"{inp.package}-tls-server",
                                  client_secret=f"{inp.package}-tls-client")
@@ -287,6 +296,7 @@ class FakeCluster:
     @activity.defn(name=c.ESTABLISH_OBJECTS)
     async def establish_objects(
             self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
+        await self._meet()
         self._enter(c.ESTABLISH_OBJECTS)
         mode = "dry-run" if inp.dry_run else "control" if inp.control else "owner"
         self.established[f"{inp.revision}/{mode}"] += 1
@@ -296,6 +306,7 @@ class FakeCluster:
 
     @activity.defn(name=c.ENSURE_RBAC)
     async def ensure_rbac(self, inp: c.EnsureRbacInput) -> c.EnsureRbacResult:
+        await self._meet()
         self._enter(c.ENSURE_RBAC)
         return c.EnsureRbacResult(cluster_roles=3, bindings=1)
 

@@ -43,6 +43,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from lockwright import contracts as c
+from lockwright.conditions import MSG_ESTABLISH
 from tests.helpers import unique, wait_for_async
 from tests.integration.fake_cluster import (
     PULL_SECRET_VALUE,
@@ -153,6 +154,39 @@ async def test_install_ends_installed_and_healthy(
         await record(temporal_client,
                      c.revision_workflow_id(kind, st.current_revision, task_queue),
                      "revision_install_provider")
+
+
+@pytest.mark.parametrize("kind, parties", [(c.PROVIDER, 3), (c.FUNCTION, 2)])
+async def test_tls_objects_and_rbac_run_side_by_side(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster,
+        kind: str, parties: int) -> None:
+    """A revision in the Lock runs TLS, establish and RBAC at once: each fake waits at a
+    barrier until all have come, so one after another the first would wait alone and fail."""
+    cluster.side_by_side = asyncio.Barrier(parties)
+    pkg = cluster.add(provider(kind))
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Healthy", signals=1)
+    assert (cluster.calls[c.ENSURE_TLS], cluster.calls[c.ESTABLISH_OBJECTS],
+            cluster.calls[c.ENSURE_RBAC]) == (1, 1, 1 if kind == c.PROVIDER else 0)
+    assert cluster.calls[c.ENSURE_RUNTIME] == 1 and st.installs == 1
+
+
+@pytest.mark.parametrize("step, prefix", [
+    (c.ESTABLISH_OBJECTS, MSG_ESTABLISH), (c.ENSURE_RBAC, "")])
+async def test_a_step_failing_beside_the_others_is_the_one_named(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster,
+        step: str, prefix: str) -> None:
+    """One step of the three fails: the others still run to their end, the revision's status
+    names the failed one (by its message's prefix), and no runtime starts."""
+    cluster.side_by_side = asyncio.Barrier(3)
+    pkg = cluster.add(provider())
+    cluster.fail(step, permanent("PermissionRejected", f"refused in {step}"))
+    handle = await start(temporal_client, task_queue, pkg)
+    st = await settled(handle, "Failed", signals=1)
+    assert (cluster.calls[c.ENSURE_TLS], cluster.calls[c.ESTABLISH_OBJECTS],
+            cluster.calls[c.ENSURE_RBAC], cluster.calls[c.ENSURE_RUNTIME]) == (1, 1, 1, 0)
+    [cond] = cluster.revision_status[st.current_revision][-1].conditions
+    assert cond.message == f"{prefix}refused in {step}"
 
 
 async def test_duplicate_and_reordered_signals_install_once(

@@ -64,6 +64,8 @@ QUEUE_IDS = {"package_install_queue_ids"}
 SHAPES |= QUEUE_IDS
 # Recorded before PATCH_HEALTH_WATCH (the health wait polled): they must still replay.
 SHAPES |= {"revision_install_provider_polled", "revision_install_unhealthy_polled"}
+# Recorded before PATCH_ESTABLISH_TOGETHER (TLS, establish and RBAC one after another).
+SHAPES |= {"revision_install_provider_in_turn"}
 
 
 def load(shape: str) -> WorkflowHistory:
