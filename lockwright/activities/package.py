@@ -3,9 +3,11 @@
 Each re-reads the package object (docs/design.md invariant 1). Revisions are named
 ``<package>-<first 12 hex of sha256(digest|generation)>`` as Crossplane's main branch names
 them (an existing revision of the digest under another name may stay the package's:
-``lockwright.upgrade.revisions.current_name``), created Inactive with a controller
-reference to the package and numbered one above the highest; only ``set_active_revision``
-(the switch) changes which one is Active.
+``lockwright.upgrade.revisions.current_name``), created with a controller reference to
+the package and numbered one above the highest. A package's first revision under
+``Automatic`` activation is created Active, as Crossplane writes it (docs/crossplane.md §9
+step 11), when the workflow asks (``EnsureRevisionInput.active_if_first``); every other is
+created Inactive, and only ``set_active_revision`` (the switch) changes which one is Active.
 """
 
 from __future__ import annotations
@@ -244,7 +246,8 @@ class PackageActivities:
         existing = next((r for r in revs if meta(r)["name"] == name), None)
         if existing is None:
             try:
-                created = self.kube.create(self.new_revision(inp, pkg, name, wanted, top + 1))
+                created = self.kube.create(self.new_revision(
+                    inp, pkg, name, wanted, top + 1, first=not revs))
             except KubeAlreadyExists:
                 existing = self.reader.revision(inp.kind, name)
             else:
@@ -288,11 +291,13 @@ class PackageActivities:
         return out, frozenset(adopted)
 
     def new_revision(self, inp: c.EnsureRevisionInput, pkg: Obj, name: str, wanted: Obj,
-                     number: int) -> Obj:
-        """A new Inactive revision controlled by its package."""
+                     number: int, first: bool) -> Obj:
+        """A new revision controlled by its package: Inactive, or Active when it is the
+        package's first and the workflow said so (``inp.active_if_first``)."""
+        state = c.ACTIVE if first and inp.active_if_first else c.INACTIVE
         return rv.new_revision(revision_kind(inp.kind), name,
                                self.metadata(inp, pkg), rv.package_owner(kind_of(inp.kind), pkg),
-                               wanted, number)
+                               wanted, number, state)
 
     def metadata(self, inp: c.EnsureRevisionInput, pkg: Obj) -> Obj:
         """:func:`revision_metadata` of the package's revision, with the package's UID and

@@ -232,8 +232,10 @@ class EnsureRevisionInput:
     """Activity ``ensure_revision``: create or update the package's revision of ``digest``
     at ``generation`` (``<package>-<12 hex of sha256(digest|generation)>``).
 
-    A new revision is created Inactive with an owner reference to its package; the
-    activity never changes which revision is active (that is ``set_active_revision``).
+    A new revision is created Inactive with an owner reference to its package, or Active
+    when ``active_if_first`` and the package has no other revision: then there is nothing
+    to hand over. Otherwise the activity never changes which revision is active (that is
+    ``set_active_revision``).
     """
 
     kind: str = ""
@@ -241,6 +243,9 @@ class EnsureRevisionInput:
     source: str = ""
     digest: str = ""
     generation: int = 0
+    # The workflow's decision: the package's first revision starts Active (Automatic
+    # activation, as Crossplane creates it), saving set_active_revision's reads and write.
+    active_if_first: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """What a package's revision says: its spec, as created and as brought up to date.
 
 Pure decisions over plain objects (docs/crossplane.md §9 step 11): a revision is created Inactive
-with a controller reference to its package and numbered one above the highest; an
+(a package's first, Active when its workflow asks) with a controller reference to its
+package and numbered one above the highest; an
 existing one is renumbered when it is not the newest and gets the package's changed
 fields. When one revision becomes active, which others retire, which old ones are
 collected and which Lock entries a gone package leaves are decided here too; the
@@ -155,15 +156,15 @@ def adopted_owners(refs: list[Obj], package_kind: str, pkg: Obj) -> list[Obj] | 
 
 
 def new_revision(revision_kind: str, name: str, metadata: Obj, owner: Obj, wanted: Obj,
-                 number: int) -> Obj:
-    """A new Inactive revision numbered ``number``, controlled by ``owner``.
+                 number: int, desired_state: str = INACTIVE) -> Obj:
+    """A new revision numbered ``number``, controlled by ``owner``, Inactive unless told.
 
     Args:
         metadata: its ``labels`` and ``annotations``.
     """
     return {"apiVersion": PKG_V1, "kind": revision_kind,
             "metadata": {"name": name, **metadata, "ownerReferences": [owner]},
-            "spec": {**wanted, "desiredState": INACTIVE, "revision": number}}
+            "spec": {**wanted, "desiredState": desired_state, "revision": number}}
 
 
 def refresh(rev: Obj, wanted: Obj, top: int, metadata: Obj) -> tuple[Obj, int]:

@@ -93,6 +93,10 @@ PATCH_RESUME_REINSTALLS = "resume-reinstalls"
 # orphaned revision deleted then) starts another pass instead of being dropped when the
 # run ends; its Lock entry lingered. Runs before ended regardless.
 PATCH_GONE_LOOKS_AGAIN = "gone-looks-again"
+# workflow.patched() id: a package's first revision under Automatic activation is created
+# Active, as Crossplane creates it, and set_active_revision is skipped (nothing to hand
+# over). Runs before created it Inactive and activated it.
+PATCH_FIRST_REVISION_ACTIVE = "first-revision-active"
 
 
 @workflow.defn
@@ -290,12 +294,17 @@ class PackageWorkflow:
         inp, rev = self._inp, current.revision
         # Manual: the approved revision, or one an operator set Active by hand, is active.
         active = pkg.activation_policy != c.MANUAL or approved
-        if active and (ensured.desired_state != c.ACTIVE or pkg.active_revision != rev):
-            # Nothing to hand over when this is the only revision: a quick local step.
-            await self.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
-                kind=inp.kind, package=inp.name, revision=rev),
-                c.SetActiveRevisionResult, f"activate {rev}",
-                small=set(pkg.revisions) <= {rev})
+        # Created Active just now (PATCH_FIRST_REVISION_ACTIVE), the package's only
+        # revision: nothing to hand over.
+        created_active = ensured.created and ensured.desired_state == c.ACTIVE
+        if active and (created_active or ensured.desired_state != c.ACTIVE
+                       or pkg.active_revision != rev):
+            if not created_active:
+                # Nothing to hand over when this is the only revision: a quick local step.
+                await self.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
+                    kind=inp.kind, package=inp.name, revision=rev),
+                    c.SetActiveRevisionResult, f"activate {rev}",
+                    small=set(pkg.revisions) <= {rev})
             self._s = replace(self._s, active_revision=rev)
         key = f"{rev}/{pkg.generation}/{'active' if active else 'inactive'}"
         # An MRD activated since (a policy, by hand) needs its CRD and may wake a
@@ -336,9 +345,11 @@ class PackageWorkflow:
         resolved = await self.activity(c.RESOLVE_DIGEST, c.ResolveDigestInput(
             kind=inp.kind, name=inp.name, source=pkg.source), c.ResolveDigestResult,
             f"resolve {pkg.source}")
+        first = (pkg.activation_policy != c.MANUAL and not pkg.revisions
+                 and workflow.patched(PATCH_FIRST_REVISION_ACTIVE))
         ensured = await self.activity(c.ENSURE_REVISION, c.EnsureRevisionInput(
             kind=inp.kind, package=inp.name, source=pkg.source, digest=resolved.digest,
-            generation=pkg.generation), c.EnsureRevisionResult,
+            generation=pkg.generation, active_if_first=first), c.EnsureRevisionResult,
             f"ensure revision for {resolved.digest[:19]}")
         self._s = replace(self._s, digest=resolved.digest, current_revision=ensured.revision,
                           revisions=_merge(self._s.revisions, [ensured.revision]))

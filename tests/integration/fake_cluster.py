@@ -200,9 +200,10 @@ class FakeCluster:
             raise gone(f"ProviderRevision {name} is being deleted")
         if rev is None:
             numbers = [r.number for r in self.revisions.values() if r.package == inp.package]
+            state = c.ACTIVE if inp.active_if_first and not numbers else c.INACTIVE
             rev = self.revisions[name] = FakeRevision(name, inp.package, inp.digest,
                                                       max(numbers, default=0) + 1,
-                                                      source=inp.source)
+                                                      desired_state=state, source=inp.source)
         return c.EnsureRevisionResult(revision=name, number=rev.number, created=created,
                                       desired_state=rev.desired_state,
                                       fresh=name not in self.revision_status)

@@ -729,6 +729,26 @@ def test_a_revision_keeps_the_image_its_digest_came_from_when_the_spec_moves_on(
         assert rev["spec"]["image"] == provider.ref, rev["spec"]
 
 
+def test_only_the_first_revision_is_created_active_when_the_workflow_asks(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """``active_if_first``: the package's first revision is created Active; a later one,
+    asked the same, Inactive (the switch activates it); unasked, Inactive as before."""
+    name, other = unique("first"), unique("first")
+    for n in (name, other):
+        apply_package(kube, "Provider", n, provider.ref)
+    first = run(acts.ensure_revision, c.EnsureRevisionInput(
+        c.PROVIDER, name, provider.ref, provider.digest, 1, active_if_first=True))
+    later = run(acts.ensure_revision, c.EnsureRevisionInput(
+        c.PROVIDER, name, provider.ref, "sha256:" + "1" * 64, 1, active_if_first=True))
+    unasked = run(acts.ensure_revision, c.EnsureRevisionInput(
+        c.PROVIDER, other, provider.ref, provider.digest, 1))
+    states = [(e.created, e.desired_state, (kube.get(PKG, "ProviderRevision", e.revision)
+                                            or {})["spec"]["desiredState"])
+              for e in (first, later, unasked)]
+    assert states == [(True, c.ACTIVE, c.ACTIVE), (True, c.INACTIVE, c.INACTIVE),
+                      (True, c.INACTIVE, c.INACTIVE)]
+
+
 def test_a_dependency_moves_only_from_the_version_the_resolver_decided_from(
         acts: Activities, kube: Kube, registry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """apply_resolution (LOCKWRIGHT_DEPENDENCY_UPGRADES): a dependency at the version the

@@ -142,6 +142,7 @@ async def test_install_ends_installed_and_healthy(
     assert (conds["Healthy"].status, conds["Healthy"].reason) == ("True", "HealthyPackageRevision")
     assert st.active_revision == st.current_revision and st.installs == 1
     assert cluster.revisions[st.current_revision].desired_state == c.ACTIVE
+    assert cluster.activations == []  # created Active: nothing to hand over
     assert cluster.established == {f"{st.current_revision}/control": 1}
     assert (cluster.calls[c.ENSURE_RBAC], cluster.calls[c.ENSURE_RUNTIME],
             cluster.calls[c.ENSURE_TLS]) == (rbac, runtime, runtime)
@@ -486,8 +487,9 @@ async def test_new_version_upgrades_and_collects(
     for old, new in zip(revisions, revisions[1:]):
         assert cluster.established[f"{new}/dry-run"] == 1
         assert cluster.established[f"{new}/control"] == 1
+    # The first revision was created Active (PATCH_FIRST_REVISION_ACTIVE): no flip.
     flips = [(a.revision, a.keep_runtime) for a in cluster.activations]
-    assert flips == [(revisions[0], False), (revisions[1], True), (revisions[1], False),
+    assert flips == [(revisions[1], True), (revisions[1], False),
                      (revisions[2], True), (revisions[2], False)], flips
     await record(temporal_client, handle.id, "package_upgrade")
 
@@ -541,7 +543,8 @@ async def test_upgrade_that_fails_to_prepare_leaves_the_old_revision_alone(
     st = await settled(handle, "Failed", signals=2)
     assert st.last_error_type == "LintError"
     assert cluster.revisions[v1].desired_state == c.ACTIVE
-    assert [a.revision for a in cluster.activations] == [v1]  # the first install only
+    # Nothing switched: v1 was created Active (PATCH_FIRST_REVISION_ACTIVE), v2 never was.
+    assert cluster.activations == []
     await record(temporal_client, handle.id, "package_upgrade_prepare_failed")
 
 

@@ -66,6 +66,10 @@ SHAPES |= QUEUE_IDS
 SHAPES |= {"revision_install_provider_polled", "revision_install_unhealthy_polled"}
 # Recorded before PATCH_ESTABLISH_TOGETHER (TLS, establish and RBAC one after another).
 SHAPES |= {"revision_install_provider_in_turn"}
+# Since PATCH_FIRST_REVISION_ACTIVE the first revision is created Active, with no
+# set_active_revision ("package_install" is from before; recorded on a queue of its own).
+QUEUE_IDS |= {"package_install_first_active"}
+SHAPES |= QUEUE_IDS
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -106,6 +110,8 @@ def test_quick_steps_run_locally_since_the_patch() -> None:
     local, queued = local_steps(load("revision_install_provider_queued"))
     assert (local, queued) == (0, 10)
     assert local_steps(load("package_install")) == (6, 0)
+    # Since PATCH_FIRST_REVISION_ACTIVE: no set_active_revision.
+    assert local_steps(load("package_install_first_active")) == (5, 0)
 
 
 @workflow.defn(name="InstallRevision")
