@@ -420,7 +420,7 @@ class Bench:
         """Seconds until every MRD has its Established condition: the activation pass an
         install starts runs on after the Provider is Healthy (2,000 status writes), and a
         floor measured beside it would pay for it."""
-        from lockwright.activities.definitions import MRD_PATH
+        from lockwright.managed.convert import MRD_PATH
         from lockwright.errors import KubeNotFound
         from lockwright.k8s.watch import list_columns
 

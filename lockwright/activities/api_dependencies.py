@@ -26,15 +26,13 @@ from lockwright.index.model import PackageIndex, merged
 from lockwright.index.read import IndexReader as Reader
 from lockwright.k8s import Kube, Obj
 from lockwright.k8s.watch import list_all
-from lockwright.managed.convert import MRD_API_VERSION, MRD_KIND
+from lockwright.managed.convert import MRD_API_VERSION, MRD_KIND, MRD_PATH
 from lockwright.objects.claims import Claim
 from lockwright.settings import Settings
 
 #: Reads the configured package indexes (none configured: an empty list). Raises a
 #: ``LockwrightError`` when one cannot be read or fails verification.
 IndexReader = Callable[[], list[PackageIndex]]
-#: Where MRDs are listed (metadata only) to find the one defining a kind.
-MRD_PATH = f"/apis/{MRD_API_VERSION}/managedresourcedefinitions"
 #: The definition kinds a claim names a served type by (``plural.group``).
 _DEFINITIONS = frozenset({"CustomResourceDefinition", "ManagedResourceDefinition",
                           "CompositeResourceDefinition"})

@@ -20,10 +20,10 @@ from lockwright.errors import KubeNotFound
 from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.k8s.watch import list_all, list_columns
 from lockwright.managed import convert, policy
+from lockwright.managed.convert import MRD_PATH
 from lockwright.managed.policy import Definition
 from lockwright.objects.holders import controller_name
 
-MRD_PATH = "/apis/apiextensions.crossplane.io/v1alpha1/managedresourcedefinitions"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 

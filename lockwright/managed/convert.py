@@ -27,6 +27,8 @@ Obj = dict[str, Any]
 
 CRD_API_VERSION, CRD_KIND = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
 MRD_API_VERSION, MRD_KIND = "apiextensions.crossplane.io/v1alpha1", "ManagedResourceDefinition"
+#: Where MRDs are listed.
+MRD_PATH = f"/apis/{MRD_API_VERSION}/managedresourcedefinitions"
 MRAP_KIND = "ManagedResourceActivationPolicy"
 ACTIVE, INACTIVE = "Active", "Inactive"
 SAFE_START = "safe-start"
