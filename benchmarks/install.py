@@ -190,6 +190,10 @@ def reset_hwm(pid: int) -> bool:
 
 
 # --- the floor: the same work in a straight line, no Temporal ---------------------------
+#: Seconds the floor's client waits for each answer (the product's is 30 s, and it retries).
+FLOOR_TIMEOUT_S = 180.0
+
+
 class Floor:
     """Install a Provider the shortest way the same core functions allow."""
 
@@ -197,7 +201,10 @@ class Floor:
         from lockwright.k8s import Kube
         from lockwright.oci.client import RegistryClient
 
-        self.kube = Kube.connect(kubeconfig)
+        # A straight line retries nothing, so it waits longer for an answer: with 4,000 big
+        # CRDs stored, a CRD create on kube-apiserver outlasted the client's 30 s (the 50
+        # floor installs beside three workers, 2026-11-30) and ended the whole run.
+        self.kube = Kube.connect(kubeconfig, timeout=FLOOR_TIMEOUT_S)
         self.client = RegistryClient(insecure=[registry])
         self.work, self.ns = work, namespace
         self.drc = self.kube.get("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig",
