@@ -126,9 +126,10 @@ TRAFFIC_RULES: list[Rule] = [
 
 TRAFFIC_RULES += [
     Rule("404 of a path nothing serves", lambda s: s["method"] == "GET" and s["path"].count(
-        "/") == 3 and s["path"].startswith("/apis/"), (".body", ".media", ".kind"),
-         "a group version no server registered (Crossplane's apiextensions.crossplane.io/v1 "
-         "without its CRDs): both answer 404; kube-apiserver's mux with the text/plain "
+        "/") in (2, 3) and s["path"].startswith("/apis/"), (".body", ".media", ".kind"),
+         "a group or group version no server registered (Crossplane's "
+         "apiextensions.crossplane.io/v1 without its CRDs, a dependency's group read before "
+         "its CRD exists): both answer 404; kube-apiserver's mux with the text/plain "
          "'404 page not found', devcluster with a Status. Discovery clients read the code."),
     Rule("/openapi/v3 index media type", lambda s: s["path"] == "/openapi/v3", (".media",),
          "kube-apiserver serves the /openapi/v3 index with Content-Type text/plain to "

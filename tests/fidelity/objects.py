@@ -50,6 +50,11 @@ def _builtin(kind: str, ns: str) -> Obj | None:
             "matchResources": {"objectSelector": {"matchLabels": {"fidelity": "never"}}}}},
         "SelfSubjectAccessReview": {"spec": {"resourceAttributes": {
             "namespace": ns, "verb": "get", "resource": "configmaps"}}},
+        # A custom resource whose CRD's CEL rules the schema's minimum breaks: "of" names a
+        # resource, and "by" or "reason" is set (kube-apiserver answers 422 otherwise).
+        "ClusterUsage": {"spec": {"of": {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "resourceRef": {"name": "fidelity"}},
+                                  "reason": "fidelity"}},
     }
     templates["ClusterRoleBinding"] = templates["RoleBinding"]
     for plain in ("Namespace", "ServiceAccount", "Lease"):
