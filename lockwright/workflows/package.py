@@ -294,12 +294,10 @@ class PackageWorkflow:
         inp, rev = self._inp, current.revision
         # Manual: the approved revision, or one an operator set Active by hand, is active.
         active = pkg.activation_policy != c.MANUAL or approved
-        # Created Active just now (PATCH_FIRST_REVISION_ACTIVE), the package's only
-        # revision: nothing to hand over.
-        created_active = ensured.created and ensured.desired_state == c.ACTIVE
-        if active and (created_active or ensured.desired_state != c.ACTIVE
-                       or pkg.active_revision != rev):
-            if not created_active:
+        if active and (ensured.desired_state != c.ACTIVE or pkg.active_revision != rev):
+            # Created Active just now (PATCH_FIRST_REVISION_ACTIVE), the package's only
+            # revision (so not the one it read as active): nothing to hand over.
+            if not (ensured.created and ensured.desired_state == c.ACTIVE):
                 # Nothing to hand over when this is the only revision: a quick local step.
                 await self.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
                     kind=inp.kind, package=inp.name, revision=rev),
