@@ -60,12 +60,19 @@ def secret_names(refs: list[Obj] | None) -> list[str]:
     return [str(r["name"]) for r in refs or [] if r.get("name")]
 
 
+def pulse(*details: Any) -> None:
+    """Heartbeat with ``details``, in a (remote) activity. A local activity has none to
+    send: the worker's core refuses it, with a warning for every beat."""
+    if activity.in_activity() and not activity.info().is_local:
+        activity.heartbeat(*details)
+
+
 def beat(*details: Any) -> None:
     """Heartbeat with ``details``, and stop here when the activity was cancelled.
 
     Where a long activity checks for its cancellation: Temporal never raises it into the
     thread (:func:`lockwright.activities.errors.defn`), so an activity runs on until it
-    asks, between two batches of its work.
+    asks, between two batches of its work. A local activity only checks (:func:`pulse`).
 
     Raises:
         CancelledError: the activity was cancelled (timed out, its heartbeat missed, the
@@ -73,7 +80,7 @@ def beat(*details: Any) -> None:
     """
     if not activity.in_activity():
         return
-    activity.heartbeat(*details)
+    pulse(*details)
     if activity.is_cancelled():
         raise CancelledError("activity cancelled; stopped between two batches")
 
@@ -81,14 +88,14 @@ def beat(*details: Any) -> None:
 @contextlib.contextmanager
 def heartbeating(every: float = 5.0) -> Iterator[None]:
     """Heartbeat from a side thread while a long call that cannot report progress runs."""
-    if not activity.in_activity():
+    if not activity.in_activity() or activity.info().is_local:
         yield
         return
     stop = threading.Event()
 
     def beat() -> None:
         while not stop.wait(every):
-            activity.heartbeat()
+            pulse()
 
     thread = threading.Thread(target=contextvars.copy_context().run, args=(beat,),
                               daemon=True, name="heartbeat")

@@ -33,14 +33,13 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 
-from temporalio import activity
-
 from lockwright import contracts as c
 from lockwright.activities.base import (
     beat,
     kind_of,
     log,
     meta,
+    pulse,
     revision_kind,
     service_name,
     spec,
@@ -357,7 +356,7 @@ class Establisher:
                 if time.monotonic() > deadline:
                     raise KubeConflict(f"{kind} {name}, created by a refused attempt, is "
                                        "still being deleted")
-                activity.heartbeat()  # not beat(): an undo runs to its end, cancelled or not
+                pulse()  # not beat(): an undo runs to its end, cancelled or not
                 time.sleep(UNDO_POLL_S)  # polling the API for the deletion, not a test
 
     def _check(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
