@@ -33,7 +33,12 @@ def beating_threads() -> list[str]:
 def test_beat_and_pulse_send_a_heartbeat_only_from_a_remote_activity(
         local: bool, sent: list[tuple[object, ...]]) -> None:
     env, beats = environment(local)
-    env.run(lambda: (beat("batch 3"), pulse()))
+
+    def run() -> None:
+        beat("batch 3")
+        pulse()
+
+    env.run(run)
     assert beats == sent
 
 
