@@ -1,7 +1,9 @@
 """Session-wide fixtures: each real server starts once per test session (per xdist worker)."""
 
+import compileall
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -23,11 +25,31 @@ pytest_plugins = [
 ]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def pytest_configure(config: "pytest.Config") -> None:
     """The controller picks where test stacks' devclusters record request shapes
-    (tests/fidelity/recorded.py); xdist workers inherit it through the environment."""
-    if not hasattr(config, "workerinput") and ENV_DIR not in os.environ:
+    (tests/fidelity/recorded.py); xdist workers inherit it through the environment. It
+    also compiles the processes' code once (:func:`compile_bytecode`)."""
+    if hasattr(config, "workerinput"):
+        return
+    if ENV_DIR not in os.environ:
         os.environ[ENV_DIR] = tempfile.mkdtemp(prefix="lockwright-shapes-")
+    compile_bytecode()
+
+
+def compile_bytecode() -> None:
+    """Write the bytecode of lockwright and benchmarks/ once, for every process the run starts.
+
+    Where ``PYTHONDONTWRITEBYTECODE`` is set (as in these machines' environment), no
+    process writes a ``.pyc``, so each worker, watcher, devcluster, CLI and benchmark the
+    tests start compiled lockwright's 256 modules again: 3.6 CPU-seconds to import the
+    worker, the CLI and devcluster, against 2.9 from bytecode (measured 2026-11-30).
+    Up-to-date files are skipped (a second run takes a tenth of a second).
+    """
+    for folder in ("lockwright", "benchmarks"):
+        compileall.compile_dir(ROOT / folder, quiet=2)
 
 
 @pytest.hookimpl(trylast=True)
