@@ -10,7 +10,11 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   metadata-only writes (the workflow's own) are ignored, so the watcher does not echo the
   workflow's writes back to it.
 - A revision targets its package (controller ownerReference, else the label
-  ``pkg.crossplane.io/package``) under the same rules.
+  ``pkg.crossplane.io/package``) under the same rules, but for one: a revision added under
+  the controller reference of the package object the index knows (its UID) was made by
+  that package's own pass, which goes on with what it made, so it targets no one. Every
+  install and switch-over ran a second pass for it (read, resolve, ensure, status). A
+  revision added by anyone else (by hand, restored from a backup: another UID) still does.
 - A DeploymentRuntimeConfig targets the Providers and Functions whose
   ``spec.runtimeConfigRef.name`` (default ``default``) names it, and the packages matched by
   an ImageConfig whose ``spec.runtime.configRef`` names it.
@@ -219,6 +223,7 @@ class Summary:
     source: str = ""  # packages: spec.package
     runtime_config: str = ""  # Providers/Functions: spec.runtimeConfigRef.name
     package: str = ""  # revisions: the owning package's name
+    uid: str = ""  # packages: metadata.uid; revisions: their package controller's UID
     prefixes: tuple[str, ...] = ()  # ImageConfigs: matchImages prefixes
     config_ref: str = ""  # ImageConfigs: spec.runtime.configRef.name
     # packages: spec.packagePullSecrets names; ImageConfigs: the pullSecretRef name, if any,
@@ -240,12 +245,13 @@ class Summary:
     unanswered: bool = False
 
 
-def _owner_package(res: Resource, obj: Obj) -> str:
+def _owner_package(res: Resource, obj: Obj) -> tuple[str, str]:
+    """The revision's package: its controller's name and UID, else the label's name."""
     meta = obj.get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") and _PACKAGE_KINDS.get(ref.get("kind", "")) == res.package_kind:
-            return str(ref.get("name", ""))
-    return str((meta.get("labels") or {}).get(PACKAGE_LABEL, ""))
+            return str(ref.get("name", "")), str(ref.get("uid", ""))
+    return str((meta.get("labels") or {}).get(PACKAGE_LABEL, "")), ""
 
 
 def summarize(res: Resource, obj: Obj) -> Summary:
@@ -255,7 +261,8 @@ def summarize(res: Resource, obj: Obj) -> Summary:
     if res.role == "secret":
         return replace(base, version=str(meta.get("resourceVersion") or ""))
     if res.role == "revision":
-        return replace(base, package=_owner_package(res, obj), activated=str(
+        package, uid = _owner_package(res, obj)
+        return replace(base, package=package, uid=uid, activated=str(
             (meta.get("annotations") or {}).get(ACTIVE_DEFINITIONS_ANNOTATION) or ""),
             waiting=waiting_for(_unhealthy(obj)))
     if res.role == "crd":
@@ -268,7 +275,7 @@ def summarize(res: Resource, obj: Obj) -> Summary:
                        dependencies=any(e.get("dependencies") for e in entries))
     if res.role == "package":
         annotations = meta.get("annotations") or {}
-        base = replace(base, paused=annotations.get(PAUSED_ANNOTATION) == "true",
+        base = replace(base, uid=str(meta.get("uid") or ""), paused=annotations.get(PAUSED_ANNOTATION) == "true",
                        accepted_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION) or ""),
                        upgrade_gate=str(annotations.get(UPGRADE_GATE_ANNOTATION) or ""),
                        pinned_api=str(annotations.get(PIN_API) or ""),
@@ -354,6 +361,8 @@ class Index:
             return []
         if event_type == "MODIFIED" and not _changed(old, new):
             return self._queued(self._quiet(res, name, new, old))
+        if event_type == "ADDED" and self._made_by_its_package(res, new):
+            return []
         return self._queued(self._route(res, name, new, old,
                                         f"{res.describe(name)} {event_type.lower()}"))
 
@@ -486,6 +495,16 @@ class Index:
         # A count moved beside other changes (a relist merges them) still reaches activation.
         return ([self._package_target(res.package_kind, pkg, reason)] if pkg else []) + (
             [Target(ACTIVATION, self.task_queue, reason)] if moved else [])
+
+    def _made_by_its_package(self, res: Resource, new: Summary) -> bool:
+        """Whether ``new`` is a revision controlled by the package object the index knows
+        (the same UID): only that package's pass makes one so, and it needs no signal."""
+        if res.role != "revision" or not new.uid:
+            return False
+        kind = next(r.kind for r in RESOURCES
+                    if r.role == "package" and r.package_kind == res.package_kind)
+        known = self.of(kind).get(new.package)
+        return known is not None and known.uid == new.uid
 
     def _package_target(self, kind: str, name: str, reason: str) -> Target:
         res = next(r for r in RESOURCES if r.role == "package" and r.package_kind == kind)

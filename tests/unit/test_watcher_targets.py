@@ -153,6 +153,47 @@ def test_revisions_listed_dedupe_to_one_signal_per_package() -> None:
     assert ids(Index().on_sync(RES["ProviderRevision"], revs, True)) == ["package:provider:p"]
 
 
+def own(name: str, package: str, uid: str) -> dict[str, Any]:
+    """A revision under the controller reference of Provider ``package`` (UID ``uid``)."""
+    return obj(name, owners=[{"kind": "Provider", "name": package, "uid": uid,
+                              "controller": True}])
+
+
+def with_uid(item: dict[str, Any], uid: str) -> dict[str, Any]:
+    item["metadata"]["uid"] = uid
+    return item
+
+
+@pytest.mark.parametrize(("event", "revision", "expected"), [
+    # made by the package's own pass: it goes on with it, no second pass
+    ("ADDED", own("p-2", "p", "uid-p"), []),
+    # made by anyone else: by hand under another object of the name, restored, labelled only
+    ("ADDED", own("p-2", "p", "uid-old"), ["package:provider:p"]),
+    ("ADDED", obj("p-2", labels={"pkg.crossplane.io/package": "p"}), ["package:provider:p"]),
+    ("ADDED", own("q-2", "q", "uid-p"), ["package:provider:q"]),  # a package not seen yet
+    # its later changes and its deletion still reach the package
+    ("DELETED", own("p-2", "p", "uid-p"), ["package:provider:p"]),
+])
+def test_a_revision_its_package_made_signals_nothing_when_added(
+        event: str, revision: dict[str, Any], expected: list[str]) -> None:
+    index = Index()
+    index.on_sync(RES["Provider"], [with_uid(provider("p"), "uid-p")], signal_all=False)
+    assert ids(index.on_event(RES["ProviderRevision"], event, revision)) == expected
+
+
+def test_a_revision_its_package_made_is_still_indexed_and_listed() -> None:
+    index = Index()
+    index.on_sync(RES["Provider"], [with_uid(provider("p"), "uid-p")], signal_all=False)
+    assert index.on_event(RES["ProviderRevision"], "ADDED", own("p-2", "p", "uid-p")) == []
+    assert index.of("ProviderRevision")["p-2"].package == "p"
+    changed = own("p-2", "p", "uid-p")
+    changed["metadata"]["generation"] = 2
+    assert ids(index.on_event(RES["ProviderRevision"], "MODIFIED", changed)) == [
+        "package:provider:p"]
+    assert ids(index.on_sync(RES["ProviderRevision"], [changed], signal_all=True)) == [
+        "package:provider:p"]
+
+
 def test_target_carries_inputs_for_signal_with_start() -> None:
     index = Index()
     [target] = index.on_event(RES["Provider"], "ADDED", provider("p", generation=4))
