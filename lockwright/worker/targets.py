@@ -275,7 +275,8 @@ def summarize(res: Resource, obj: Obj) -> Summary:
                        dependencies=any(e.get("dependencies") for e in entries))
     if res.role == "package":
         annotations = meta.get("annotations") or {}
-        base = replace(base, uid=str(meta.get("uid") or ""), paused=annotations.get(PAUSED_ANNOTATION) == "true",
+        base = replace(base, uid=str(meta.get("uid") or ""),
+                       paused=annotations.get(PAUSED_ANNOTATION) == "true",
                        accepted_plan=str(annotations.get(ACCEPT_PLAN_ANNOTATION) or ""),
                        upgrade_gate=str(annotations.get(UPGRADE_GATE_ANNOTATION) or ""),
                        pinned_api=str(annotations.get(PIN_API) or ""),
