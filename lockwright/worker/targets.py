@@ -160,6 +160,7 @@ RESOURCES: tuple[Resource, ...] = (
              group="apiextensions.k8s.io", metadata_only=True),
 )
 _PACKAGE_KINDS = {r.kind: r.package_kind for r in RESOURCES if r.role == "package"}
+_KIND_OF_PACKAGE = {p: k for k, p in _PACKAGE_KINDS.items()}
 
 
 RESOLVER = "resolver"  # Target.kind of the dependency resolver
@@ -502,14 +503,15 @@ class Index:
         (the same UID): only that package's pass makes one so, and it needs no signal."""
         if res.role != "revision" or not new.uid:
             return False
-        kind = next(r.kind for r in RESOURCES
-                    if r.role == "package" and r.package_kind == res.package_kind)
-        known = self.of(kind).get(new.package)
+        known = self._package(res.package_kind, new.package)
         return known is not None and known.uid == new.uid
 
+    def _package(self, kind: str, name: str) -> Summary | None:
+        """What the index knows of the package ``name`` of ``kind`` (``provider``, ...)."""
+        return self.of(_KIND_OF_PACKAGE[kind]).get(name)
+
     def _package_target(self, kind: str, name: str, reason: str) -> Target:
-        res = next(r for r in RESOURCES if r.role == "package" and r.package_kind == kind)
-        known = self.of(res.kind).get(name)
+        known = self._package(kind, name)
         return Target(kind, name, reason, known.generation if known else 0,
                       known.source if known else "")
 
