@@ -7,8 +7,12 @@ Event on the policy, a Warning when it fails), and each policy's ``status.activa
 ``Healthy`` condition are written. Each MRD's ``Established`` condition follows its state
 and its CRD (Crossplane's MRD controller writes it; here the CRD comes from the package's
 install). Each policy's ``Established`` condition is True once every MRD it activated is
-Active with its CRD Established (crossplane#7822; CRDs are read one by one, only for a
-policy not yet Established for the same MRDs). The MRDs of a revision whose install has
+Active with its CRD Established (crossplane#7822). CRDs are read only for a policy not yet
+Established for the same MRDs, a few at a time, stopping at the first not Established
+(:func:`lockwright.managed.policy.unconfirmed`); a CRD seen Established is remembered by
+its UID, for it stays so. A 2,000-kind provider whose kinds the API server takes minutes
+to establish so costs a few reads a pass, where reading them all cost 2,000 whole CRDs
+(100 MB) a pass. The MRDs of a revision whose install has
 not recorded its count yet are still being established: their conditions wait for the pass
 its recording starts (the watcher signals it), rather than 2,000 status writes racing the
 install's 2,000 creates. Finally each Provider revision whose count
@@ -46,6 +50,8 @@ class ActivationActivities:
         self.kube = kube
         self.reader = reader
         self.definitions = definitions
+        # CRD name → the UID it was seen Established with (a CRD stays Established)
+        self._established: dict[str, str] = {}
 
     @defn(name=c.ACTIVATE_DEFINITIONS)
     @edge
@@ -61,7 +67,7 @@ class ActivationActivities:
         decision = policy.decide([policy.Policy.of(o) for o in policies], rows)
         failed = self._activate(decision, {meta(o)["name"]: o for o in policies})
         done = {name for name in decision.activate if name not in failed}
-        crds = self.definitions.crd_names()
+        crds = self._crds()
         present = {r.name for r in rows if r.active or r.name in done} & crds
         written = self._write_policies(policies, decision, failed, present)
         revisions = self.kube.list("pkg.crossplane.io/v1", "ProviderRevision")
@@ -75,6 +81,12 @@ class ActivationActivities:
             activated=[c.Activated(n, decision.activate[n]) for n in sorted(done)][:c.MAX_NAMES],
             activated_count=len(done), failed=len(failed), statuses_written=written,
             packages=packages, message="; ".join(sorted(failed.values()))[:500])
+
+    def _crds(self) -> set[str]:
+        """Every CRD's name; forgets those seen Established that are gone or made again."""
+        uids = self.definitions.crd_uids()
+        self._established = {n: u for n, u in self._established.items() if uids.get(n) == u}
+        return set(uids)
 
     def _activate(self, decision: Activation, policies: dict[str, Obj]) -> dict[str, str]:
         """Make each MRD Active (an Event on the policy that asked); the failures, by MRD."""
@@ -117,27 +129,43 @@ class ActivationActivities:
     def _served(self, policies: list[Obj], decision: Activation, present: set[str]
                 ) -> set[str]:
         """The MRDs among those policies activated that are Active with their CRD
-        Established. Those of a policy :func:`policy.settled` count without a read."""
-        known: set[str] = set()
-        wanted: set[str] = set()
+        Established, as far as a waiting policy needs them confirmed. Those of a policy
+        :func:`policy.settled` count without a read, and so do CRDs seen Established."""
+        served = {n for n in self._established if n in present}
+        waiting: list[list[str]] = []
         for obj in policies:
             matched = decision.activated.get(meta(obj)["name"], [])
             status = obj.get("status") or {}
             if policy.settled(status.get("conditions") or [], status.get("activated") or [],
                               matched, present):
-                known.update(matched)
+                served.update(matched)
             else:
-                wanted.update(n for n in matched if n in present)
-        to_read = sorted(wanted - known)
+                waiting.append(matched)
         with ThreadPoolExecutor(WRITERS) as pool:
-            read = list(pool.map(self._crd_established, to_read))
-        return known | {n for n, ok in zip(to_read, read, strict=True) if ok}
+            for matched in waiting:
+                self._confirm(pool, policy.unconfirmed(matched, present, served), served)
+        return served
 
-    def _crd_established(self, name: str) -> bool:
-        """Whether CRD ``name`` says it is Established (the API serves its kind)."""
+    def _confirm(self, pool: ThreadPoolExecutor, names: list[str], served: set[str]) -> None:
+        """Read the CRDs of ``names`` ``WRITERS`` at a time, adding to ``served`` (and
+        remembering) each Established one, until a batch finds one that is not."""
+        for start in range(0, len(names), WRITERS):
+            batch = names[start:start + WRITERS]
+            uids = list(pool.map(self._crd_established, batch))
+            for name, uid in zip(batch, uids, strict=True):
+                if uid is not None:
+                    served.add(name)
+                    self._established[name] = uid
+            if None in uids:
+                return
+
+    def _crd_established(self, name: str) -> str | None:
+        """CRD ``name``'s UID when it says it is Established (the API serves its kind)."""
         crd = self.kube.get(CRD_API, "CustomResourceDefinition", name) or {}
-        return any(x.get("type") == policy.ESTABLISHED and x.get("status") == "True"
-                   for x in (crd.get("status") or {}).get("conditions") or [])
+        if any(x.get("type") == policy.ESTABLISHED and x.get("status") == "True"
+               for x in (crd.get("status") or {}).get("conditions") or []):
+            return str(meta(crd).get("uid", ""))
+        return None
 
     def _write_definitions(self, rows: list[Definition], done: set[str],
                            crds: set[str]) -> int:

@@ -93,8 +93,12 @@ class Definitions:
 
     def crd_names(self) -> set[str]:
         """The names of every CRD (metadata only)."""
-        return {str(meta(o).get("name", "")) for o in list_all(self.kube, CRD_PATH,
-                                                               metadata_only=True).items}
+        return set(self.crd_uids())
+
+    def crd_uids(self) -> dict[str, str]:
+        """Every CRD's UID by its name (metadata only)."""
+        return {str(meta(o).get("name", "")): str(meta(o).get("uid", ""))
+                for o in list_all(self.kube, CRD_PATH, metadata_only=True).items}
 
     def active_names(self) -> frozenset[str]:
         """MRDs that are Active, and types already served as CRDs (a revision made before

@@ -47,8 +47,8 @@ class _Definitions:
         return [Definition("buckets.s3.example.org", False),
                 Definition("queues.sqs.example.org", False)]
 
-    def crd_names(self) -> set[str]:
-        return set()
+    def crd_uids(self) -> dict[str, str]:
+        return {}
 
 
 class _Reader:

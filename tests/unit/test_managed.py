@@ -242,10 +242,11 @@ def test_policy_health_in_crossplanes_words() -> None:
     # One is not served yet (Inactive, no CRD, or its CRD not Established): Unknown, named.
     (["a.x.io", "b.x.io"], {"a.x.io"},
      ("Unknown", "PendingManagedResources",
-      "waiting for 1 of 2 ManagedResourceDefinitions to be established: b.x.io")),
+      "1 of 2 activated ManagedResourceDefinitions confirmed established; "
+      "waiting for b.x.io")),
     ([f"t{i}.x.io" for i in range(7)], set(),
      ("Unknown", "PendingManagedResources",
-      "waiting for 7 of 7 ManagedResourceDefinitions to be established: "
+      "0 of 7 activated ManagedResourceDefinitions confirmed established; waiting for "
       "t0.x.io, t1.x.io, t2.x.io, t3.x.io, t4.x.io, ...")),
     # A policy matching nothing (applied before its provider) does not say its kinds are
     # served.
@@ -255,6 +256,21 @@ def test_policy_health_in_crossplanes_words() -> None:
 def test_policy_established(matched: list[str], served: set[str],
                             expected: tuple[str, str, str]) -> None:
     assert policy.policy_established(matched, served) == expected
+
+
+@pytest.mark.parametrize("matched, present, served, expected", [
+    # Those not known served, in order: the pass reads them until one is not Established.
+    (["c.x.io", "a.x.io", "b.x.io"], {"a.x.io", "b.x.io", "c.x.io"}, {"b.x.io"},
+     ["a.x.io", "c.x.io"]),
+    # One has no CRD (or is Inactive): the policy waits whatever the others say, no read.
+    (["a.x.io", "b.x.io"], {"a.x.io"}, set(), []),
+    # All known served already: nothing to read.
+    (["a.x.io"], {"a.x.io"}, {"a.x.io"}, []),
+    ([], set(), set(), []),
+])
+def test_unconfirmed(matched: list[str], present: set[str], served: set[str],
+                     expected: list[str]) -> None:
+    assert policy.unconfirmed(matched, present, served) == expected
 
 
 ESTABLISHED = [{"type": "Established", "status": "True"}]
