@@ -12,8 +12,9 @@ the fix, any API rejection ``KubeInvalid``: all before a single write. It keeps 
 only its decision and live metadata (``establish.Seen``). The second rebuilds those writes
 and makes them, batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read
 in the first pass travels with each update, and a create fails if the name was taken
-since), so a concurrent change makes the attempt fail with ``KubeConflict`` and the retry
-re-plans.
+since). A write refused so (409) reads its object again, and is planned, checked, dry-run
+and sent again, a few times at most; an object that keeps changing fails the attempt
+with ``KubeConflict`` and the retry re-plans everything.
 
 A first install (the revision takes control and the package's first object does not
 exist) skips the checking pass, whose reads and dry runs would double the API work of a
@@ -173,7 +174,7 @@ class Establisher:
                                             (start, inp.trust))
                 if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
                     return _checked(refs, checked)
-                counts = self._write_all(pool, revision, documents, checked.seen, ca, service)
+                counts = self._write_all(pool, revision, documents, checked, (ca, service))
                 stale, trusted = checked.stale, checked.trusted
         self.say_adopted(rev, stale)
         activated = self.say_activated(revision.conversion)
@@ -467,16 +468,62 @@ class Establisher:
         return fresh
 
     def _write_all(self, pool: ThreadPoolExecutor, revision: est.Revision, documents: Path,
-                   seen: dict[ObjectKey, est.Seen], ca: bytes | None,
-                   service: str) -> dict[est.Op, int]:
+                   checked: Checked, target: tuple[bytes | None, str]) -> dict[est.Op, int]:
         counts = {op: 0 for op in est.Op}
         for done, batch in enumerate(batches(revision, documents)):
-            actions = est.replan(revision, batch, seen, ca_bundle=ca,
-                                 namespace=self.namespace, service=service)
-            for op in pool.map(self._write, actions):
+            actions = est.replan(revision, batch, checked.seen, ca_bundle=target[0],
+                                 namespace=self.namespace, service=target[1])
+            ops = list(pool.map(self._write_once, actions))
+            changed = [a for a, op in zip(actions, ops, strict=True) if op is None]
+            done_ops = [op for op in ops if op is not None]
+            if changed:
+                done_ops += self._rewrite(pool, revision, batch, changed, target,
+                                          checked.current)
+            for op in done_ops:
                 counts[op] += 1
             beat(done)
         return counts
+
+    def _write_once(self, action: est.Action) -> est.Op | None:
+        """Make one planned write; None when its object changed since it was read (409)."""
+        try:
+            return self._write(action)
+        except KubeConflict:
+            log().info("establish.write_conflict", object=str(action.key))
+            return None
+
+    def _rewrite(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
+                 changed: list[est.Action], target: tuple[bytes | None, str],
+                 current: dict[str, str | None]) -> list[est.Op]:
+        """The writes of ``batch`` refused with 409, their objects changed since the check
+        read them (a busy API server's controllers write a new CRD's status for minutes):
+        each object read, planned, checked and dry-run again as the check does, then
+        written, at most ``DRY_RUN_ATTEMPTS`` times. The attempt used to fail there, and its
+        retry read and dry-ran every object of the package again.
+
+        Raises:
+            ConflictError, PreflightError: what the check would raise for those objects now.
+            KubeConflict: an object kept changing (transient: the activity retries).
+        """
+        dry, written = self.kube.dry_runs(), []
+        for _ in range(DRY_RUN_ATTEMPTS):
+            keys = {a.key for a in changed}
+            subset = [o for o in batch if ObjectKey.of(o) in keys]
+            live = self._reread(pool, {}, [a.object for a in changed])
+            self._look_up(revision, live, current)
+            plan, live = self._dry_run(pool, dry, revision, subset, (est.plan_establish(
+                revision, subset, live, ca_bundle=target[0], namespace=self.namespace,
+                service=target[1], current=current), live), target, current)
+            again = Checked()
+            again.add(plan, live, crdcheck.preflight(subset, live) if revision.active else [])
+            _refuse(again)
+            ops = list(pool.map(self._write_once, plan.actions))
+            written += [op for op in ops if op is not None]
+            changed = [a for a, op in zip(plan.actions, ops, strict=True) if op is None]
+            if not changed:
+                return written
+        raise KubeConflict(f"{changed[0].key} kept changing while it was written: gave up "
+                           f"after {DRY_RUN_ATTEMPTS} attempts")
 
     def _write(self, action: est.Action, kube: Kube | None = None) -> est.Op:
         """Make one planned write through ``kube`` (this activity's, or a dry-run view).

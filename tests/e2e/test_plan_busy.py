@@ -45,8 +45,10 @@ class BusyKube(Kube):
 
     crd: str
     busy: Callable[[], bool]
+    busy_write: Callable[[], bool]
     admin: Kube
     dry_updates: list[str]
+    updates: list[str]
     status_writes: int
 
     def dry_runs(self) -> Kube:
@@ -62,6 +64,15 @@ class BusyKube(Kube):
 
         view.update = update  # type: ignore[method-assign]
         return view
+
+    def update(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """A real update of CRD ``crd``, preceded by a status write while
+        ``busy_write()`` says so."""
+        if not dry_run and obj.get("kind") == CRD_KIND and obj["metadata"]["name"] == self.crd:
+            self.updates.append(str(obj["metadata"].get("resourceVersion")))
+            if self.busy_write():
+                self.bump()
+        return super().update(obj, dry_run=dry_run)
 
     def bump(self) -> None:
         """Write the CRD's status, as the API server's controllers do after a create: its
@@ -88,12 +99,17 @@ def installed(stack: Stack, tmp_path: Path) -> tuple[str, str, str]:
                                       [widget_crd(g, {**SIZE, **COLOR})])
 
 
-def plan(stack: Stack, tmp_path: Path, kube: BusyKube, name: str, candidate: str) -> Any:
-    """``plan_revision`` of ``candidate`` against ``name``'s active revision, in-process."""
+def activities(stack: Stack, tmp_path: Path, kube: BusyKube) -> Activities:
+    """The worker's activities, in-process, through ``kube``."""
     settings = Settings(cache_dir=str(tmp_path / "cache"),
                         insecure_registries=(stack.registry_host,),
                         crossplane_version=stack.crossplane_version)
-    acts = Activities(settings, kube, PackageCache(settings.cache_dir))
+    return Activities(settings, kube, PackageCache(settings.cache_dir))
+
+
+def plan(stack: Stack, tmp_path: Path, kube: BusyKube, name: str, candidate: str) -> Any:
+    """``plan_revision`` of ``candidate`` against ``name``'s active revision, in-process."""
+    acts = activities(stack, tmp_path, kube)
     env = ActivityEnvironment()
     pkg = env.run(acts.read_package, c.ReadPackageInput(kind=c.PROVIDER, name=name))
     return env.run(acts.plan_revision, c.PlanRevisionInput(
@@ -106,6 +122,7 @@ def busy_kube(stack: Stack) -> Any:
     kube = BusyKube.connect(stack.cluster.kubeconfig)
     kube.admin, kube.dry_updates = Kube.connect(stack.cluster.kubeconfig), []
     kube.crd, kube.busy, kube.status_writes = "", lambda: False, 0
+    kube.busy_write, kube.updates = lambda: False, []
     yield kube
     kube.admin.close()
     kube.close()
@@ -138,3 +155,32 @@ def test_plan_gives_up_on_a_crd_that_changes_before_every_dry_run_as_a_transient
     assert failed.value.type == "KubeConflict" and not failed.value.non_retryable
     assert f'"{crd}" kept changing while its write was dry-run' in failed.value.message
     assert len(busy_kube.dry_updates) == DRY_RUN_ATTEMPTS == busy_kube.status_writes
+
+
+def test_a_write_refused_because_the_crd_changed_after_the_check_is_checked_and_sent_again(
+        stack: Stack, tmp_path: Path, busy_kube: BusyKube) -> None:
+    """The switch's own writes meet the same controllers: on kube-apiserver establishing a
+    2,000-CRD provider's kinds took minutes, and a switch-over's establish failed on a CRD
+    whose status was written between the check and the write; its retry read and dry-ran
+    all 4,000 objects again. Now that one object is read, planned, dry-run and written
+    again, and the attempt succeeds."""
+    name, crd, _ = installed(stack, tmp_path)
+    busy_kube.crd = crd
+    busy_kube.busy_write = lambda: busy_kube.status_writes == 0  # once, before the write
+    # Drift for the establish to undo, so it writes the CRD (else there is nothing to send).
+    busy_kube.admin.patch("apiextensions.k8s.io/v1", CRD_KIND, crd, {"metadata": {
+        "annotations": {"lockwright.dev/type-digest": "sha256:drifted"}}})
+    acts, env = activities(stack, tmp_path, busy_kube), ActivityEnvironment()
+    pkg = env.run(acts.read_package, c.ReadPackageInput(kind=c.PROVIDER, name=name))
+
+    result = env.run(acts.establish_objects, c.EstablishObjectsInput(
+        kind=c.PROVIDER, package=name, revision=pkg.active_revision,
+        digest=pkg.active_digest, control=True))
+
+    assert busy_kube.status_writes == 1
+    # The first write carried the resourceVersion the check read (409), the second the one
+    # read again after the status write; the CRD's dry runs were sent before each.
+    assert len(busy_kube.updates) == 2, busy_kube.updates
+    assert busy_kube.updates[0] != busy_kube.updates[1], busy_kube.updates
+    assert len(busy_kube.dry_updates) == 2, busy_kube.dry_updates
+    assert result.updated == 1, result  # the CRD (its MRD had nothing to change)
