@@ -32,7 +32,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from lockwright import contracts as c
 from lockwright.contracts import Tuning
-from lockwright.errors import KubeGone
+from lockwright.errors import KubeGone, KubeNotFound
 from lockwright.k8s import Kube, deleting
 from lockwright.k8s.watch import BOOKMARK, Watch, list_all, watch
 from lockwright.log import configure
@@ -75,6 +75,12 @@ SIGNALLERS = 8
 # kube-apiserver, not yet serving all its new types, they failed (404) and retried: 11,326
 # failures in 9.5 minutes, and the API server's other clients timed out behind them.
 TYPES_PREPARING = 16
+# A Provider type not served yet (404, or its group not in discovery) waits up to this
+# long between tries, doubling from Backoff's first delay; its CRD's next write (the API
+# server's Established status among them) wakes it at once. Retrying every 5 s, a
+# 2,000-CRD Provider whose kinds kube-apiserver took six minutes to establish sent 28,301
+# failed rounds (a discovery read, an access review and a list each).
+UNSERVED_MAX_S = 60.0
 SYNCED_EVENT = "watcher synced"  # logged once every resource was listed; dev up waits on it
 
 
@@ -121,18 +127,24 @@ class Stream:
     # their reviews, reads and lists a few at a time (docs/design.md, "Provider deletion
     # protection"); other streams hold nothing.
     gate: AbstractContextManager[Any] = field(default_factory=nullcontext)
+    # The delays of a Provider type not served yet (see UNSERVED_MAX_S).
+    unserved: Backoff = field(default_factory=lambda: Backoff(maximum=UNSERVED_MAX_S))
+    # Set to end a wait between tries early: by wake() (a Provider type's CRD was
+    # written) and by interrupt() (stopping).
+    _woken: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     def run(self) -> None:
         """Loop until ``stop``: (re)list when needed, otherwise watch from ``rv``."""
-        backoff = Backoff()
+        backoff, unserved = Backoff(), self.unserved
         while not self.stop.is_set():
             try:
                 if self._round():
                     backoff.reset()
+                    unserved.reset()
             except Exception as exc:  # noqa: BLE001 - any failure: back off, resume from rv
                 if self.stop.is_set():
                     return
-                delay = backoff.next()
+                delay = (unserved if self._unserved(exc) else backoff).next()
                 self.res = unresolved(self.res)  # a version gone among the causes: find it again
                 # A watch to resume (listed already): its CRD is read first. Before the
                 # first list (a new Provider's streams waiting for its RBAC) nothing is
@@ -140,7 +152,19 @@ class Stream:
                 self._crd_unsure = bool(self.rv)
                 log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
-                self.stop.wait(delay)
+                self._woken.wait(delay)
+                self._woken.clear()
+
+    def _unserved(self, exc: Exception) -> bool:
+        """Whether the failure says a Provider type is not served yet: its list was not
+        found (404), or its group has no version in discovery."""
+        return self.res.role == MANAGED and (
+            isinstance(exc, KubeNotFound)
+            or isinstance(exc, LookupError) and "not served yet" in str(exc))
+
+    def wake(self) -> None:
+        """End a wait between tries now: the type's CRD was written (it may be served)."""
+        self._woken.set()
 
     def _round(self) -> bool:
         """List if needed, then watch; False when the watch's version was gone (relist).
@@ -213,6 +237,7 @@ class Stream:
 
     def interrupt(self) -> None:
         """Unblock a thread waiting on its watch stream (used at shutdown)."""
+        self._woken.set()
         stream = self._watch
         if stream is not None:
             try:
@@ -309,9 +334,17 @@ class Watcher:
                 str(msg.obj["metadata"].get("name", ""))))
         else:
             signal = self._restream(self.protection.on_crds([msg.obj], False))
+            self._wake_type(str(msg.obj["metadata"].get("name", "")))
         reason = (f"resources of {msg.res.kind} changed" if msg.res.role == MANAGED
                   else "CustomResourceDefinitions changed")
         return [Target(PROTECTION, self.settings.task_queue, reason)] if signal else []
+
+    def _wake_type(self, crd: str) -> None:
+        """A Provider type's CRD was written: its stream, if waiting to be served, tries
+        now."""
+        entry = self._types.get(crd)
+        if entry is not None:
+            entry[0].wake()
 
     def _restream(self, streams: Streams) -> bool:
         """Stop, then start, the streams of Provider types (a type moved to another

@@ -18,12 +18,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from lockwright.k8s import Kube
 from lockwright.worker import watcher
+from lockwright.worker.common import Backoff
 from lockwright.worker.protection import type_resource
 from lockwright.worker.watcher import Changed, Message, Stream
 from tests.helpers import wait_for
@@ -46,6 +48,7 @@ class FakeApi(JsonHandler):
     full = False
     crd_deleted_on_end = False  # the CRD's deletion is what ends the first watch
     crd_deleting = False
+    served = True  # False: the type's list is not found (404), as before it is Established
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         """Discovery, list, or a watch of one event."""
@@ -59,6 +62,10 @@ class FakeApi(JsonHandler):
                                                    if type(self).crd_deleting else {})}
             return self.send_json({"kind": "PartialObjectMetadata",
                                    "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+        if not type(self).served:
+            return self.send_json({"kind": "Status", "apiVersion": "v1", "code": 404,
+                                   "reason": "NotFound", "message": "404 page not found"},
+                                  status=404)
         if "watch=true" not in self.path:
             return self.send_json({"kind": "WidgetList", "apiVersion": f"{GROUP}/v1",
                                "metadata": {"resourceVersion": "5"}, "items": []})
@@ -84,6 +91,7 @@ class FakeApi(JsonHandler):
 def fake_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     FakeApi.requests, FakeApi.allowed = [], True
     FakeApi.crd_deleted_on_end = FakeApi.crd_deleting = False
+    FakeApi.served = True
     FakeApi.full = request.param == "ran to its timeout"
     monkeypatch.setattr(watcher, "WATCH_TIMEOUT_S", 2)  # a 2 s watch, not 5 minutes
     with serving(FakeApi) as url:
@@ -101,16 +109,17 @@ def kinds() -> list[str]:
 
 
 @contextmanager
-def streaming(url: str) -> Iterator[list[Message]]:
+def streaming(url: str, **options: Any) -> Iterator[list[Message]]:
     """A Provider type's stream of widgets against the fake, running in a thread until the
-    block ends; the messages it emits."""
+    block ends; the messages it emits (``stream`` in the last)."""
     from kubernetes import client
 
     msgs: list[Message] = []
     stop = threading.Event()
     stream = Stream(type_resource(f"widgets.{GROUP}"),
                     Kube(client.ApiClient(client.Configuration(host=url))),
-                    msgs.append, stop, resync_s=0)
+                    msgs.append, stop, resync_s=0, **options)
+    streaming.stream = stream  # type: ignore[attr-defined]
     thread = threading.Thread(target=stream.run, daemon=True)
     thread.start()
     try:
@@ -146,3 +155,19 @@ def test_a_watch_its_crds_deletion_ended_is_not_resumed(fake_api: str) -> None:
     # garbage collector's removal of the rule.
     assert set(after) == {"crd"}, after
     assert any(isinstance(m, Changed) for m in msgs)
+
+
+@pytest.mark.parametrize("fake_api", ["ended early"], indirect=True)
+def test_a_type_not_served_yet_waits_for_its_crd_to_be_written(fake_api: str) -> None:
+    """A type kube-apiserver does not serve yet (404: its CRD not Established) is not
+    polled every few seconds: it waits (here 30 s, UNSERVED_MAX_S at most) until the
+    watcher sees its CRD written, the API server's Established status among the writes,
+    and then tries at once."""
+    FakeApi.served = False
+    with streaming(fake_api, unserved=Backoff(initial=30, maximum=60)) as msgs:
+        wait_for(lambda: kinds().count("list") == 1, timeout=10, what="the first list (404)")
+        FakeApi.served = True
+        streaming.stream.wake()  # type: ignore[attr-defined]
+        wait_for(lambda: kinds().count("watch") >= 1, timeout=10,
+                 what="the type listed and watched once woken")
+    assert kinds().count("list") == 2 and any(isinstance(m, Changed) for m in msgs)

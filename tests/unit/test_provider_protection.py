@@ -187,3 +187,32 @@ def test_configurations_and_functions_are_not_protected(owner: str) -> None:
     [rule] = p.policy()["spec"]["matchConstraints"]["resourceRules"]
     assert (rule["apiGroups"], rule["resources"], rule["operations"]) == (
         ["pkg.crossplane.io"], ["providers"], ["DELETE"])
+
+
+class _TypeStream:
+    """Stands in for a Provider type's stream: counts its wakes."""
+
+    def __init__(self) -> None:
+        self.woken = 0
+
+    def wake(self) -> None:
+        self.woken += 1
+
+
+def test_a_crd_written_wakes_its_types_stream_waiting_to_be_served() -> None:
+    """The API server's Established status is a CRD write: a type not served yet (its
+    stream waits, up to a minute, between tries) tries again as its CRD is written."""
+    import threading
+
+    from lockwright.settings import Settings
+    from lockwright.worker.targets import RESOURCES
+    from lockwright.worker.watcher import Changed, Watcher
+
+    w = Watcher(Settings(), None, kube_factory=lambda: None)  # type: ignore[arg-type,return-value]
+    crds = next(r for r in RESOURCES if r.kind == "CustomResourceDefinition")
+    waiting, other = _TypeStream(), _TypeStream()
+    w._types = {W.crd: (waiting, threading.Event()),  # type: ignore[dict-item]
+                G.crd: (other, threading.Event())}
+    w.protection.on_crds([crd(W.crd), crd(G.crd)], full=True)
+    w._protect(Changed(crds, "MODIFIED", crd(W.crd)))
+    assert (waiting.woken, other.woken) == (1, 0)
