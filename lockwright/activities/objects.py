@@ -379,14 +379,14 @@ class Establisher:
                 # Only while nothing forbids writing: once the attempt will fail, dry
                 # runs would be wasted. A batch planned as the preparation dry-ran it is
                 # trusted; any other is dry-run (re-read and re-planned on a 409).
-                prints = trust.fingerprint(start, plan.actions)
+                prints = trust.fingerprint(start, plan.actions, live)
                 if i < len(trusted) and trusted[i] == prints:
                     checked.trusted += len(plan.actions)
                 else:
                     plan, live = self._dry_run(pool, dry, revision, batch, (plan, live),
                                                (ca, service), checked.current)
                     findings = crdcheck.preflight(batch, live) if revision.active else []
-                    prints = trust.fingerprint(start, plan.actions)
+                    prints = trust.fingerprint(start, plan.actions, live)
                 checked.prints.append(prints)
             checked.add(plan, live, findings)
             beat()

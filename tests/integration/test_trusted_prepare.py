@@ -119,3 +119,25 @@ def test_a_change_since_the_preparation_dry_runs_again(
 
     assert done.trusted == 0 and done.objects == prepared.objects
     assert controller(kube, provider.group) == rev
+
+
+def test_a_crds_status_written_since_the_preparation_is_still_trusted(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
+    """The API server's controllers write a new CRD's status (its conditions) for minutes
+    on a busy server; a status write changes nothing a write is checked against, so the
+    switch still trusts the preparation's dry run (its resourceVersion moved)."""
+    name = unique("trust")
+    resolved, rev, prepared = prepare(acts, kube, registry, tmp_path, provider, name)
+    crd_name = f"widgets.{provider.group}"
+    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd_name) or {}
+    before = crd["metadata"]["resourceVersion"]
+    crd["status"]["conditions"] = [*(crd["status"].get("conditions") or []), {
+        "type": "Busy", "status": "True", "reason": "Test", "message": "a controller wrote",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    written = kube.update_status(crd)
+    assert written["metadata"]["resourceVersion"] != before
+
+    done = switch(acts, name, rev, resolved, prepared.checked)
+
+    assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
+    assert controller(kube, provider.group) == rev
