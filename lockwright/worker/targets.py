@@ -39,6 +39,12 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   name comes or goes; but not for an MRD (or its CRD) whose controlling revision's install
   has not recorded its count of Active MRDs yet: the recording targets it, once for all
   of them. MRDs and CRDs are watched as metadata only (an MRD holds a whole CRD schema).
+  A CRD of an MRD's name written (its ``Established`` condition among the writes) targets
+  it only while some policy is not ``Established``: once all are, a pass reads no CRD, so
+  a write changes nothing it decides (a 2,000-CRD provider's switch-over writes every CRD,
+  and sent 2,639 signals). A policy whose ``Established`` condition stops being True (a
+  pass found new MRDs for it) targets it too, so a CRD Established before the watcher
+  saw the policy wait is looked at again.
 - A CRD that is added or written (its ``resourceVersion`` moved: being Established is a
   status write) targets the packages whose revision waits on an API it may serve: its
   ``RevisionHealthy`` condition says ``cannot resolve package dependencies`` naming the
@@ -75,6 +81,7 @@ from lockwright.contracts import (
     resolve_workflow_id,
 )
 from lockwright.conditions import REVISION_HEALTHY
+from lockwright.managed.policy import ESTABLISHED
 from lockwright.dependencies.apis import may_serve, waiting_for
 from lockwright.identity.apis import ApiRef
 from lockwright.identity.names import PIN_API
@@ -241,6 +248,7 @@ class Summary:
     controller: str = ""  # MRDs: the revision controlling it ("" when none)
     waiting: tuple[ApiRef, ...] = ()  # revisions: the APIs they wait on (status)
     seen: str = ""  # CRDs: resourceVersion (its status writes move no generation)
+    established: bool = False  # activation policies: their Established condition is True
     # packages: no status condition is stamped with the current generation (a new package,
     # or one edited while no watcher ran): a pass has yet to answer its spec
     unanswered: bool = False
@@ -270,6 +278,10 @@ def summarize(res: Resource, obj: Obj) -> Summary:
         return replace(base, seen=str(meta.get("resourceVersion") or ""))
     if res.role == "definition":
         return replace(base, controller=controller_name(obj))
+    if res.role == "policy":
+        return replace(base, established=any(
+            x.get("type") == ESTABLISHED and x.get("status") == "True"
+            for x in (obj.get("status") or {}).get("conditions") or []))
     if res.role == "lock":
         entries = obj.get("packages") or []
         return replace(base, entries=len(entries),
@@ -442,6 +454,15 @@ class Index:
         return ([Target(ACTIVATION, self.task_queue, reason)] if mrd else []) + \
             self._waiting_on(name, reason)
 
+    def _crd_written(self, name: str, reason: str) -> list[Target]:
+        """A CRD written: the activation workflow, for an MRD's CRD while some policy is
+        not Established (only such a policy's pass reads CRDs); the packages waiting on an
+        API it may serve."""
+        policies = self.of("ManagedResourceActivationPolicy").values()
+        if any(not p.established for p in policies):
+            return self._crd_changed(name, reason)
+        return self._waiting_on(name, reason)
+
     def _establishing(self, mrd: str) -> bool:
         """Whether MRD ``mrd`` is there and controlled by a Provider revision whose install
         has recorded no count of Active MRDs yet: that install is still establishing it,
@@ -456,11 +477,15 @@ class Index:
                ) -> list[Target]:
         """A write that moved no generation, so not echoed, except: a CRD's (being
         Established) to the packages waiting on it, for discovery may serve it only now,
-        and, for an MRD's CRD, to the activation workflow (a policy's ``Established``
-        follows its CRDs'); a revision's status starting to wait on APIs, when a CRD that
-        may serve one exists (it appeared while the revision's pass was deciding to wait)."""
+        and, for an MRD's CRD while a policy waits, to the activation workflow (a policy's
+        ``Established`` follows its CRDs'); a policy's ``Established`` ceasing to be True,
+        to the activation workflow; a revision's status starting to wait on APIs, when a
+        CRD that may serve one exists (it appeared while the revision's pass was deciding
+        to wait)."""
         if res.role == "crd" and old is not None and old.seen != new.seen:
-            return self._crd_changed(name, f"{res.describe(name)} written")
+            return self._crd_written(name, f"{res.describe(name)} written")
+        if res.role == "policy" and old is not None and old.established and not new.established:
+            return [Target(ACTIVATION, self.task_queue, f"{res.describe(name)} waits again")]
         if res.role == "revision" and new.package and new.waiting and (
                 old is None or old.waiting != new.waiting):
             return self._served_already(res, new)

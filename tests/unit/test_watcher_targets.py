@@ -755,10 +755,19 @@ def test_activating_an_mrd_wakes_activation_and_the_package_waiting_on_its_crd()
     assert [t.workflow_id for t in targets] == ["activate:definitions:q", f"{CFG}:q"]
 
 
+def policy(name: str, established: str | None) -> dict[str, Any]:
+    """An activation policy whose ``Established`` condition says ``established``."""
+    found = obj(name)
+    if established is not None:
+        found["status"] = {"conditions": [{"type": "Established", "status": established}]}
+    return found
+
+
 def test_an_mrds_crd_written_signals_activation_for_the_policies_established() -> None:
     """An MRD's CRD being Established (a status write) moves its policies' ``Established``
     condition (issue 31); another CRD's write is none of the activation workflow's."""
     index = Index(task_queue="q")
+    index.on_event(RES["ManagedResourceActivationPolicy"], "ADDED", policy("p", "Unknown"))
     index.on_event(RES["ManagedResourceDefinition"], "ADDED", obj("things.x.io"))
     index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
     index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("others.x.io"))
@@ -769,6 +778,42 @@ def test_an_mrds_crd_written_signals_activation_for_the_policies_established() -
                           crd("others.x.io", rv="2")) == []
     assert index.on_event(RES["CustomResourceDefinition"], "MODIFIED",
                           crd("things.x.io", rv="2")) == []  # not written again
+
+
+@pytest.mark.parametrize(("policies", "expected"), [
+    ([], []),  # no policy: nothing reads a CRD's conditions
+    ([policy("p", "True")], []),  # every policy Established: a pass reads no CRD
+    ([policy("p", "True"), policy("q", "Unknown")], [ACTIVATE]),  # one waits
+    ([policy("p", None)], [ACTIVATE]),  # a new policy: no condition yet
+])
+def test_an_mrds_crd_written_signals_activation_only_while_a_policy_waits(
+        policies: list[dict[str, Any]], expected: list[str]) -> None:
+    """A 2,000-CRD provider's switch-over writes every CRD (its controller reference) and
+    sent 2,639 signals; once every policy is Established no pass reads a CRD, so a CRD's
+    write changes nothing one decides."""
+    index = Index()
+    for found in policies:
+        index.on_event(RES["ManagedResourceActivationPolicy"], "ADDED", found)
+    index.on_event(RES["ManagedResourceDefinition"], "ADDED", obj("things.x.io"))
+    index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
+    assert [t.workflow_id for t in index.on_event(
+        RES["CustomResourceDefinition"], "MODIFIED", crd("things.x.io", rv="2"))] == expected
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    ("True", "Unknown", [ACTIVATE]),  # waits again: a CRD may be Established already
+    ("Unknown", "Unknown", []),  # still waiting (its message's count moved)
+    ("Unknown", "True", []),
+    (None, "Unknown", []),
+])
+def test_a_policy_that_waits_again_signals_activation(
+        before: str | None, after: str, expected: list[str]) -> None:
+    """The pass that finds new MRDs for a policy writes it waiting; a CRD Established
+    before the watcher saw that write signalled nobody, so the write itself does."""
+    index = Index()
+    index.on_event(RES["ManagedResourceActivationPolicy"], "ADDED", policy("p", before))
+    assert [t.workflow_id for t in index.on_event(
+        RES["ManagedResourceActivationPolicy"], "MODIFIED", policy("p", after))] == expected
 
 
 @pytest.mark.parametrize(("crds", "api", "expected"), [
