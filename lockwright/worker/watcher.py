@@ -75,12 +75,13 @@ SIGNALLERS = 8
 # kube-apiserver, not yet serving all its new types, they failed (404) and retried: 11,326
 # failures in 9.5 minutes, and the API server's other clients timed out behind them.
 TYPES_PREPARING = 16
-# A Provider type not served yet (404, or its group not in discovery) waits up to this
-# long between tries, doubling from Backoff's first delay; its CRD's next write (the API
-# server's Established status among them) wakes it at once. Retrying every 5 s, a
-# 2,000-CRD Provider whose kinds kube-apiserver took six minutes to establish sent 28,301
-# failed rounds (a discovery read, an access review and a list each).
-UNSERVED_MAX_S = 60.0
+# A Provider type not served yet (404, or its group not in discovery) waits from
+# UNSERVED_FIRST_S, doubling up to UNSERVED_MAX_S, between tries; its CRD's next write (the
+# API server's Established status among them) wakes it at once, so short waits would only
+# add failed rounds. Retrying every 5 s, a 2,000-CRD Provider whose kinds kube-apiserver
+# took six minutes to establish sent 28,301 failed rounds (a discovery read, an access
+# review and a list each), and starting at 0.2 s still 9,220.
+UNSERVED_FIRST_S, UNSERVED_MAX_S = 5.0, 60.0
 SYNCED_EVENT = "watcher synced"  # logged once every resource was listed; dev up waits on it
 
 
@@ -128,7 +129,8 @@ class Stream:
     # protection"); other streams hold nothing.
     gate: AbstractContextManager[Any] = field(default_factory=nullcontext)
     # The delays of a Provider type not served yet (see UNSERVED_MAX_S).
-    unserved: Backoff = field(default_factory=lambda: Backoff(maximum=UNSERVED_MAX_S))
+    unserved: Backoff = field(
+        default_factory=lambda: Backoff(UNSERVED_FIRST_S, UNSERVED_MAX_S))
     # Set to end a wait between tries early: by wake() (a Provider type's CRD was
     # written) and by interrupt() (stopping).
     _woken: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
