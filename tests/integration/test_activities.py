@@ -34,6 +34,7 @@ from temporalio.testing import ActivityEnvironment
 
 from lockwright import contracts as c
 from lockwright import names as revision_names
+from lockwright.activities.objects import DRY_RUN_ATTEMPTS
 from lockwright.errors import KubeAlreadyExists
 from lockwright.k8s import Kube
 from lockwright.k8s.crds import load_crds
@@ -680,35 +681,67 @@ def test_cache_entry_without_its_documents_is_fetched_again(
     assert again is not None and again.documents.stat().st_size == again.documents_size > 0
 
 
-def test_object_changed_between_check_and_write_fails_the_attempt_and_retry_converges(
+def racing(monkeypatch: pytest.MonkeyPatch, kube: Kube, crd: str, every: bool) -> list[str]:
+    """Make each real update of CRD ``crd`` (only the first unless ``every``) follow
+    another writer's label write: the update carries a stale resourceVersion. Returns the
+    list the label values written go into."""
+    real_update, written = kube.update, []
+
+    def racing_update(obj: dict[str, Any]) -> Any:
+        if (obj["kind"], obj["metadata"]["name"]) == ("CustomResourceDefinition", crd) and (
+                every or not written):
+            written.append(f"x{len(written)}")
+            kube.patch("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd,
+                       {"metadata": {"labels": {"other-writer": written[-1]}}})
+        return real_update(obj)
+
+    monkeypatch.setattr(kube, "update", racing_update)
+    return written
+
+
+def test_object_changed_between_check_and_write_is_read_and_written_again(
         acts: Activities, kube: Kube, provider: Pushed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Writes carry the resourceVersion the check pass read: a change in between makes
-    the write a compare-and-swap conflict (retryable), and the retry applies on top."""
+    the write a compare-and-swap conflict, and that object is read, planned, dry-run and
+    written again on top of the change, in the same attempt."""
     name = unique("cas")
     apply_package(kube, "Provider", name, provider.ref)
     rev, _, steps = install(acts, c.PROVIDER, name)
     kube.patch(PKG, "ProviderRevision", rev, {"spec": {"commonLabels": {"team": "a"}}})
     crd = f"widgets.{provider.group}"
-    real_update = kube.update
+    written = racing(monkeypatch, kube, crd, every=False)
+    establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
+    assert run(acts.establish_objects, establish).updated >= 1
+    assert written == ["x0"]
+    labels = (kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd)
+              or {})["metadata"]["labels"]
+    assert labels["team"] == "a" and labels["other-writer"] == "x0"
 
-    def racing_update(obj: dict[str, Any]) -> Any:
-        if obj["metadata"]["name"] == crd:
-            kube.patch("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd,
-                       {"metadata": {"labels": {"other-writer": "x"}}})
-        return real_update(obj)
 
-    monkeypatch.setattr(kube, "update", racing_update)
+def test_object_changing_before_every_write_fails_the_attempt_and_retry_converges(
+        acts: Activities, kube: Kube, provider: Pushed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object changed before each of its writes gives up after a few attempts, as a
+    compare-and-swap conflict (retryable), and the retry applies on top."""
+    name = unique("cas")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, _, steps = install(acts, c.PROVIDER, name)
+    kube.patch(PKG, "ProviderRevision", rev, {"spec": {"commonLabels": {"team": "a"}}})
+    crd, real_update = f"widgets.{provider.group}", kube.update
+    written = racing(monkeypatch, kube, crd, every=True)
     establish = next(arg for fn, arg in steps if fn.__name__ == "establish_objects")
     with pytest.raises(ApplicationError) as raced:
         run(acts.establish_objects, establish)
     assert (raced.value.type, raced.value.non_retryable) == ("KubeConflict", False)
+    assert "kept changing while it was written" in raced.value.message
+    assert len(written) == 1 + DRY_RUN_ATTEMPTS  # the write, then each attempt again
     monkeypatch.setattr(kube, "update", real_update)
     # The other CRD may have been written by the failed attempt already; this one is not.
     assert run(acts.establish_objects, establish).updated >= 1
     labels = (kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd)
               or {})["metadata"]["labels"]
-    assert labels["team"] == "a" and labels["other-writer"] == "x"
+    assert labels["team"] == "a" and labels["other-writer"] == written[-1]
 
 
 def test_a_revision_keeps_the_image_its_digest_came_from_when_the_spec_moves_on(
