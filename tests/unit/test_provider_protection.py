@@ -216,3 +216,29 @@ def test_a_crd_written_wakes_its_types_stream_waiting_to_be_served() -> None:
     w.protection.on_crds([crd(W.crd), crd(G.crd)], full=True)
     w._protect(Changed(crds, "MODIFIED", crd(W.crd)))
     assert (waiting.woken, other.woken) == (1, 0)
+
+
+def test_provider_types_streams_are_made_off_the_event_loop() -> None:
+    """Starting a provider's type streams makes no connection and starts no thread on the
+    event loop: a 2,000-CRD provider's held the loop 12-18 s as it turned Healthy, and
+    the Provider's own change waited behind them. The starter thread makes them; a type
+    stopped before its turn is never made."""
+    from lockwright.settings import Settings
+    from lockwright.worker.protection import Streams
+    from lockwright.worker.watcher import Watcher
+
+    made: list[str] = []
+
+    def factory() -> None:
+        made.append("connection")
+
+    w = Watcher(Settings(), None, kube_factory=factory)  # type: ignore[arg-type]
+    names = [f"kind{i}s.w.example.org" for i in range(3)]
+    w._restream(Streams(start=names))
+    assert made == [] and sorted(w._types) == names  # registered, nothing made yet
+    for _, own in w._types.values():
+        own.set()  # their streams return at once once started
+    w._restream(Streams(stop=[names[0]]))  # stopped before its turn
+    w._starting.put(None)
+    w._starter()  # here, in the test's thread, until the None
+    assert made == ["connection", "connection"]
