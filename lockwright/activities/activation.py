@@ -34,6 +34,7 @@ from lockwright.activities.reads import PackageReader
 from lockwright import names
 from lockwright.conditions import condition, set_condition
 from lockwright.errors import LockwrightError
+from lockwright.identity import surface
 from lockwright.k8s import NORMAL, WARNING, Kube, Obj
 from lockwright.managed import convert, policy
 from lockwright.managed.policy import Activation, Definition
@@ -162,10 +163,7 @@ class ActivationActivities:
     def _crd_established(self, name: str) -> str | None:
         """CRD ``name``'s UID when it says it is Established (the API serves its kind)."""
         crd = self.kube.get(CRD_API, "CustomResourceDefinition", name) or {}
-        if any(x.get("type") == policy.ESTABLISHED and x.get("status") == "True"
-               for x in (crd.get("status") or {}).get("conditions") or []):
-            return str(meta(crd).get("uid", ""))
-        return None
+        return str(meta(crd).get("uid", "")) if surface.established(crd) else None
 
     def _write_definitions(self, rows: list[Definition], done: set[str],
                            crds: set[str]) -> int:

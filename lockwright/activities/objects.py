@@ -509,11 +509,8 @@ class Establisher:
         for _ in range(DRY_RUN_ATTEMPTS):
             keys = {a.key for a in changed}
             subset = [o for o in batch if ObjectKey.of(o) in keys]
-            live = self._reread(pool, {}, [a.object for a in changed])
-            self._look_up(revision, live, current)
-            plan, live = self._dry_run(pool, dry, revision, subset, (est.plan_establish(
-                revision, subset, live, ca_bundle=target[0], namespace=self.namespace,
-                service=target[1], current=current), live), target, current)
+            plan, live = self._dry_run(pool, dry, revision, subset, self._plan(
+                pool, revision, subset, *target, current), target, current)
             again = Checked()
             again.add(plan, live, crdcheck.preflight(subset, live) if revision.active else [])
             _refuse(again)

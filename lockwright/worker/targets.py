@@ -81,10 +81,10 @@ from lockwright.contracts import (
     resolve_workflow_id,
 )
 from lockwright.conditions import REVISION_HEALTHY
-from lockwright.managed.policy import ESTABLISHED
 from lockwright.dependencies.apis import may_serve, waiting_for
 from lockwright.identity.apis import ApiRef
 from lockwright.identity.names import PIN_API
+from lockwright.identity.surface import established
 from lockwright.k8s import deleting
 from lockwright.objects.holders import controller_name
 from lockwright.upgrade.plan import ACCEPT_PLAN_ANNOTATION
@@ -279,9 +279,7 @@ def summarize(res: Resource, obj: Obj) -> Summary:
     if res.role == "definition":
         return replace(base, controller=controller_name(obj))
     if res.role == "policy":
-        return replace(base, established=any(
-            x.get("type") == ESTABLISHED and x.get("status") == "True"
-            for x in (obj.get("status") or {}).get("conditions") or []))
+        return replace(base, established=established(obj))
     if res.role == "lock":
         entries = obj.get("packages") or []
         return replace(base, entries=len(entries),
