@@ -6,7 +6,9 @@ every live object once, collects every conflict, and, when the revision takes co
 every CRD change Kubernetes or the CRD's clients cannot take (``lockwright.objects.crdcheck``);
 while none is found it sends each planned write as a server-side dry run, so the API
 validates and admits all of them (one refused with 409, its object changed since the read,
-is re-read, re-planned and dry-run again, a few times at most). Any conflict raises
+is re-read, re-planned and dry-run again, a few times at most). Control taken of objects
+already as shipped (an upgrade's hand-over of unchanged CRDs) writes owner references
+only, and one such write of each kind is dry-run for all of them. Any conflict raises
 ``ConflictError`` naming who holds which object, any CRD finding ``PreflightError`` with
 the fix, any API rejection ``KubeInvalid``: all before a single write. It keeps per object
 only its decision and live metadata (``establish.Seen``). The second rebuilds those writes
@@ -179,7 +181,8 @@ class Establisher:
         self.say_adopted(rev, stale)
         activated = self.say_activated(revision.conversion)
         refs, (definitions, active) = self._record(inp, rev, revision, refs)
-        created, updated = counts[est.Op.CREATE], counts[est.Op.UPDATE] + counts[est.Op.ADOPT]
+        created = counts[est.Op.CREATE]
+        updated = counts[est.Op.UPDATE] + counts[est.Op.ADOPT] + counts[est.Op.TAKE]
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "objects.established", objects=len(refs), created=created, updated=updated,
             owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(stale),
@@ -418,7 +421,8 @@ class Establisher:
                  batch: list[Obj], planned: tuple[est.Plan, dict[ObjectKey, Obj]],
                  target: tuple[bytes | None, str], current: dict[str, str | None]
                  ) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
-        """Dry-run every planned write of ``batch``. A write refused with 409 (the object
+        """Dry-run the planned writes of ``batch`` (of the takes of control, one of each
+        kind: :func:`lockwright.objects.establish.to_dry_run`). A write refused with 409 (the object
         changed since it was read: a busy server's controllers write a new CRD's status)
         re-reads that object, re-plans the batch and is dry-run again, at most
         ``DRY_RUN_ATTEMPTS`` times: a plan must not fail on a conflict a read resolves.
@@ -433,8 +437,9 @@ class Establisher:
         plan, live = planned
         actions = plan.actions
         for _ in range(DRY_RUN_ATTEMPTS):
-            passed = list(pool.map(lambda a: self._dry_write(a, dry), actions))
-            changed = [a for a, ok in zip(actions, passed, strict=True) if not ok]
+            checking = est.to_dry_run(actions)
+            passed = list(pool.map(lambda a: self._dry_write(a, dry), checking))
+            changed = [a for a, ok in zip(checking, passed, strict=True) if not ok]
             if not changed:
                 return plan, live
             live = self._reread(pool, live, [a.object for a in changed])
@@ -536,7 +541,7 @@ class Establisher:
                 raise KubeConflict(f"{action.key} appeared while establishing") from exc
         elif action.op in (est.Op.UPDATE, est.Op.ADOPT):
             kube.update(obj)
-        elif action.op is est.Op.OWN:
+        elif action.op in (est.Op.OWN, est.Op.TAKE):
             kube.patch(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
                        {"metadata": {"ownerReferences": obj["metadata"]["ownerReferences"],
                                      "resourceVersion": obj["metadata"]["resourceVersion"]}})
@@ -566,7 +571,8 @@ def _checked(refs: list[dict[str, str]], checked: Checked) -> c.EstablishObjects
     ops = [s.op for s in checked.seen.values()]
     return c.EstablishObjectsResult(
         objects=len(refs), created=ops.count(est.Op.CREATE),
-        updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.OWN)),
+        updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.TAKE,
+                                             est.Op.OWN)),
         checked=checked.prints, trusted=checked.trusted)
 
 

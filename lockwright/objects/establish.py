@@ -53,6 +53,7 @@ class Op(str, Enum):
     UPDATE = "update"  # replace the object (resourceVersion set from the live one)
     ADOPT = "adopt"  # replace it, taking control from nobody or from our own package
     OWN = "own"  # inactive revision: patch only metadata.ownerReferences
+    TAKE = "take"  # take control of an object already as shipped: patch only ownerReferences
     SKIP = "skip"  # nothing to write
 
 
@@ -260,12 +261,17 @@ def contains(live: Any, desired: Any) -> bool:
 
 
 def _unchanged(desired: Obj, live: Obj) -> bool:
-    lmeta, dmeta = live.get("metadata") or {}, desired["metadata"]
-    if lmeta.get("ownerReferences") != dmeta.get("ownerReferences"):
-        return False
+    refs = (live.get("metadata") or {}).get("ownerReferences")
+    return refs == desired["metadata"].get("ownerReferences") and _as_shipped(desired, live)
+
+
+def _as_shipped(desired: Obj, live: Obj) -> bool:
+    """Whether ``live`` holds all of ``desired`` but its owner references: its labels,
+    annotations and body (server defaults and other writers' additions aside)."""
+    dmeta = desired["metadata"]
     meta = {k: dmeta[k] for k in ("labels", "annotations") if k in dmeta}
     body = {k: v for k, v in desired.items() if k not in ("metadata", "status")}
-    return contains(lmeta, meta) and contains(live, body)
+    return contains(live.get("metadata") or {}, meta) and contains(live, body)
 
 
 def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
@@ -276,8 +282,27 @@ def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
     if not rev.active:
         return Op.SKIP if obj["metadata"]["ownerReferences"] == refs else Op.OWN
     if controller is None or controller.get("uid") != rev.uid:
-        return Op.ADOPT
+        return Op.TAKE if _as_shipped(obj, live) else Op.ADOPT
     return Op.SKIP if _unchanged(obj, live) else Op.UPDATE
+
+
+def to_dry_run(actions: list[Action]) -> list[Action]:
+    """The writes of ``actions`` whose dry run can tell something the others' do not:
+    every one but :attr:`Op.TAKE`, and of those the first of each kind.
+
+    A take writes only an object's owner references, so the API checks no content of its
+    own: what can refuse it (the patch verb, a policy or webhook on the kind, the
+    references themselves, built alike for all) is the same for every object of a kind
+    (docs/design.md, "One dry run per switch-over").
+    """
+    kinds: set[tuple[str, str]] = set()
+    checked = []
+    for action in actions:
+        kind = (action.key.group, action.key.kind)
+        if action.op is not Op.TAKE or kind not in kinds:
+            checked.append(action)
+        kinds.update([kind] if action.op is Op.TAKE else [])
+    return checked
 
 
 def _desired(obj: Obj, live: Obj | None, rev: Revision,
@@ -333,7 +358,7 @@ def sort_object_refs(refs: list[dict[str, str]]) -> list[dict[str, str]]:
 def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj], *,
                    ca_bundle: bytes | None, namespace: str, service: str | None = None,
                    current: Current | None = None) -> Plan:
-    """Decide create / update / adopt / own / skip per object, or report conflicts.
+    """Decide create / update / adopt / take / own / skip per object, or report conflicts.
 
     Args:
         rev: the revision and whether it is active.

@@ -6,8 +6,9 @@ upgraded without ever leaving the cluster without a working runtime
 
 1. **Prepare** the new revision while the active one keeps control and keeps running:
    ``InstallRevision`` with ``prepare`` fetches, parses, lints, checks the Crossplane
-   version, asks the Lock, and dry-runs every object write. A failure here is written to
-   the package's status and nothing else changed.
+   version, asks the Lock, and dry-runs the object writes (of the takes of control, one
+   of each kind). A failure here is written to the package's status and nothing else
+   changed.
 2. **Switch**: the new revision is marked Active and the old one Inactive, the old one
    keeping its runtime and Lock entry; ``InstallRevision`` then takes control of the
    objects (from the old revision, within the package) and starts the new runtime, and

@@ -63,9 +63,14 @@ DECISIONS = [
     (False, None, es.Op.SKIP, None),
     (True, _live(CTRL_ME, PKG), es.Op.SKIP, [CTRL_ME, PKG]),  # already as desired
     (True, _live(CTRL_ME, PKG, spec={"group": "old"}), es.Op.UPDATE, [CTRL_ME, PKG]),
-    (True, _live(), es.Op.ADOPT, [PKG, CTRL_ME]),  # uncontrolled: adopt
-    (True, _live(OLD_REV, PKG), es.Op.ADOPT,  # hand-off from our package's old revision
+    (True, _live(), es.Op.TAKE, [PKG, CTRL_ME]),  # uncontrolled, as shipped: take control
+    (True, _live(OLD_REV, PKG), es.Op.TAKE,  # hand-off from our package's old revision
      [{**OLD_REV, "controller": False}, PKG, CTRL_ME]),
+    (True, _live(spec={"group": "old"}), es.Op.ADOPT, [PKG, CTRL_ME]),  # and its content
+    (True, _live(OLD_REV, PKG, spec={"group": "old"}), es.Op.ADOPT,
+     [{**OLD_REV, "controller": False}, PKG, CTRL_ME]),
+    (True, _live(OLD_REV, PKG, spec={"group": "example.org", "scope": "Cluster"}),
+     es.Op.TAKE, [{**OLD_REV, "controller": False}, PKG, CTRL_ME]),  # a default aside
     (False, _live(OLD_REV, PKG), es.Op.OWN, [OLD_REV, PKG, PLAIN_ME]),
     (False, _live(OLD_REV, PKG, PLAIN_ME), es.Op.SKIP, [OLD_REV, PKG, PLAIN_ME]),
     (False, _live(CTRL_ME, PKG), es.Op.OWN, [PLAIN_ME, PKG]),  # release control
@@ -86,6 +91,41 @@ def test_decisions(active: bool, live: dict[str, Any] | None, op: es.Op,
     if live is not None:
         assert action.object["metadata"]["resourceVersion"] == "7"
         assert action.object["spec"] == CRD["spec"]
+
+
+@pytest.mark.parametrize(("labels", "op"), [
+    ({"team": "a"}, es.Op.TAKE),  # the shipped labels are there: owner references only
+    ({"team": "b"}, es.Op.ADOPT),  # one differs: the whole object is written
+    ({}, es.Op.ADOPT),
+])
+def test_control_is_taken_by_owner_references_only_of_an_object_as_shipped(
+        labels: dict[str, str], op: es.Op) -> None:
+    live = _live(OLD_REV, PKG, labels=labels)
+    [action] = es.plan_establish(_rev(common_labels={"team": "a"}), [CRD], {KEY: live},
+                                 ca_bundle=CA, namespace=NS).actions
+    assert action.op is op
+
+
+def _action(op: es.Op, kind: str = "CustomResourceDefinition", name: str = "a") -> es.Action:
+    return es.Action(op, ObjectKey("apiextensions.k8s.io", kind, name), {})
+
+
+T, A, U, C = es.Op.TAKE, es.Op.ADOPT, es.Op.UPDATE, es.Op.CREATE
+MRD = "ManagedResourceDefinition"
+
+
+@pytest.mark.parametrize(("actions", "checked"), [
+    ([], []),
+    ([_action(A, name="a"), _action(U, name="b"), _action(C, name="c")],
+     ["a", "b", "c"]),  # every write but a take
+    ([_action(T, name="a"), _action(T, name="b"), _action(T, name="c")], ["a"]),
+    ([_action(A, name="a"), _action(T, name="b"), _action(T, name="c"),
+      _action(T, MRD, "d"), _action(T, MRD, "e")], ["a", "b", "d"]),  # a take of each kind
+    ([_action(T, name="a"), _action(A, name="b"), _action(T, name="c")], ["a", "b"]),
+])
+def test_one_take_of_control_of_each_kind_is_dry_run(actions: list[es.Action],
+                                                     checked: list[str]) -> None:
+    assert [a.key.name for a in es.to_dry_run(actions)] == checked
 
 
 @pytest.mark.parametrize("active", [True, False])
@@ -336,7 +376,7 @@ def test_an_adopted_active_mrd_keeps_its_state() -> None:
     live = _mrd("Active", old, PKG)
     [action] = es.plan_establish(_rev(), [_mrd("Inactive")], {ObjectKey.of(live): live},
                                  ca_bundle=CA, namespace=NS).actions
-    assert action.op is es.Op.ADOPT and action.object["spec"]["state"] == "Active"
+    assert action.op is es.Op.TAKE and action.object["spec"]["state"] == "Active"
     seen = es.seen(es.plan_establish(_rev(), [_mrd("Inactive")], {ObjectKey.of(live): live},
                                      ca_bundle=CA, namespace=NS), {ObjectKey.of(live): live})
     [again] = es.replan(_rev(), [_mrd("Inactive")], seen, ca_bundle=CA, namespace=NS)
