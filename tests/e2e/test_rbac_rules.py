@@ -90,16 +90,26 @@ def mrd(group: str, kind: str) -> Obj:
             "kind": "ManagedResourceDefinition"}
 
 
+def tagged(obj: Obj, tag: str) -> Obj:
+    """``obj`` labelled with the version that ships it: an upgrade rewrites it whole (an
+    object kept as it was only changes hands, by its owner references)."""
+    meta = {**obj["metadata"], "labels": {**obj["metadata"].get("labels", {}),
+                                          "audited.example.org/tag": tag}}
+    return {**obj, "metadata": meta}
+
+
 def provider_objects(group: str, tag: str, hooks: str) -> list[Obj]:
     """What a provider ships at ``tag``.
 
     v1 ships two MRDs, three CRDs and both webhook configurations (Crossplane names a
     provider's webhook configurations after it: one of each kind per provider); v2 keeps
-    the first MRD and CRD and the webhook configuration ``hooks`` names.
+    the first MRD and CRD as they were and the webhook configuration ``hooks`` names,
+    changed.
     """
     kept = [crd(group, "Gadget"), mrd(group, "Thing")]
     dropped = [crd(group, "Widget"), crd(group, "Doohickey"), mrd(group, "Other")]
-    configs = {kind: webhook(f"{kind}WebhookConfiguration", f"{kind.lower()}-{group}", group)
+    configs = {kind: tagged(webhook(f"{kind}WebhookConfiguration", f"{kind.lower()}-{group}",
+                                    group), tag)
                for kind in ("Validating", "Mutating")}
     if tag == "v1.0.0":
         return kept + dropped + list(configs.values())
@@ -150,10 +160,12 @@ def operations(name: str) -> list[Obj]:
                       "operationTemplate": {"spec": pipeline}}}]
 
 
-def configuration_objects(group: str, prefix: str, everything: bool) -> list[Obj]:
-    kept = composition_pair(group, "Network") + operations(f"{prefix}-a")
+def configuration_objects(group: str, prefix: str, tag: str) -> list[Obj]:
+    """v1 ships two of each kind; v2 and v3 keep the first, changed."""
+    kept = [tagged(o, tag) for o in composition_pair(group, "Network")
+            + operations(f"{prefix}-a")]
     dropped = composition_pair(group, "Subnet") + operations(f"{prefix}-b")
-    return kept + dropped if everything else kept
+    return kept + dropped if tag == "v1.0.0" else kept
 
 
 def push_configuration(r: Repos, group: str, tag: str, constraint: str,
@@ -165,7 +177,7 @@ def push_configuration(r: Repos, group: str, tag: str, constraint: str,
     root = r.tmp / unique(tag)
     write_package(root, {"crossplane.yaml": meta})
     (root / "objects.yaml").write_text(yaml.safe_dump_all(
-        configuration_objects(group, group.split(".")[0], tag == "v1.0.0")))
+        configuration_objects(group, group.split(".")[0], tag)))
     return r.stack.push(root, repo=f"{r.ns}/audited", tag=tag)
 
 
