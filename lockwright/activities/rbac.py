@@ -8,6 +8,7 @@ controller reference to the revision and are only rewritten when they differ.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lockwright import contracts as c
@@ -57,11 +58,15 @@ class RbacActivities:
                                           requests, safe_start=safe_start(capabilities))
         if not roles:
             return c.EnsureRbacResult()
-        changed = [meta(r)["name"] for r in roles if self.apply_owned(r, uid)]
+        with ThreadPoolExecutor(len(roles) + 1) as pool:  # each its own round trips
+            listed = pool.submit(self.binding_subjects, inp, rev, uid)
+            applied = list(pool.map(lambda r: self.apply_owned(r, uid), roles))
+            subjects = listed.result()
+        changed = [meta(r)["name"] for r, done in zip(roles, applied, strict=True) if done]
         if changed:
             self.reader.event(rev, NORMAL, "ApplyClusterRoles",
                        f"Applied RBAC ClusterRoles: {_and_join(changed)}")
-        subjects = self.binding_subjects(inp, rev, uid)
+        # Bound only once every role is the revision's: never a role someone else holds.
         binding = rbac.render_system_binding(inp.revision, uid, subjects)
         if self.apply_owned(binding, uid):
             accounts = ", ".join(f"{ns}/{sa}" for ns, sa in subjects)
