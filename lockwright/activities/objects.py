@@ -18,6 +18,10 @@ since). A write refused so (409) reads its object again, and is planned, checked
 and sent again, a few times at most; an object that keeps changing fails the attempt
 with ``KubeConflict`` and the retry re-plans everything.
 
+An upgrade's switch on the worker that prepared it writes from the preparation's checks
+without reading every object again (:class:`lockwright.activities.trust.Kept`): its writes
+carry the ``resourceVersion`` the preparation read, and one refused so is checked again.
+
 A first install (the revision takes control and the package's first object does not
 exist) skips the checking pass, whose reads and dry runs would double the API work of a
 2,000-CRD provider: it creates every object straight away and, should the API refuse one
@@ -32,7 +36,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 
@@ -51,6 +55,7 @@ from lockwright.activities.base import (
 from lockwright.activities.contents import Contents
 from lockwright.activities.definitions import Definitions
 from lockwright.activities import trust
+from lockwright.activities.checked import Checked, dry_run_result, refuse
 from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader, RuntimeConfigs
 from lockwright import names
@@ -67,7 +72,7 @@ from lockwright.managed.convert import Conversion, reserved
 from lockwright.managed.policy import MSG_ACTIVATED, REASON_ACTIVATED
 from lockwright.objects import crdcheck, holders
 from lockwright.objects import establish as est
-from lockwright.objects.lock import Conflict, ObjectKey
+from lockwright.objects.lock import ObjectKey
 from lockwright.runtime import tls
 
 BATCH = 100
@@ -97,38 +102,6 @@ def batches(revision: est.Revision, documents: Path, size: int = BATCH) -> Itera
         yield chunk
 
 
-@dataclass
-class Checked:
-    """What the checking pass gathered, over every batch."""
-
-    refs: list[dict[str, str]] = field(default_factory=list)
-    conflicts: list[Conflict] = field(default_factory=list)
-    findings: list[crdcheck.Finding] = field(default_factory=list)
-    seen: dict[ObjectKey, est.Seen] = field(default_factory=dict)
-    stale: list[holders.Stale] = field(default_factory=list)
-    #: The current UID of each revision a live object's controller reference named
-    #: (None: gone), read once per establish.
-    current: dict[str, str | None] = field(default_factory=dict)
-    #: Per batch, the fingerprint of its planned writes (lockwright.activities.trust).
-    prints: list[str] = field(default_factory=list)
-    #: Objects whose dry run was skipped: the preparation dry-ran the same writes.
-    trusted: int = 0
-
-    def add(self, plan: est.Plan, live: dict[ObjectKey, Obj],
-            findings: list[crdcheck.Finding]) -> None:
-        """Take in one batch's plan, the live objects it read and its CRD findings."""
-        self.refs.extend(plan.object_refs)
-        self.conflicts.extend(plan.conflicts)
-        self.findings.extend(findings)
-        self.seen.update(est.seen(plan, live))
-        self.stale.extend(plan.stale)
-
-    @property
-    def clean(self) -> bool:
-        """Nothing found so far that forbids writing."""
-        return not self.conflicts and not self.findings
-
-
 class ObjectActivities:
     """establish_objects."""
 
@@ -155,6 +128,8 @@ class Establisher:
         self.runtime_configs = runtime_configs
         self.namespace = namespace
         self.workers = workers
+        #: Preparations' checks, for their switches on this worker.
+        self.kept: trust.Kept[Checked] = trust.Kept()
 
     def establish(self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
         """All or nothing: see the module."""
@@ -165,33 +140,54 @@ class Establisher:
         ca, service = self.webhook_target(inp, rev)
         with ThreadPoolExecutor(self.workers) as pool, self.saying_why(rev):
             fresh = self._fresh(pool, inp, revision, documents, (ca, service))
-            stale: list[holders.Stale] = []
-            trusted = 0
             if fresh is not None:
-                refs, counts = fresh
+                (refs, counts), checked = fresh, Checked()
             else:
-                start = trust.basis(self.kube, self.reader.package(inp.kind, inp.package),
-                                    inp.digest, inp.revision)
-                refs, checked = self._check(pool, revision, documents, ca, service,
-                                            (start, inp.trust))
+                refs, checked = self._checked_or_kept(pool, inp, revision, documents,
+                                                      (ca, service))
                 if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
-                    return _checked(refs, checked)
+                    return dry_run_result(refs, checked)
                 counts = self._write_all(pool, revision, documents, checked, (ca, service))
-                stale, trusted = checked.stale, checked.trusted
-        self.say_adopted(rev, stale)
+        self.say_adopted(rev, checked.stale)
         activated = self.say_activated(revision.conversion)
         refs, (definitions, active) = self._record(inp, rev, revision, refs)
         created = counts[est.Op.CREATE]
         updated = counts[est.Op.UPDATE] + counts[est.Op.ADOPT] + counts[est.Op.TAKE]
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "objects.established", objects=len(refs), created=created, updated=updated,
-            owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(stale),
-            trusted=trusted, activated_by_policy=len(activated))
+            owned=counts[est.Op.OWN], control=inp.control, stale_adopted=len(checked.stale),
+            trusted=checked.trusted, from_preparation=checked.kept,
+            rechecked=checked.rechecked, activated_by_policy=len(activated))
         return c.EstablishObjectsResult(objects=len(refs), created=created,
                                         updated=updated + counts[est.Op.OWN],
                                         definitions=definitions, active_definitions=active,
-                                        trusted=trusted, activated=activated[:c.MAX_NAMES],
-                                        activated_count=len(activated))
+                                        trusted=checked.trusted,
+                                        activated=activated[:c.MAX_NAMES],
+                                        activated_count=len(activated),
+                                        from_preparation=checked.kept,
+                                        rechecked=checked.rechecked)
+
+    def _checked_or_kept(self, pool: ThreadPoolExecutor, inp: c.EstablishObjectsInput,
+                         revision: est.Revision, documents: Path,
+                         target: tuple[bytes | None, str]
+                         ) -> tuple[list[dict[str, str]], Checked]:
+        """The checking pass. A switch takes its preparation's, kept by this worker, when
+        it was checked over the same revision, webhook target, basis and fingerprints
+        (:class:`lockwright.activities.trust.Kept`): its writes carry the
+        ``resourceVersion`` read then, so an object changed since is refused and checked
+        again on its own. A preparation's is kept for its switch."""
+        start = trust.basis(self.kube, self.reader.package(inp.kind, inp.package),
+                            inp.digest, inp.revision)
+        key, over = (inp.kind, inp.package, inp.revision, inp.digest), (revision, target, start)
+        kept = (self.kept.take(key, (*over, tuple(inp.trust)))
+                if inp.trust and not inp.dry_run else None)
+        if kept is not None:
+            return est.sort_object_refs(kept.refs), replace(kept, trusted=len(kept.seen),
+                                                            kept=True)
+        refs, checked = self._check(pool, revision, documents, *target, (start, inp.trust))
+        if inp.dry_run:
+            self.kept.keep(key, (*over, tuple(checked.prints)), checked)
+        return refs, checked
 
     def _record(self, inp: c.EstablishObjectsInput, rev: Obj, revision: est.Revision,
                 refs: list[dict[str, str]]
@@ -393,7 +389,7 @@ class Establisher:
                 checked.prints.append(prints)
             checked.add(plan, live, findings)
             beat()
-        _refuse(checked)
+        refuse(checked)
         return est.sort_object_refs(checked.refs), checked
 
     def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
@@ -482,6 +478,7 @@ class Establisher:
             changed = [a for a, op in zip(actions, ops, strict=True) if op is None]
             done_ops = [op for op in ops if op is not None]
             if changed:
+                checked.rechecked += len(changed)
                 done_ops += self._rewrite(pool, revision, batch, changed, target,
                                           checked.current)
             for op in done_ops:
@@ -518,7 +515,7 @@ class Establisher:
                 pool, revision, subset, *target, current), target, current)
             again = Checked()
             again.add(plan, live, crdcheck.preflight(subset, live) if revision.active else [])
-            _refuse(again)
+            refuse(again)
             ops = list(pool.map(self._write_once, plan.actions))
             written += [op for op in ops if op is not None]
             changed = [a for a, op in zip(plan.actions, ops, strict=True) if op is None]
@@ -564,25 +561,6 @@ class Establisher:
                                           "resourceVersion": meta(live)["resourceVersion"]}})
             released += 1
         return released
-
-
-def _checked(refs: list[dict[str, str]], checked: Checked) -> c.EstablishObjectsResult:
-    """What a dry run found it would write, and the fingerprints of what it dry-ran."""
-    ops = [s.op for s in checked.seen.values()]
-    return c.EstablishObjectsResult(
-        objects=len(refs), created=ops.count(est.Op.CREATE),
-        updated=sum(ops.count(op) for op in (est.Op.UPDATE, est.Op.ADOPT, est.Op.TAKE,
-                                             est.Op.OWN)),
-        checked=checked.prints, trusted=checked.trusted)
-
-
-def _refuse(checked: Checked) -> None:
-    """Raise for conflicts (they may heal) first, then for CRD findings (they cannot)."""
-    if checked.conflicts:
-        raise ConflictError("; ".join(x.message for x in sorted(checked.conflicts,
-                                                                key=lambda x: x.object)))
-    if checked.findings:
-        raise PreflightError("; ".join(f.message for f in crdcheck.ordered(checked.findings)))
 
 
 def _address(obj: Obj) -> Address:

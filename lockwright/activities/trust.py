@@ -17,11 +17,22 @@ An object written counts by what a write is checked against: the live object but
 write a new CRD's status for minutes on a busy server (its ``Established`` and
 ``NamesAccepted`` conditions); counting those by ``resourceVersion`` had the switch of a
 2,000-CRD provider dry-run 2,100 of its 4,000 writes again.
+
+The worker that ran a preparation keeps what its checking pass found (:class:`Kept`), and
+a switch of the same revision on that worker, over the same basis and fingerprints,
+writes from it without reading every object again: each write still carries the
+``resourceVersion`` the preparation read, so an object changed since is refused (409)
+and read, planned, checked and dry-run again on its own (docs/design.md, "One dry run per
+switch-over"). Another worker, or a retry, reads everything as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 import orjson
 
@@ -32,6 +43,35 @@ from lockwright.objects.lock import LOCK_NAME, ObjectKey
 LOCK_API = "pkg.crossplane.io/v1beta1"
 #: Hex digits kept of each SHA-256: small in history, far beyond any collision by chance.
 PRINT_HEX = 32
+#: Preparations a worker keeps for their switch: upgrades in flight at once on one worker.
+KEPT = 8
+
+T = TypeVar("T")
+
+
+class Kept(Generic[T]):
+    """The last :data:`KEPT` preparations' checks, each under the key of its revision and
+    the basis it was checked over; a switch takes its own once (thread-safe)."""
+
+    def __init__(self, size: int = KEPT) -> None:
+        self._size = size
+        self._entries: OrderedDict[Hashable, tuple[object, T]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, key: Hashable, over: object, checked: T) -> None:
+        """Keep ``checked``, found over ``over``, for ``key``'s switch."""
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = (over, checked)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def take(self, key: Hashable, over: object) -> T | None:
+        """``key``'s checks when they were found over ``over`` (equal), else None; either
+        way they are dropped: a retry checks again."""
+        with self._lock:
+            kept = self._entries.pop(key, None)
+        return kept[1] if kept is not None and kept[0] == over else None
 
 
 def basis(kube: Kube, package: Obj, digest: str, revision: str) -> bytes:

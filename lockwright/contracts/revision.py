@@ -208,6 +208,11 @@ class EstablishObjectsResult:
     checked: list[str] = field(default_factory=list)
     # Objects not dry-run again: their fingerprint was the preparation's.
     trusted: int = 0
+    # A switch written from its preparation's checks, kept by the worker that ran it
+    # (lockwright.activities.trust.Kept): no object read again but those changed since,
+    # ``rechecked`` of them, refused (409) and read, checked and written again.
+    from_preparation: bool = False
+    rechecked: int = 0
     # Safe-start MRDs made Active by this install because a policy in force names them
     # (each with the policy; at most MAX_NAMES, the count says how many in all).
     activated: list[Activated] = field(default_factory=list)

@@ -6,6 +6,11 @@ installed; v2 prepared (fetch, parse, the Lock checked, every write dry-run as i
 the hand-off (v2 Active, v1 Inactive, v1 keeping its runtime); then the switch's Lock and
 TLS, and establish with the preparation's fingerprints. Unchanged, no object is dry-run
 again; an object written by someone else, or the Lock changed, and its writes are.
+
+On the worker that prepared, the switch writes from the preparation's checks without
+reading the objects again (``from_preparation``); an object changed since is refused by
+its write (its ``resourceVersion`` moved) and checked again on its own (``rechecked``).
+Another worker reads every object and compares fingerprints.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import pytest
 
 from lockwright import contracts as c
 from lockwright.k8s import Kube
+from lockwright.oci.cache import PackageCache
+from lockwright.settings import Settings
 from lockwright.objects import lock as lk
 from tests.activity_view import Activities
 from tests.helpers import unique
@@ -95,7 +102,27 @@ def test_a_switch_right_after_its_preparation_dry_runs_nothing_again(
     done = switch(acts, name, rev, resolved, prepared.checked)
 
     assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
+    assert (done.from_preparation, done.rechecked) == (True, 0)
     assert controller(kube, provider.group) == rev  # and the writes were made
+
+
+def test_a_switch_on_another_worker_reads_every_object_and_trusts_the_fingerprints(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
+    """The preparation's checks live in the worker that ran it: a switch elsewhere (or
+    after a restart) reads and fingerprints every object, and dry-runs none again."""
+    name = unique("trust")
+    resolved, rev, prepared = prepare(acts, kube, registry, tmp_path, provider, name)
+    settings = Settings(cache_dir=str(tmp_path / "other"), insecure_registries=(registry.host,))
+    other = Activities(settings, kube, PackageCache(settings.cache_dir))
+    run(other.fetch_package, c.FetchPackageInput(c.PROVIDER, name, rev,
+                                                 resolved.resolved_source, resolved.digest))
+    run(other.parse_package, c.ParsePackageInput(c.PROVIDER, rev, resolved.digest))
+
+    done = switch(other, name, rev, resolved, prepared.checked)
+
+    assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
+    assert (done.from_preparation, done.rechecked) == (False, 0)
+    assert controller(kube, provider.group) == rev
 
 
 @pytest.mark.parametrize("change", ["object", "lock"])
@@ -117,7 +144,11 @@ def test_a_change_since_the_preparation_dry_runs_again(
     if change == "lock":
         kube.update(lk.remove_entry(lock(kube), other["name"]) or {})
 
-    assert done.trusted == 0 and done.objects == prepared.objects
+    assert done.objects == prepared.objects
+    if change == "object":  # the kept checks are written; the changed object's is refused
+        assert (done.from_preparation, done.rechecked) == (True, 1)
+    else:  # another basis: every object read and dry-run again
+        assert (done.from_preparation, done.trusted) == (False, 0)
     assert controller(kube, provider.group) == rev
 
 
@@ -140,4 +171,5 @@ def test_a_crds_status_written_since_the_preparation_is_still_trusted(
     done = switch(acts, name, rev, resolved, prepared.checked)
 
     assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
+    assert (done.from_preparation, done.rechecked) == (True, 1)  # its write refused once
     assert controller(kube, provider.group) == rev
