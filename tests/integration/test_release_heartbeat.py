@@ -1,0 +1,68 @@
+"""A revision's release of its objects heartbeats while it reads them.
+
+A switched 2,000-CRD provider's old revision reads its 4,000 objects as it is deactivated
+(``set_active_revision``, the upgrade's finish); one after another, on a busy
+kube-apiserver, that took two minutes without a heartbeat, past the activity's 30 s
+heartbeat timeout: the finish failed and its pass ran again (the 2,000-CRD switch-over on
+the real control plane, 2026-12-01). Here a read past the first few waits for a heartbeat.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from temporalio.testing import ActivityEnvironment
+
+from lockwright.activities.objects import Establisher
+
+API = "apiextensions.k8s.io/v1"
+OLD = {"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision", "name": "nop-1",
+       "uid": "old-uid", "controller": True, "blockOwnerDeletion": True}
+NEW = {**OLD, "name": "nop-2", "uid": "new-uid"}
+WORKERS = 4
+
+
+class _Kube:
+    """Objects still controlled by the old revision (the even ones) or handed over; a read
+    past the first ``WORKERS`` waits (up to a deadline) for the activity's first heartbeat."""
+
+    def __init__(self, beat: threading.Event) -> None:
+        self.beat = beat
+        self.reads = 0
+        self.lock = threading.Lock()
+        self.patched: dict[str, list[dict[str, Any]]] = {}
+
+    def get(self, api: str, kind: str, name: str) -> dict[str, Any]:
+        with self.lock:
+            self.reads += 1
+            first = self.reads <= WORKERS
+        if not first and not self.beat.wait(30):
+            raise AssertionError("the release read for 30 s without a heartbeat")
+        controller = OLD if int(name.split("-")[1]) % 2 == 0 else NEW
+        others = [{**r, "controller": False} for r in (OLD, NEW) if r is not controller]
+        return {"metadata": {"name": name, "resourceVersion": "7",
+                             "ownerReferences": [*others, controller]}}
+
+    def patch(self, api: str, kind: str, name: str, body: dict[str, Any]) -> None:
+        with self.lock:
+            self.patched[name] = body["metadata"]["ownerReferences"]
+
+
+def test_a_release_heartbeats_while_it_reads_and_releases_only_what_it_controls() -> None:
+    beat = threading.Event()
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beat.set()
+    kube = _Kube(beat)
+    establisher = Establisher(kube, None, None, None, None, "ns",  # type: ignore[arg-type]
+                              workers=WORKERS)
+    refs = [{"apiVersion": API, "kind": "CustomResourceDefinition", "name": f"crd-{i}"}
+            for i in range(20)]
+    rev = {"metadata": {"name": "nop-1", "uid": "old-uid"}, "status": {"objectRefs": refs}}
+
+    released = env.run(establisher.release_objects, "Provider", rev)
+
+    assert released == 10
+    assert sorted(kube.patched) == sorted(f"crd-{i}" for i in range(0, 20, 2))
+    assert all(not r.get("controller") for refs_ in kube.patched.values() for r in refs_
+               if r["uid"] == "old-uid")
