@@ -53,7 +53,6 @@ class Checked:
         return not self.conflicts and not self.findings
 
 
-
 def dry_run_result(refs: list[dict[str, str]], checked: Checked) -> c.EstablishObjectsResult:
     """What a dry run found it would write, and the fingerprints of what it dry-ran."""
     ops = [s.op for s in checked.seen.values()]

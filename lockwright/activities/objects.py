@@ -6,7 +6,7 @@ every live object once, collects every conflict, and, when the revision takes co
 every CRD change Kubernetes or the CRD's clients cannot take (``lockwright.objects.crdcheck``);
 while none is found it sends each planned write as a server-side dry run, so the API
 validates and admits all of them (one refused with 409, its object changed since the read,
-is re-read, re-planned and dry-run again, a few times at most). Control taken of objects
+is re-read, re-planned and dry-run again, a few times at most). Control taken of definitions
 already as shipped (an upgrade's hand-over of unchanged CRDs) writes owner references
 only, and one such write of each kind is dry-run for all of them. Any conflict raises
 ``ConflictError`` naming who holds which object, any CRD finding ``PreflightError`` with
@@ -418,10 +418,10 @@ class Establisher:
                  target: tuple[bytes | None, str], current: dict[str, str | None]
                  ) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
         """Dry-run the planned writes of ``batch`` (of the takes of control, one of each
-        kind: :func:`lockwright.objects.establish.to_dry_run`). A write refused with 409 (the object
-        changed since it was read: a busy server's controllers write a new CRD's status)
-        re-reads that object, re-plans the batch and is dry-run again, at most
-        ``DRY_RUN_ATTEMPTS`` times: a plan must not fail on a conflict a read resolves.
+        kind: :func:`lockwright.objects.establish.to_dry_run`). A write refused with 409
+        (the object changed since it was read: a busy server's controllers write a new
+        CRD's status) re-reads that object, re-plans the batch and is dry-run again, at
+        most ``DRY_RUN_ATTEMPTS`` times: a plan must not fail on a conflict a read resolves.
 
         Returns:
             The plan and live objects the dry runs passed with: the writes that follow

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from lockwright.identity.names import TYPE_DIGEST
 from lockwright.managed.convert import ACTIVE, MRD_KIND, Conversion, mrd_active
 from lockwright.objects import holders
 from lockwright.objects.holders import Current, Hold, Stale
@@ -53,7 +54,7 @@ class Op(str, Enum):
     UPDATE = "update"  # replace the object (resourceVersion set from the live one)
     ADOPT = "adopt"  # replace it, taking control from nobody or from our own package
     OWN = "own"  # inactive revision: patch only metadata.ownerReferences
-    TAKE = "take"  # take control of an object already as shipped: patch only ownerReferences
+    TAKE = "take"  # take control of a definition as shipped: patch only ownerReferences
     SKIP = "skip"  # nothing to write
 
 
@@ -265,6 +266,17 @@ def _unchanged(desired: Obj, live: Obj) -> bool:
     return refs == desired["metadata"].get("ownerReferences") and _as_shipped(desired, live)
 
 
+def _taken_as_is(desired: Obj, live: Obj) -> bool:
+    """Whether control of ``live`` passes by its owner references alone: a definition
+    (CRD, MRD, XRD, webhook configuration) whose type digest, annotated as shipped
+    (:mod:`lockwright.identity.record`), is the live one's, and which holds all else of
+    ``desired``. Only a definition: containment alone would take over as it is an object
+    holding a field the new version no longer ships, where the digest of all a definition
+    ships changes with any such field."""
+    annotations = desired["metadata"].get("annotations") or {}
+    return TYPE_DIGEST in annotations and _as_shipped(desired, live)
+
+
 def _as_shipped(desired: Obj, live: Obj) -> bool:
     """Whether ``live`` holds all of ``desired`` but its owner references: its labels,
     annotations and body (server defaults and other writers' additions aside)."""
@@ -282,7 +294,7 @@ def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
     if not rev.active:
         return Op.SKIP if obj["metadata"]["ownerReferences"] == refs else Op.OWN
     if controller is None or controller.get("uid") != rev.uid:
-        return Op.TAKE if _as_shipped(obj, live) else Op.ADOPT
+        return Op.TAKE if _taken_as_is(obj, live) else Op.ADOPT
     return Op.SKIP if _unchanged(obj, live) else Op.UPDATE
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lockwright.identity.record import stamped
 from lockwright.objects import establish as es
 from lockwright.objects.lock import ObjectKey, Owner
 from tests.unit.webhook_objects import validating_webhooks
@@ -63,14 +64,9 @@ DECISIONS = [
     (False, None, es.Op.SKIP, None),
     (True, _live(CTRL_ME, PKG), es.Op.SKIP, [CTRL_ME, PKG]),  # already as desired
     (True, _live(CTRL_ME, PKG, spec={"group": "old"}), es.Op.UPDATE, [CTRL_ME, PKG]),
-    (True, _live(), es.Op.TAKE, [PKG, CTRL_ME]),  # uncontrolled, as shipped: take control
-    (True, _live(OLD_REV, PKG), es.Op.TAKE,  # hand-off from our package's old revision
+    (True, _live(), es.Op.ADOPT, [PKG, CTRL_ME]),  # uncontrolled: adopt
+    (True, _live(OLD_REV, PKG), es.Op.ADOPT,  # hand-off from our package's old revision
      [{**OLD_REV, "controller": False}, PKG, CTRL_ME]),
-    (True, _live(spec={"group": "old"}), es.Op.ADOPT, [PKG, CTRL_ME]),  # and its content
-    (True, _live(OLD_REV, PKG, spec={"group": "old"}), es.Op.ADOPT,
-     [{**OLD_REV, "controller": False}, PKG, CTRL_ME]),
-    (True, _live(OLD_REV, PKG, spec={"group": "example.org", "scope": "Cluster"}),
-     es.Op.TAKE, [{**OLD_REV, "controller": False}, PKG, CTRL_ME]),  # a default aside
     (False, _live(OLD_REV, PKG), es.Op.OWN, [OLD_REV, PKG, PLAIN_ME]),
     (False, _live(OLD_REV, PKG, PLAIN_ME), es.Op.SKIP, [OLD_REV, PKG, PLAIN_ME]),
     (False, _live(CTRL_ME, PKG), es.Op.OWN, [PLAIN_ME, PKG]),  # release control
@@ -93,17 +89,33 @@ def test_decisions(active: bool, live: dict[str, Any] | None, op: es.Op,
         assert action.object["spec"] == CRD["spec"]
 
 
-@pytest.mark.parametrize(("labels", "op"), [
-    ({"team": "a"}, es.Op.TAKE),  # the shipped labels are there: owner references only
-    ({"team": "b"}, es.Op.ADOPT),  # one differs: the whole object is written
-    ({}, es.Op.ADOPT),
+SHIPPED = stamped(CRD)
+DIGEST = SHIPPED["metadata"]["annotations"]
+
+
+def _shipped_live(spec: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    """The definition as the old revision established it: its type digest annotated."""
+    return _live(OLD_REV, PKG, spec=spec, **{"annotations": DIGEST, **meta})
+
+
+@pytest.mark.parametrize(("objects", "live", "labels", "op"), [
+    # A definition as shipped, a server default aside: owner references only.
+    ([SHIPPED], _shipped_live({"group": "example.org", "scope": "Cluster"}), {}, es.Op.TAKE),
+    ([SHIPPED], _shipped_live(labels={"team": "a"}), {"team": "a"}, es.Op.TAKE),
+    # v1 shipped a field v2 drops: another digest, the whole object written.
+    ([SHIPPED], _live(OLD_REV, PKG, spec={"group": "example.org", "gone": 1},
+                      annotations={"lockwright.dev/type-digest": "sha256:old"}), {}, es.Op.ADOPT),
+    ([SHIPPED], _shipped_live(labels={"team": "b"}), {"team": "a"}, es.Op.ADOPT),  # a label
+    ([CRD], _live(OLD_REV, PKG), {}, es.Op.ADOPT),  # not stamped: no digest to go by
 ])
-def test_control_is_taken_by_owner_references_only_of_an_object_as_shipped(
-        labels: dict[str, str], op: es.Op) -> None:
-    live = _live(OLD_REV, PKG, labels=labels)
-    [action] = es.plan_establish(_rev(common_labels={"team": "a"}), [CRD], {KEY: live},
+def test_control_of_a_definition_as_shipped_is_taken_by_owner_references_only(
+        objects: list[dict[str, Any]], live: dict[str, Any], labels: dict[str, str],
+        op: es.Op) -> None:
+    [action] = es.plan_establish(_rev(common_labels=labels), objects, {KEY: live},
                                  ca_bundle=CA, namespace=NS).actions
     assert action.op is op
+    assert action.object["metadata"]["ownerReferences"] == [
+        {**OLD_REV, "controller": False}, PKG, CTRL_ME]
 
 
 def _action(op: es.Op, kind: str = "CustomResourceDefinition", name: str = "a") -> es.Action:
@@ -376,7 +388,7 @@ def test_an_adopted_active_mrd_keeps_its_state() -> None:
     live = _mrd("Active", old, PKG)
     [action] = es.plan_establish(_rev(), [_mrd("Inactive")], {ObjectKey.of(live): live},
                                  ca_bundle=CA, namespace=NS).actions
-    assert action.op is es.Op.TAKE and action.object["spec"]["state"] == "Active"
+    assert action.op is es.Op.ADOPT and action.object["spec"]["state"] == "Active"
     seen = es.seen(es.plan_establish(_rev(), [_mrd("Inactive")], {ObjectKey.of(live): live},
                                      ca_bundle=CA, namespace=NS), {ObjectKey.of(live): live})
     [again] = es.replan(_rev(), [_mrd("Inactive")], seen, ca_bundle=CA, namespace=NS)

@@ -108,7 +108,7 @@ def test_an_active_revision_adopts_a_stale_holders_object(
                              current=current)
     assert plan.conflicts == []
     [action] = plan.actions
-    assert action.op is es.Op.TAKE  # the object is as shipped: owner references only
+    assert action.op is es.Op.ADOPT
     kept = [r for r in refs if r not in (OLD_REV, OLD_PKG, SAME_NAME)]
     assert action.object["metadata"]["ownerReferences"] == [*kept, PKG, ME]
     assert [(s.object, s.uid) for s in plan.stale] == [(KEY, refs[0]["uid"])]
