@@ -266,14 +266,15 @@ def _unchanged(desired: Obj, live: Obj) -> bool:
     return refs == desired["metadata"].get("ownerReferences") and _as_shipped(desired, live)
 
 
-def _taken_as_is(desired: Obj, live: Obj) -> bool:
+def _taken_as_is(shipped: Obj, desired: Obj, live: Obj) -> bool:
     """Whether control of ``live`` passes by its owner references alone: a definition
     (CRD, MRD, XRD, webhook configuration) whose type digest, annotated as shipped
     (:mod:`lockwright.identity.record`), is the live one's, and which holds all else of
     ``desired``. Only a definition: containment alone would take over as it is an object
     holding a field the new version no longer ships, where the digest of all a definition
     ships changes with any such field."""
-    annotations = desired["metadata"].get("annotations") or {}
+    # The shipped object's own: ``desired`` has the live annotations merged in.
+    annotations = shipped["metadata"].get("annotations") or {}
     return TYPE_DIGEST in annotations and _as_shipped(desired, live)
 
 
@@ -286,7 +287,7 @@ def _as_shipped(desired: Obj, live: Obj) -> bool:
     return contains(live.get("metadata") or {}, meta) and contains(live, body)
 
 
-def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
+def _decide(shipped: Obj, obj: Obj, live: Obj | None, rev: Revision) -> Op:
     if live is None:
         return Op.CREATE if rev.active else Op.SKIP
     refs = (live.get("metadata") or {}).get("ownerReferences") or []
@@ -294,7 +295,7 @@ def _decide(obj: Obj, live: Obj | None, rev: Revision) -> Op:
     if not rev.active:
         return Op.SKIP if obj["metadata"]["ownerReferences"] == refs else Op.OWN
     if controller is None or controller.get("uid") != rev.uid:
-        return Op.TAKE if _taken_as_is(obj, live) else Op.ADOPT
+        return Op.TAKE if _taken_as_is(shipped, obj, live) else Op.ADOPT
     return Op.SKIP if _unchanged(obj, live) else Op.UPDATE
 
 
@@ -400,7 +401,7 @@ def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj]
     actions = []
     for key, obj in keyed:
         desired = _desired(obj, live.get(key), rev, drops.get(key, frozenset()))
-        actions.append(Action(_decide(desired, live.get(key), rev), key, desired))
+        actions.append(Action(_decide(obj, desired, live.get(key), rev), key, desired))
     return Plan(actions, [], refs, stale, drops)
 
 

@@ -107,6 +107,8 @@ def _shipped_live(spec: dict[str, Any] | None = None, **meta: Any) -> dict[str, 
                       annotations={"lockwright.dev/type-digest": "sha256:old"}), {}, es.Op.ADOPT),
     ([SHIPPED], _shipped_live(labels={"team": "b"}), {"team": "a"}, es.Op.ADOPT),  # a label
     ([CRD], _live(OLD_REV, PKG), {}, es.Op.ADOPT),  # not stamped: no digest to go by
+    ([CRD], _live(OLD_REV, PKG, spec={"group": "example.org", "gone": 1},  # nor the live one's
+                  annotations=DIGEST), {}, es.Op.ADOPT),
 ])
 def test_control_of_a_definition_as_shipped_is_taken_by_owner_references_only(
         objects: list[dict[str, Any]], live: dict[str, Any], labels: dict[str, str],
