@@ -260,6 +260,11 @@ def workflow_tuning(raw: str) -> Any:
         raise SystemExit(f"LOCKWRIGHT_TUNING / --tuning: {exc}; known keys: {known}") from None
 
 
+def run_in_thread(stream: Stream) -> None:
+    """Run ``stream`` in a daemon thread of its own, named after its resource."""
+    threading.Thread(target=stream.run, name=f"watch-{stream.res.plural}", daemon=True).start()
+
+
 class TypeStream:
     """A Provider type's stream as the watcher holds it: made, its connection and then its
     thread, by the watcher's starter thread rather than on the event loop. Made on the
@@ -279,8 +284,7 @@ class TypeStream:
             if self._stopped:
                 return
             self._stream = stream = self._make()
-        threading.Thread(target=stream.run, name=f"watch-{stream.res.plural}",
-                         daemon=True).start()
+        run_in_thread(stream)
 
     def wake(self) -> None:
         """As :meth:`Stream.wake`, once started."""
@@ -358,7 +362,7 @@ class Watcher:
     def _start(self, res: Resource, stop: threading.Event) -> Stream:
         """A list-then-watch stream of ``res`` in a thread of its own (one connection)."""
         stream = self._stream(res, stop)
-        threading.Thread(target=stream.run, name=f"watch-{res.plural}", daemon=True).start()
+        run_in_thread(stream)
         return stream
 
     def _stream(self, res: Resource, stop: threading.Event) -> Stream:
