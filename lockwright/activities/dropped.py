@@ -45,8 +45,7 @@ class DroppedObjects:
         refs = without_owners(meta(live).get("ownerReferences") or [],
                               {meta(retired)["uid"], meta(pkg)["uid"]})
         if refs:
-            self.kube.patch(ref[0], ref[1], ref[2], {"metadata": {
-                "ownerReferences": refs, "resourceVersion": meta(live)["resourceVersion"]}})
+            self.kube.set_owners(*ref, refs, meta(live)["resourceVersion"])
             return 0
         if ref[:2] == CRD and (count := self.custom_resources(live)):
             self.reader.event(pkg, WARNING, "DropObject",

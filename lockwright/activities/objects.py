@@ -58,6 +58,7 @@ from lockwright.activities import trust
 from lockwright.activities.checked import Checked, dry_run_result, refuse
 from lockwright.activities.errors import defn, edge
 from lockwright.activities.reads import PackageReader, RuntimeConfigs
+from lockwright.activities.release import Release
 from lockwright import names
 from lockwright.errors import (
     ConflictError,
@@ -539,39 +540,15 @@ class Establisher:
         elif action.op in (est.Op.UPDATE, est.Op.ADOPT):
             kube.update(obj)
         elif action.op in (est.Op.OWN, est.Op.TAKE):
-            kube.patch(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
-                       {"metadata": {"ownerReferences": obj["metadata"]["ownerReferences"],
-                                     "resourceVersion": obj["metadata"]["resourceVersion"]}})
+            kube.set_owners(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
+                            obj["metadata"]["ownerReferences"],
+                            obj["metadata"]["resourceVersion"])
         return action.op
 
     def release_objects(self, kind: str, rev: Obj) -> int:
-        """Deactivation: drop the revision's controller flag on each of its objects, read
-        (and patched where it still controls one) ``workers`` at a time, with a heartbeat
-        for each: a switched 2,000-CRD provider's old revision reads 4,000 objects, which
-        one after another took two minutes on a busy kube-apiserver, past the activity's
-        30 s heartbeat timeout (the finish failed, and its pass ran again)."""
-        revision = est.Revision(name=str(meta(rev)["name"]), uid=str(meta(rev)["uid"]),
-                                kind=revision_kind(kind), package_kind=kind_of(kind),
-                                package_name="", package_uid="", active=False)
-        refs = (rev.get("status") or {}).get("objectRefs") or []
-        released = 0
-        with ThreadPoolExecutor(self.workers) as pool:
-            for done in pool.map(lambda ref: self._release(ref, revision), refs):
-                released += done
-                beat()
-        return released
-
-    def _release(self, ref: dict[str, str], revision: est.Revision) -> int:
-        """1 when ``revision`` controlled the object ``ref`` names and now only owns it."""
-        api_version, kind, name = str(ref["apiVersion"]), str(ref["kind"]), str(ref["name"])
-        live = self.kube.get(api_version, kind, name)
-        current = meta(live).get("ownerReferences") or []
-        wanted = est.release_references(current, revision)
-        if live is None or wanted == current:
-            return 0
-        self.kube.patch(api_version, kind, name, {"metadata": {
-            "ownerReferences": wanted, "resourceVersion": meta(live)["resourceVersion"]}})
-        return 1
+        """Deactivation: drop the revision's controller flag on each of its objects
+        (lockwright.activities.release); how many it still controlled."""
+        return Release(self.kube, self.workers).run(kind, rev)
 
 
 def _address(obj: Obj) -> Address:

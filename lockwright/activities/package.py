@@ -281,9 +281,8 @@ class PackageActivities:
             refs = meta(rev).get("ownerReferences") or []
             owners = rv.adopted_owners(refs, kind_of(kind), pkg)
             if owners is not None and not deleting(rev):
-                rev = self.kube.patch(PKG_V1, revision_kind(kind), meta(rev)["name"], {
-                    "metadata": {"ownerReferences": owners,
-                                 "resourceVersion": meta(rev)["resourceVersion"]}})
+                rev = self.kube.set_owners(PKG_V1, revision_kind(kind), meta(rev)["name"],
+                                           owners, meta(rev)["resourceVersion"])
                 log(package=meta(pkg)["name"], revision=meta(rev)["name"]).info(
                     "revision.adopted", stale_uids=[r.get("uid") for r in refs])
                 adopted.add(str(meta(rev)["name"]))

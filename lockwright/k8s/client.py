@@ -35,6 +35,7 @@ from lockwright.k8s.discovery import Discovery, Resource
 from lockwright.k8s.errors import answered, status_error
 
 Obj = dict[str, Any]
+Owners = list[Obj]  # ownerReferences (an alias: the class below defines its own list)
 
 
 def deleting(obj: Obj | None) -> bool:
@@ -342,6 +343,14 @@ class Kube:
         path = self.resource(api_version, kind).path(namespace, name, subresource)
         return self._call("PATCH", path, body=patch, content_type=PATCH_TYPES[patch_type],
                           dry_run=dry_run)
+
+    def set_owners(self, api_version: str, kind: str, name: str,
+                   owners: Owners, resource_version: str) -> Obj:
+        """Replace a cluster-scoped object's ownerReferences, a compare-and-swap on
+        ``resource_version``: a merge patch of those two fields, so nothing else of the
+        object is sent, and a change since it was read answers 409."""
+        return self.patch(api_version, kind, name, {"metadata": {
+            "ownerReferences": owners, "resourceVersion": resource_version}})
 
     def apply(self, obj: Obj, field_manager: str = "lockwright", force: bool = False) -> Obj:
         """Server-side apply ``obj`` as ``field_manager``; ``force`` takes contested fields."""

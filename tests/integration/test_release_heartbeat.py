@@ -1,4 +1,5 @@
-"""A revision's release of its objects heartbeats while it reads them.
+"""A revision's release of its objects heartbeats while it reads them, and reads a kind it
+holds many of by one metadata-only list (on devcluster).
 
 A switched 2,000-CRD provider's old revision reads its 4,000 objects as it is deactivated
 (``set_active_revision``, the upgrade's finish); one after another, on a busy
@@ -12,9 +13,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from temporalio.testing import ActivityEnvironment
 
 from lockwright.activities.objects import Establisher
+from lockwright.activities.release import LIST_FROM
+from lockwright.k8s import Kube
+from tests.e2e.packages import crd
+from tests.helpers import unique
+from tests.integration.test_activities import kube  # noqa: F401 - fixture used by name
 
 API = "apiextensions.k8s.io/v1"
 OLD = {"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision", "name": "nop-1",
@@ -44,9 +51,10 @@ class _Kube:
         return {"metadata": {"name": name, "resourceVersion": "7",
                              "ownerReferences": [*others, controller]}}
 
-    def patch(self, api: str, kind: str, name: str, body: dict[str, Any]) -> None:
+    def set_owners(self, api: str, kind: str, name: str, owners: list[dict[str, Any]],
+                   resource_version: str) -> None:
         with self.lock:
-            self.patched[name] = body["metadata"]["ownerReferences"]
+            self.patched[name] = owners
 
 
 def test_a_release_heartbeats_while_it_reads_and_releases_only_what_it_controls() -> None:
@@ -66,3 +74,42 @@ def test_a_release_heartbeats_while_it_reads_and_releases_only_what_it_controls(
     assert sorted(kube.patched) == sorted(f"crd-{i}" for i in range(0, 20, 2))
     assert all(not r.get("controller") for refs_ in kube.patched.values() for r in refs_
                if r["uid"] == "old-uid")
+
+
+def _revision(kube: Kube, name: str) -> dict[str, Any]:
+    return kube.create({"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision",
+                        "metadata": {"name": name},
+                        "spec": {"image": "registry.invalid/p:v1", "desiredState": "Inactive",
+                                 "revision": 1}})
+
+
+def _owner(rev: dict[str, Any], controller: bool) -> dict[str, Any]:
+    return {"apiVersion": "pkg.crossplane.io/v1", "kind": "ProviderRevision",
+            "name": rev["metadata"]["name"], "uid": rev["metadata"]["uid"],
+            "controller": controller, "blockOwnerDeletion": True}
+
+
+def test_a_release_of_many_crds_lists_their_owners_and_writes_what_it_controls(
+        kube: Kube, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811 - the fixture
+    old, new = (_revision(kube, unique(n)) for n in ("rel-old", "rel-new"))
+    group = f"{unique('rel')}.example.org"
+    names = []
+    for i in range(LIST_FROM + 6):
+        obj = crd(group, f"Kind{i}")
+        mine = i % 3 == 0  # the old revision still controls every third
+        obj["metadata"]["ownerReferences"] = [_owner(old, mine), _owner(new, not mine)]
+        names.append(kube.create(obj)["metadata"]["name"])
+    refs = [{"apiVersion": API, "kind": "CustomResourceDefinition", "name": n} for n in names]
+    rev = {**old, "status": {"objectRefs": refs}}
+    establisher = Establisher(kube, None, None, None, None, "ns")  # type: ignore[arg-type]
+    reads: list[str] = []
+    monkeypatch.setattr(kube, "get", lambda *a, **k: reads.append(a[2]) or Kube.get(kube, *a, **k))
+
+    released = ActivityEnvironment().run(establisher.release_objects, "Provider", rev)
+
+    assert reads == [], "the owners come from one metadata-only list, not a read each"
+    assert released == len(range(0, LIST_FROM + 6, 3))
+    for name in names:
+        owners = kube.get(API, "CustomResourceDefinition", name)["metadata"]["ownerReferences"]
+        by_uid = {r["uid"]: r["controller"] for r in owners}
+        assert by_uid[old["metadata"]["uid"]] is False, name
