@@ -636,4 +636,6 @@ def _resource_type(crd: CRD, spec: dict[str, Any], names: dict[str, Any],
         subresources=tuple(k for k in ("status", "scale") if k in sub),
         printer_columns=tuple(columns),
         schema=(version.get("schema") or {}).get("openAPIV3Schema"),
-        storage=bool(version.get("storage")), crd_name=(crd.get("metadata") or {}).get("name"))
+        storage=bool(version.get("storage")), crd_name=(crd.get("metadata") or {}).get("name"),
+        storage_version=next((str(v.get("name")) for v in spec.get("versions") or []
+                              if v.get("storage")), ""))

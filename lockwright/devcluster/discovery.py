@@ -160,9 +160,9 @@ def _api_resources(rtype: ResourceType) -> list[dict[str, Any]]:
         main["shortNames"] = list(rtype.short_names)
     if rtype.categories:
         main["categories"] = list(rtype.categories)
-    if rtype.storage:
-        main["storageVersionHash"] = storage_version_hash(rtype.group, rtype.version,
-                                                          rtype.kind)
+    stored = rtype.storage_version or (rtype.version if rtype.storage else "")
+    if stored:  # as kube-apiserver: every served version names the one stored
+        main["storageVersionHash"] = storage_version_hash(rtype.group, stored, rtype.kind)
     out = [main]
     for sub in sorted(rtype.subresources):
         group, ver, kind = _subresource_kind(rtype, sub)

@@ -38,6 +38,9 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     storage: bool = True
     crd_name: str | None = None
+    # The version a CRD stores its objects in, which every served version's discovery
+    # entry names by its storageVersionHash ("": this one, when ``storage``).
+    storage_version: str = ""
 
     @property
     def group_version(self) -> str:

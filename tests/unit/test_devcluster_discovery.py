@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 import pytest
 
@@ -51,6 +52,19 @@ def test_core_resources_include_subresources_sorted() -> None:
     cm = next(r for r in doc["resources"] if r["name"] == "configmaps")
     assert cm["shortNames"] == ["cm"] and cm["namespaced"] is True
     assert cm["storageVersionHash"] == discovery.storage_version_hash("", "v1", "ConfigMap")
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_every_served_version_names_the_stored_one_by_its_hash(version: str) -> None:
+    """As kube-apiserver: a CRD's resource at any served version carries the hash of the
+    version its objects are stored in (the fidelity check found v1beta1's missing)."""
+    types = BUILTINS + tuple(replace(t, storage_version="v1") for t in TYPES
+                             if t.group == "pkg.crossplane.io")
+    doc = discovery.resource_list(types, "pkg.crossplane.io", version)
+    assert doc is not None
+    provider = next(r for r in doc["resources"] if r["name"] == "providers")
+    assert provider["storageVersionHash"] == discovery.storage_version_hash(
+        "pkg.crossplane.io", "v1", "Provider")
 
 
 def test_scale_subresource_names_autoscaling_scale() -> None:
