@@ -29,6 +29,10 @@ _TERM = re.compile(r"^\s*(!?)([^=!<>\s]+)\s*(==|!=|=|in\b|notin\b)?")
 #: What makes a test's names unique (tests/helpers.unique's suffix, a hex prefix of a
 #: group): one test's group is the next run's too.
 UNIQUE = re.compile(r"-[0-9a-f]{10}(?=[.]|$)|^[0-9a-f]{8}(?=[.])")
+#: The tests' own packages' groups: names under the domains RFC 2606 keeps for examples.
+#: A server answers alike whatever such a group, its resources and kinds are called, so
+#: one test's ``big-1f2e.example.org/v1alpha1/big17s`` is the next one's ``{group}``.
+FIXTURE_GROUP = re.compile(r"(^|[.])example[.](org|com|net)$")
 _TERMS = re.compile(r",(?![^()]*\))")  # commas between terms, not inside "in (a,b)"
 _KIND = re.compile(rb"^(apiVersion|kind):\s*['\"]?([^\s'\"]+)", re.MULTILINE)
 
@@ -41,7 +45,7 @@ def path_template(parts: list[str]) -> str:
     elif parts[:1] == ["apis"] and len(parts) >= 3:
         head, rest = parts[:3], parts[3:]
     else:
-        return unique_free("/" + "/".join(parts))
+        return fixture_free(unique_free("/" + "/".join(parts)))
     out = list(head)
     if rest[:1] == ["watch"]:
         out, rest = out + ["watch"], rest[1:]
@@ -54,13 +58,42 @@ def path_template(parts: list[str]) -> str:
         rest = rest[2:]
     if rest:
         out += [rest[0]] + (["{name}"] if len(rest) > 1 else []) + rest[2:3]
-    return unique_free("/" + "/".join(out))
+    return fixture_free(unique_free("/" + "/".join(out)))
 
 
 def unique_free(path: str) -> str:
     """``path`` with test-unique suffixes (``-0e88eeecdc``) replaced by ``-{unique}``."""
     return "/".join(UNIQUE.sub(lambda m: "-{unique}" if m.group().startswith("-")
                                else "{unique}", p) for p in path.split("/"))
+
+
+def fixture_free(path: str) -> str:
+    """``path`` with a test package's group as ``{group}`` and its resource as
+    ``{resource}`` (``/apis/{group}/v1alpha1/namespaces/{namespace}/{resource}/{name}``);
+    the OpenAPI document of its group version likewise."""
+    parts = path.split("/")
+    at = 2 if parts[1:2] == ["apis"] else 4 if parts[1:4] == ["openapi", "v3", "apis"] else 0
+    if not at or len(parts) <= at or not FIXTURE_GROUP.search(parts[at]):
+        return path
+    parts[at] = "{group}"
+    i = at + 2  # past the version
+    if parts[i:i + 1] == ["watch"]:
+        i += 1
+    if parts[i:i + 2] == ["namespaces", "{namespace}"]:
+        i += 2
+    if at == 2 and i < len(parts):
+        parts[i] = "{resource}"
+    return "/".join(parts)
+
+
+def fixture_kind(kind: str) -> str:
+    """A body's ``apiVersion kind`` with a test package's group and kind replaced
+    (``{group}/v1alpha1 {kind}``)."""
+    api_version, _, name = kind.partition(" ")
+    group, slash, version = api_version.rpartition("/")
+    if not slash or not FIXTURE_GROUP.search(group) or not name:
+        return kind
+    return f"{{group}}/{version} {{kind}}"
 
 
 def query_shape(query: dict[str, str]) -> dict[str, str]:
@@ -101,7 +134,7 @@ def body_kind(body: bytes, content_type: str) -> str:
     if not body:
         return ""
     if is_protobuf(body):
-        return " ".join(type_meta(body)).strip() or "<protobuf>"
+        return fixture_kind(" ".join(type_meta(body)).strip()) or "<protobuf>"
     if body.lstrip()[:1] == b"[":
         return "[patch]"
     fields: dict[str, Any] = {}
@@ -113,7 +146,7 @@ def body_kind(body: bytes, content_type: str) -> str:
         fields = doc if isinstance(doc, dict) else {}
     else:
         fields = {k.decode(): v.decode() for k, v in _KIND.findall(body[:4096])}
-    return f"{fields.get('apiVersion', '')} {fields.get('kind', '')}".strip()
+    return fixture_kind(f"{fields.get('apiVersion', '')} {fields.get('kind', '')}".strip())
 
 
 class Recorder:

@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 Obj = dict[str, Any]
+OPS = "ops.crossplane.io"
+#: Crossplane kinds without a CRD among the test data or lockwright's (which serves MRDs and
+#: activation policies): the tests serve them with open schemas (``crd``).
+OPEN_KINDS = [(OPS, "Operation", "operations"), (OPS, "CronOperation", "cronoperations"),
+              (OPS, "WatchOperation", "watchoperations")]
 
 
 def crd(group: str, kind: str, description: str = "", plural: str = "",

@@ -27,7 +27,7 @@ from kubernetes import client
 
 from lockwright.devcluster.rbac import atoms
 from lockwright.managed.protection import POLICY_NAME as POLICY
-from tests.e2e.packages import crd
+from tests.e2e.packages import OPEN_KINDS, OPS, crd
 from tests.e2e.test_dependencies import Repos, dep
 from tests.e2e.test_install import SIMULATE, allow_secrets, ensure_crossplane_crds, write_package
 from tests.fixtures.deploy import deploy_objects
@@ -39,13 +39,9 @@ pytestmark = pytest.mark.kube_shows(
     "kube-apiserver's RBAC authorizer and ClusterRole aggregation, every refusal in its audit log")
 
 Obj = dict[str, Any]
-XP, OPS = "apiextensions.crossplane.io", "ops.crossplane.io"
+XP = "apiextensions.crossplane.io"
 META = "meta.pkg.crossplane.io/v1"
 IMAGE = "registry.example.org/example/provider-audited:v1"
-# Crossplane kinds without a CRD among the test data or lockwright's (which serves MRDs and
-# activation policies): served with open schemas.
-OPEN_KINDS = [(OPS, "Operation", "operations"), (OPS, "CronOperation", "cronoperations"),
-              (OPS, "WatchOperation", "watchoperations")]
 
 
 @pytest.fixture(scope="module")

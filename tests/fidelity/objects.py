@@ -11,10 +11,41 @@ from typing import Any
 import yaml
 
 import lockwright.data
+from tests.e2e.packages import OPEN_KINDS
+from tests.e2e.packages import crd as open_crd
 
 Obj = dict[str, Any]
 CRDS = Path(lockwright.data.__file__).with_name("crds")
+#: Crossplane core's XRD and Composition CRDs, as the test stacks install them.
+CROSSPLANE_CRDS = Path(__file__).resolve().parents[1] / "data" / "crds"
 IMAGE = "registry.invalid/fidelity:v1"
+#: Where a test package's requests are replayed (devcluster records each such group as
+#: ``{group}`` and its resource as ``{resource}``): one cluster-scoped kind, served at
+#: every version the tests' packages use.
+FIXTURE_GROUP, FIXTURE_RESOURCE = "fidelity.example.org", "gadgets"
+FIXTURE_VERSIONS = ("v1alpha1", "v1beta1", "v1")
+
+
+def replay_crds() -> list[Obj]:
+    """Every CRD a test stack may serve: lockwright's, Crossplane core's, the open
+    Crossplane kinds and the test package kind."""
+    files = sorted(CRDS.glob("*.yaml")) + sorted(CROSSPLANE_CRDS.glob("*.yaml"))
+    out = [yaml.safe_load(path.read_text()) for path in files]
+    out += [open_crd(group, kind, plural=plural) for group, kind, plural in OPEN_KINDS]
+    return out + [fixture_crd()]
+
+
+def fixture_crd() -> Obj:
+    """The test package kind: ``gadgets.fidelity.example.org`` at each fixture version."""
+    base = open_crd(FIXTURE_GROUP, "Gadget", plural=FIXTURE_RESOURCE)
+    served = base["spec"]["versions"][0]
+    versions = [{**served, "name": v, "storage": v == "v1"} for v in FIXTURE_VERSIONS]
+    return {**base, "spec": {**base["spec"], "versions": versions}}
+
+
+def concrete(template: str) -> str:
+    """A path template (or body kind) with a test package's group and resource filled in."""
+    return template.replace("{group}", FIXTURE_GROUP).replace("{resource}", FIXTURE_RESOURCE)
 
 
 def _pod_spec() -> Obj:

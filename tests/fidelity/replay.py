@@ -18,7 +18,7 @@ from urllib.parse import quote
 import yaml
 
 from tests.fidelity.client import Answer, Client
-from tests.fidelity.objects import fresh_object
+from tests.fidelity.objects import concrete, fresh_object
 from tests.fidelity.recorded import Shape
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -43,7 +43,7 @@ class Target:
 
 def target(shape: Shape, kinds: dict[str, tuple[str, str]], ns: str, name: str) -> Target:
     """The concrete paths of ``shape`` in namespace ``ns``, naming ``name``."""
-    template: str = shape["path"]
+    template = concrete(shape["path"])
     path = template.replace("{namespace}", ns).replace("{name}", name)
     parts = [p for p in template.split("/") if p]
     if "watch" in parts:
@@ -57,7 +57,7 @@ def target(shape: Shape, kinds: dict[str, tuple[str, str]], ns: str, name: str) 
     collection = "/" + "/".join(collection_parts).replace("{namespace}", ns)
     resource_key = "/".join(collection_parts).replace("namespaces/{namespace}/", "")
     if "{unique}" in template:
-        raise NotReplayable("a test package's own CRD (the replay installs lockwright's)")
+        raise NotReplayable("a test package's name recorded before {group}")
     if resource_key not in kinds:
         raise NotReplayable(f"no kind is served at {template}")
     api_version, kind = kinds[resource_key]
@@ -113,6 +113,8 @@ def body(shape: Shape, t: Target, encoder: Client, current: dict[str, Any] | Non
         ops = [{"op": "add", "path": "/metadata/labels", "value": {"fidelity": "patched"}}]
         return json.dumps(ops).encode(), headers
     api_version, _, kind_name = kind.partition(" ")
+    if api_version.startswith("{group}/"):  # a test package's kind: the fixture's
+        api_version, kind_name = t.api_version, t.kind
     obj = _body_object(shape, t, api_version, kind_name)
     if shape["method"] == "PUT" and current is not None:
         obj = {**current, "metadata": {**current.get("metadata", {}),

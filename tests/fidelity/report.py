@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tests.fidelity.compare import Report as Catalogue
 from tests.fidelity.compare import both_servers, compare
-from tests.fidelity.explained import EXPLAINED, explain
+from tests.fidelity.explained import EXPLAINED, TRAFFIC_RULES, explain
 from tests.fidelity.recorded import SNAPSHOT, load
 from tests.fidelity.traffic import Outcome, describe, replay_all
 from tests.fidelity.validation import Case, compare_gaps
@@ -41,6 +41,12 @@ class Fidelity:
         out += [f"catalogue {d.shape}/{d.step}: " + "; ".join(d.paths[:4])
                 for d in self.catalogue.differences if (d.shape, d.step) not in EXPLAINED]
         return out
+
+    def unused_rules(self) -> list[str]:
+        """Explanations of traffic no difference needs any more (drop them)."""
+        used = {rule.name for o in self.compared if o.paths
+                if (rule := explain(o.shape, o.paths)) is not None}
+        return [r.name for r in TRAFFIC_RULES if r.name not in used and not r.varies]
 
     def text(self) -> str:
         """The report: the figures first, then each difference with its explanation."""

@@ -19,11 +19,30 @@ from tests.fidelity import recorded
     ("api/v1/namespaces/team-a/finalize", "/api/v1/namespaces/{name}/finalize"),
     ("apis/pkg.crossplane.io/v1/providers/p/status", "/apis/pkg.crossplane.io/v1/providers/{name}/status"),
     ("apis/apps/v1/watch/namespaces/ns/deployments", "/apis/apps/v1/watch/namespaces/{namespace}/deployments"),
-    ("apis/served-97f730fc51.example.org/v1alpha1/things", "/apis/served-{unique}.example.org/v1alpha1/things"),
+    ("apis/served-97f730fc51.example.org/v1alpha1/things", "/apis/{group}/v1alpha1/{resource}"),
+    ("apis/big-90e9ceac.example.org/v1alpha1/watch/namespaces/n/big17s/b",
+     "/apis/{group}/v1alpha1/watch/namespaces/{namespace}/{resource}/{name}"),
+    ("apis/r9-db09ffce.example.org/v1alpha1/gammas/g/status",
+     "/apis/{group}/v1alpha1/{resource}/{name}/status"),
+    ("apis/w-1.api.example.com", "/apis/{group}"),
+    ("apis/cv-fidelity.example.org/v1", "/apis/{group}/v1"),
+    ("openapi/v3/apis/up-9fb30b55be.activation.example.org/v1alpha1", "/openapi/v3/apis/{group}/v1alpha1"),
+    ("apis/example.org.crossplane.io/v1/things", "/apis/example.org.crossplane.io/v1/things"),
     ("openapi/v3/apis/pkg.crossplane.io/v1", "/openapi/v3/apis/pkg.crossplane.io/v1"),
 ])
 def test_paths_keep_types_and_drop_names(path: str, template: str) -> None:
     assert shapes.path_template(path.split("/")) == template
+
+
+@pytest.mark.parametrize(("kind", "canonical"), [
+    ("prov-392d941d40.example.org/v1alpha1 Widget", "{group}/v1alpha1 {kind}"),
+    ("1d9d9af0.plans.example.org/v1 Widget", "{group}/v1 {kind}"),
+    ("pkg.crossplane.io/v1 Provider", "pkg.crossplane.io/v1 Provider"),
+    ("v1 Secret", "v1 Secret"),
+    ("[patch]", "[patch]"),
+])
+def test_a_test_packages_body_kind_is_its_group_version_only(kind: str, canonical: str) -> None:
+    assert shapes.fixture_kind(kind) == canonical
 
 
 def test_query_keeps_behaviour_and_drops_values() -> None:
@@ -79,3 +98,4 @@ def test_the_committed_snapshot_is_canonical() -> None:
     lines = recorded.SNAPSHOT.read_text().splitlines()
     assert lines == sorted(set(lines)) and len(lines) > 50
     assert all("{unique}" in line or not shapes.UNIQUE.search(line) for line in lines)
+    assert not any(".example.org" in line for line in lines), "a test package's group"
