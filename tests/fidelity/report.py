@@ -48,6 +48,14 @@ class Fidelity:
                 if (rule := explain(o.shape, o.paths)) is not None}
         return [r.name for r in TRAFFIC_RULES if r.name not in used and not r.varies]
 
+    def in_all(self, differing: list[Outcome], gaps: list[Case]) -> str:
+        """Traffic and validation gaps in one count (the README's figure)."""
+        explained = sum(1 for o in differing if explain(o.shape, o.paths)) + sum(
+            1 for c in gaps if c.gap)
+        return (f"in all: {len(self.compared) + len(self.validation)} compared, "
+                f"{len(self.identical) + len(self.validation) - len(gaps)} identical, "
+                f"{len(differing) + len(gaps)} different ({explained} explained)")
+
     def text(self) -> str:
         """The report: the figures first, then each difference with its explanation."""
         differing = [o for o in self.compared if o.paths]
@@ -58,7 +66,8 @@ class Fidelity:
             f"({sum(1 for o in differing if explain(o.shape, o.paths))} explained)",
             f"validation: {len(self.validation)} known gaps replayed, {len(gaps)} still "
             f"differ (explained), {len(self.validation) - len(gaps)} now agree",
-            self.catalogue.text().splitlines()[0] + " (hand-written catalogue)"]
+            self.catalogue.text().splitlines()[0] + " (hand-written catalogue)",
+            self.in_all(differing, gaps)]
         for o in differing:
             rule = explain(o.shape, o.paths)
             lines.append(f"  differs: {describe(o.shape)} -- "

@@ -32,7 +32,8 @@ class _Kube:
     """CRDs and MRDs, the even ones still controlled by the old revision; ``changed``
     names objects written since any list (their first write answers 409)."""
 
-    def __init__(self, names: dict[str, list[str]], changed: set[str] = frozenset()) -> None:
+    def __init__(self, names: dict[str, list[str]], changed: frozenset[str] = frozenset()
+                 ) -> None:
         self.objects = {(kind, n): self._meta(n) for kind, ns in names.items() for n in ns}
         self.changed = set(changed)
         self.lists: list[str] = []
@@ -104,7 +105,7 @@ def test_a_kind_of_many_objects_is_read_by_one_metadata_list(
 
 def test_an_object_changed_since_the_list_is_read_again_and_one_gone_is_skipped() -> None:
     names = _names("crd", LIST_FROM)
-    kube = _Kube({CRD[1]: names}, changed={"crd-2"})
+    kube = _Kube({CRD[1]: names}, changed=frozenset({"crd-2"}))
     refs = [(*CRD, n) for n in names] + [(*CRD, "crd-gone-0")]
 
     released = Release(kube, workers=2).run("Provider", _rev(refs))  # type: ignore[arg-type]
