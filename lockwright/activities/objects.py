@@ -373,8 +373,8 @@ class Establisher:
         checked, dry = Checked(), self.kube.dry_runs()
         start, trusted = prepared
         for i, batch in enumerate(batches(revision, documents)):
-            plan, live = self._plan(pool, revision, batch, ca, service, checked.current)
-            findings = crdcheck.preflight(batch, live) if revision.active else []
+            plan, live, findings = self._read_and_plan(pool, revision, batch, (ca, service),
+                                                       checked.current)
             if checked.clean and not plan.conflicts and not findings:
                 # Only while nothing forbids writing: once the attempt will fail, dry
                 # runs would be wasted. A batch planned as the preparation dry-ran it is
@@ -393,12 +393,28 @@ class Establisher:
         refuse(checked)
         return est.sort_object_refs(checked.refs), checked
 
+    def _read_and_plan(self, pool: ThreadPoolExecutor, revision: est.Revision,
+                       batch: list[Obj], target: tuple[bytes | None, str],
+                       current: dict[str, str | None]
+                       ) -> tuple[est.Plan, dict[ObjectKey, Obj], list[crdcheck.Finding]]:
+        """A batch's plan and CRD findings over its objects as the watch cache has them
+        (cheaper for a busy API server than reading etcd: every write the plan makes is a
+        compare-and-swap), read again from etcd when the plan would refuse: a refusal is
+        never made on what may be moments old."""
+        for cached in (True, False):
+            plan, live = self._plan(pool, revision, batch, *target, current, cached=cached)
+            findings = crdcheck.preflight(batch, live) if revision.active else []
+            if not plan.conflicts and not findings:
+                break
+        return plan, live, findings
+
     def _plan(self, pool: ThreadPoolExecutor, revision: est.Revision, batch: list[Obj],
-              ca: bytes | None, service: str, current: dict[str, str | None]
-              ) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
+              ca: bytes | None, service: str, current: dict[str, str | None],
+              cached: bool = False) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
         prepared = est.prepare(batch, revision, ca, self.namespace, service)
         found = pool.map(lambda o: self.kube.get(str(o["apiVersion"]), str(o["kind"]),
-                                                 str(o["metadata"]["name"])), prepared)
+                                                 str(o["metadata"]["name"]), cached=cached),
+                         prepared)
         live = {ObjectKey.of(o): f for o, f in zip(prepared, found, strict=True) if f}
         self._look_up(revision, live, current)
         return est.plan_establish(revision, batch, live, ca_bundle=ca, namespace=self.namespace,

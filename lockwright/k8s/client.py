@@ -55,6 +55,7 @@ PATCH_TYPES = {
 APPLY_TYPE = "application/apply-patch+yaml"
 PAGE = 500
 DRY_RUN = ("dryRun", "All")
+CACHED = ("resourceVersion", "0")  # a read the watch cache answers
 #: What RBAC answers a request it refuses; and where an API server says whether it is ready.
 FORBIDDEN = (401, 403)
 READYZ = "/readyz"
@@ -248,11 +249,16 @@ class Kube:
 
     # --- reads --------------------------------------------------------------------------
     def get(self, api_version: str, kind: str, name: str,
-            namespace: str | None = None) -> Obj | None:
-        """The object, or None when it does not exist."""
+            namespace: str | None = None, *, cached: bool = False) -> Obj | None:
+        """The object, or None when it does not exist.
+
+        ``cached``: as the API server's watch cache holds it (``resourceVersion=0``), not
+        read from etcd; it may be moments old. Only for a read whose write carries the
+        ``resourceVersion`` it read, so that a change since is refused (409).
+        """
         path = self.resource(api_version, kind).path(namespace, name)
         try:
-            return self._call("GET", path)
+            return self._call("GET", path, [CACHED] if cached else None)
         except KubeNotFound:
             return None
 

@@ -647,10 +647,10 @@ def test_after_fetch_no_activity_decodes_yaml_and_establish_reads_each_object_on
     reads: list[str] = []
     real_get = kube.get
 
-    def counting_get(api_version: str, kind: str, name_: str, *rest: Any) -> Any:
+    def counting_get(api_version: str, kind: str, name_: str, *rest: Any, **kw: Any) -> Any:
         if kind == "CustomResourceDefinition":
             reads.append(name_)
-        return real_get(api_version, kind, name_, *rest)
+        return real_get(api_version, kind, name_, *rest, **kw)
 
     monkeypatch.setattr(kube, "get", counting_get)
     steps = install_steps(fresh, c.PROVIDER, name, digest, provider.ref)[2:]
