@@ -103,13 +103,22 @@ def test_a_release_of_many_crds_lists_their_owners_and_writes_what_it_controls(
     rev = {**old, "status": {"objectRefs": refs}}
     establisher = Establisher(kube, None, None, None, None, "ns")  # type: ignore[arg-type]
     reads: list[str] = []
-    monkeypatch.setattr(kube, "get", lambda *a, **k: reads.append(a[2]) or Kube.get(kube, *a, **k))
+
+    def counting_get(*args: Any, **kw: Any) -> Any:
+        reads.append(args[2])
+        return Kube.get(kube, *args, **kw)
+
+    monkeypatch.setattr(kube, "get", counting_get)
 
     released = ActivityEnvironment().run(establisher.release_objects, "Provider", rev)
 
     assert reads == [], "the owners come from one metadata-only list, not a read each"
     assert released == len(range(0, LIST_FROM + 6, 3))
     for name in names:
-        owners = kube.get(API, "CustomResourceDefinition", name)["metadata"]["ownerReferences"]
-        by_uid = {r["uid"]: r["controller"] for r in owners}
+        live = kube.get(API, "CustomResourceDefinition", name) or {}
+        by_uid = {r["uid"]: r["controller"] for r in live["metadata"]["ownerReferences"]}
         assert by_uid[old["metadata"]["uid"]] is False, name
+    for name in names:  # the session's devcluster serves every later test: leave no kinds
+        kube.delete(API, "CustomResourceDefinition", name)
+    for rev_ in (old, new):
+        kube.delete("pkg.crossplane.io/v1", "ProviderRevision", rev_["metadata"]["name"])
