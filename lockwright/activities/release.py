@@ -14,18 +14,17 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from lockwright.activities.base import beat, kind_of, meta, revision_kind
 from lockwright.errors import KubeConflict
 from lockwright.k8s import Kube, Obj
-from lockwright.k8s.watch import METADATA_LIST
+from lockwright.k8s.watch import list_all
 from lockwright.objects import establish as est
+from lockwright.objects.establish import Ref
 
 #: A kind with at least this many of the revision's objects is read by one metadata-only
 #: list; fewer are read one by one (a list would read the whole cluster's of that kind).
 LIST_FROM = 64
-Ref = tuple[str, str, str]
 
 
 class Release:
@@ -57,13 +56,13 @@ class Release:
         for (api_version, kind), count in Counter(r[:2] for r in refs).items():
             if count < LIST_FROM:
                 continue
-            path = self.kube.resource(api_version, kind).path(None)
             names = {r[2] for r in refs if r[:2] == (api_version, kind)}
             out.update({(api_version, kind, n): None for n in names})
-            for page in self.kube.list_pages(path, accept=METADATA_LIST):
-                out.update({(api_version, kind, m["name"]): m for m in _metas(page)
-                            if m.get("name") in names})
-                beat()
+            listing = list_all(self.kube, self.kube.resource(api_version, kind).path(None),
+                               metadata_only=True, keep=meta)
+            out.update({(api_version, kind, m["name"]): m for m in listing.items
+                        if m.get("name") in names})
+            beat()
         return out
 
     def one(self, ref: Ref, revision: est.Revision, listed: dict[Ref, Obj | None]) -> int:
@@ -83,7 +82,3 @@ class Release:
             return 0
         self.kube.set_owners(*ref, wanted, str(live["resourceVersion"]))
         return 1
-
-
-def _metas(page: Obj) -> list[dict[str, Any]]:
-    return [item.get("metadata") or {} for item in page.get("items") or []]

@@ -45,7 +45,7 @@ def path_template(parts: list[str]) -> str:
     elif parts[:1] == ["apis"] and len(parts) >= 3:
         head, rest = parts[:3], parts[3:]
     else:
-        return fixture_free(unique_free("/" + "/".join(parts)))
+        return names_free("/" + "/".join(parts))
     out = list(head)
     if rest[:1] == ["watch"]:
         out, rest = out + ["watch"], rest[1:]
@@ -58,7 +58,13 @@ def path_template(parts: list[str]) -> str:
         rest = rest[2:]
     if rest:
         out += [rest[0]] + (["{name}"] if len(rest) > 1 else []) + rest[2:3]
-    return fixture_free(unique_free("/" + "/".join(out)))
+    return names_free("/" + "/".join(out))
+
+
+def names_free(path: str) -> str:
+    """``path`` with what names a test's own objects replaced: unique suffixes, and a test
+    package's group and resource (:func:`unique_free`, :func:`fixture_free`)."""
+    return fixture_free(unique_free(path))
 
 
 def unique_free(path: str) -> str:

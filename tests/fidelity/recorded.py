@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lockwright.devcluster.shapes import fixture_free, fixture_kind, unique_free
+from lockwright.devcluster.shapes import fixture_kind, names_free
 
 SNAPSHOT = Path(__file__).with_name("recorded.jsonl")
 ENV_DIR = "LOCKWRIGHT_SHAPES_DIR"
@@ -41,7 +41,7 @@ def load(path: Path) -> list[Shape]:
 def _canonical(shape: Shape) -> Shape:
     """A shape recorded before devcluster replaced test-unique names and a test package's
     group, resource and kind, as it does now."""
-    out = {**shape, "path": fixture_free(unique_free(shape["path"]))}
+    out = {**shape, "path": names_free(shape["path"])}
     return {**out, "body": fixture_kind(shape["body"])} if "body" in shape else out
 
 

@@ -49,13 +49,13 @@ class _Kube:
     def resource(self, api_version: str, kind: str) -> _Path:
         return _Path(kind)
 
-    def list_pages(self, path: str, accept: str) -> Iterator[dict[str, Any]]:
+    def list_pages(self, path: str, accept: str, **_: Any) -> Iterator[dict[str, Any]]:
         assert accept == METADATA_LIST, "a release reads owners, never contents"
         kind = path.strip("/")
         self.lists.append(kind)
         items = [{"metadata": m} for (k, _), m in self.objects.items() if k == kind]
-        yield {"items": items[:50]}
-        yield {"items": items[50:]}
+        yield {"items": items[:50], "metadata": {"resourceVersion": "9"}}
+        yield {"items": items[50:], "metadata": {"resourceVersion": "9"}}
 
     def get(self, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
         self.gets.append(name)
