@@ -13,14 +13,16 @@ only, and one such write of each kind is dry-run for all of them. Any conflict r
 the fix, any API rejection ``KubeInvalid``: all before a single write. It keeps per object
 only its decision and live metadata (``establish.Seen``). The second rebuilds those writes
 and makes them, batch by batch. Writes are compare-and-swap (the ``resourceVersion`` read
-in the first pass travels with each update, and a create fails if the name was taken
-since). A write refused so (409) reads its object again, and is planned, checked, dry-run
-and sent again, a few times at most; an object that keeps changing fails the attempt
+in the first pass travels with each update, a write of owner references alone tests the
+metadata it was decided on, so a status written since does not refuse it, and a create
+fails if the name was taken since). A write refused so reads its object again, and is
+planned, checked, dry-run and sent again, a few times at most; an object that keeps changing fails the attempt
 with ``KubeConflict`` and the retry re-plans everything.
 
 An upgrade's switch on the worker that prepared it writes from the preparation's checks
 without reading every object again (:class:`lockwright.activities.trust.Kept`): its writes
-carry the ``resourceVersion`` the preparation read, and one refused so is checked again.
+carry the ``resourceVersion`` (or the tested metadata) the preparation read, and one
+refused so is checked again.
 
 A first install (the revision takes control and the package's first object does not
 exist) skips the checking pass, whose reads and dry runs would double the API work of a
@@ -556,9 +558,8 @@ class Establisher:
         elif action.op in (est.Op.UPDATE, est.Op.ADOPT):
             kube.update(obj)
         elif action.op in (est.Op.OWN, est.Op.TAKE):
-            kube.set_owners(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
-                            obj["metadata"]["ownerReferences"],
-                            obj["metadata"]["resourceVersion"])
+            kube.set_owners_if(str(obj["apiVersion"]), str(obj["kind"]), action.key.name,
+                               obj["metadata"]["ownerReferences"], action.expect)
         return action.op
 
     def release_objects(self, kind: str, rev: Obj) -> int:

@@ -13,7 +13,7 @@ its REST path, for list-and-watch (:mod:`lockwright.k8s.watch`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -26,6 +26,8 @@ from kubernetes.client import rest as krest
 
 from lockwright.errors import (
     KubeAlreadyExists,
+    KubeConflict,
+    KubeInvalid,
     KubeNotFound,
     KubernetesUnavailable,
     LockwrightError,
@@ -36,6 +38,13 @@ from lockwright.k8s.errors import answered, status_error
 
 Obj = dict[str, Any]
 Owners = list[Obj]  # ownerReferences (an alias: the class below defines its own list)
+
+
+def changed_fields(live: Obj | None, expect: Mapping[str, Any]) -> list[str]:
+    """The metadata fields of ``expect`` whose value ``live`` no longer holds (None:
+    absent), all of them when the object is gone."""
+    meta = (live or {}).get("metadata") or {}
+    return [f for f, value in expect.items() if live is None or meta.get(f) != value]
 
 
 def deleting(obj: Obj | None) -> bool:
@@ -254,7 +263,8 @@ class Kube:
 
         ``cached``: as the API server's watch cache holds it (``resourceVersion=0``), not
         read from etcd; it may be moments old. Only for a read whose write carries the
-        ``resourceVersion`` it read, so that a change since is refused (409).
+        ``resourceVersion`` it read (or tests the fields it was decided on), so that a
+        change since is refused.
         """
         path = self.resource(api_version, kind).path(namespace, name)
         try:
@@ -357,6 +367,32 @@ class Kube:
         object is sent, and a change since it was read answers 409."""
         return self.patch(api_version, kind, name, {"metadata": {
             "ownerReferences": owners, "resourceVersion": resource_version}})
+
+    def set_owners_if(self, api_version: str, kind: str, name: str, owners: Owners,
+                      expect: Mapping[str, Any]) -> Obj:
+        """Replace a cluster-scoped object's ownerReferences if each metadata field of
+        ``expect`` still holds its value (None: absent): a JSON patch whose ``test``
+        operations the API server checks against the object as it stores it. Unlike
+        :meth:`set_owners`, a write of fields no test names (a status) does not refuse it.
+
+        Raises:
+            KubeConflict: a tested field changed. The API server answers a failed test
+                with a bare 422, so a 422 reads the object again to tell which.
+            KubeInvalid: the API refused the write itself (its tests hold).
+        """
+        ops = [{"op": "test", "path": f"/metadata/{field}", "value": value}
+               for field, value in expect.items()]
+        ops.append({"op": "add", "path": "/metadata/ownerReferences", "value": owners})
+        try:
+            return self.patch(api_version, kind, name, ops, patch_type="json")
+        except KubeInvalid as exc:
+            if exc.status != 422:
+                raise
+            changed = changed_fields(self.get(api_version, kind, name), expect)
+            if not changed:
+                raise
+            raise KubeConflict(f"{kind} {name} changed since it was read "
+                               f"({', '.join(changed)}); not written") from exc
 
     def apply(self, obj: Obj, field_manager: str = "lockwright", force: bool = False) -> Obj:
         """Server-side apply ``obj`` as ``field_manager``; ``force`` takes contested fields."""

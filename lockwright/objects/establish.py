@@ -77,11 +77,30 @@ class Revision:
 
 @dataclass(frozen=True)
 class Action:
-    """One planned write."""
+    """One planned write; ``expect``, for a write of owner references alone (own, take),
+    the live metadata it was decided on, which the write tests (:func:`guard`)."""
 
     op: Op
     key: ObjectKey
     object: Obj
+    expect: dict[str, Any] = field(default_factory=dict)
+
+
+#: What an owners-only write tests the live object for: the same object (uid), the same
+#: body (generation), and the same owners, labels and annotations.
+GUARDED = ("uid", "generation", "ownerReferences", "labels", "annotations")
+
+
+def guard(op: Op, live: Obj | None) -> dict[str, Any]:
+    """The metadata an own or take of ``live`` is decided on, None for a field it lacks
+    (docs/design.md, "One dry run per switch-over"). A status written since does not move
+    any of it, so it does not refuse the write, where a ``resourceVersion`` would. Without
+    a ``generation`` (nothing counts its body's changes) the ``resourceVersion`` is tested."""
+    if op not in (Op.OWN, Op.TAKE) or live is None:
+        return {}
+    meta = live.get("metadata") or {}
+    fields = GUARDED if meta.get("generation") else (*GUARDED, "resourceVersion")
+    return {f: meta.get(f) for f in fields}
 
 
 @dataclass(frozen=True)
@@ -401,7 +420,8 @@ def plan_establish(rev: Revision, objects: list[Obj], live: dict[ObjectKey, Obj]
     actions = []
     for key, obj in keyed:
         desired = _desired(obj, live.get(key), rev, drops.get(key, frozenset()))
-        actions.append(Action(_decide(obj, desired, live.get(key), rev), key, desired))
+        op = _decide(obj, desired, live.get(key), rev)
+        actions.append(Action(op, key, desired, guard(op, live.get(key))))
     return Plan(actions, [], refs, stale, drops)
 
 
@@ -419,8 +439,7 @@ def _slim(live: Obj | None) -> Obj | None:
     if live is None:
         return None
     lmeta = live.get("metadata") or {}
-    slim: Obj = {"metadata": {k: lmeta[k] for k in ("ownerReferences", "labels",
-                                                    "annotations", "resourceVersion")
+    slim: Obj = {"metadata": {k: lmeta[k] for k in (*GUARDED, "resourceVersion")
                               if k in lmeta}}
     if live.get("kind") == MRD_KIND and mrd_active(live):  # what writes keep (_kept_active)
         slim["spec"] = {"state": ACTIVE}
@@ -450,5 +469,6 @@ def replan(rev: Revision, objects: list[Obj], seen: dict[ObjectKey, Seen], *,
     for obj in prepare(objects, rev, ca_bundle, namespace, service):
         key = ObjectKey.of(obj)
         decided = seen[key]
-        actions.append(Action(decided.op, key, _desired(obj, decided.live, rev, decided.drop)))
+        actions.append(Action(decided.op, key, _desired(obj, decided.live, rev, decided.drop),
+                              guard(decided.op, decided.live)))
     return actions

@@ -9,8 +9,9 @@ again; an object written by someone else, or the Lock changed, and its writes ar
 
 On the worker that prepared, the switch writes from the preparation's checks without
 reading the objects again (``from_preparation``); an object changed since is refused by
-its write (its ``resourceVersion`` moved) and checked again on its own (``rechecked``).
-Another worker reads every object and compares fingerprints.
+its write (a take tests the metadata it was decided on) and checked again on its own
+(``rechecked``). A status written since is not such a change. Another worker reads every
+object and compares fingerprints.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from lockwright import contracts as c
+from lockwright.errors import KubeConflict
 from lockwright.k8s import Kube
 from lockwright.oci.cache import PackageCache
 from lockwright.settings import Settings
@@ -156,7 +158,8 @@ def test_a_crds_status_written_since_the_preparation_is_still_trusted(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
     """The API server's controllers write a new CRD's status (its conditions) for minutes
     on a busy server; a status write changes nothing a write is checked against, so the
-    switch still trusts the preparation's dry run (its resourceVersion moved)."""
+    switch still trusts the preparation's dry run (its resourceVersion moved), and its
+    take, which tests the metadata it was decided on, is not refused either."""
     name = unique("trust")
     resolved, rev, prepared = prepare(acts, kube, registry, tmp_path, provider, name)
     crd_name = f"widgets.{provider.group}"
@@ -171,5 +174,42 @@ def test_a_crds_status_written_since_the_preparation_is_still_trusted(
     done = switch(acts, name, rev, resolved, prepared.checked)
 
     assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
-    assert (done.from_preparation, done.rechecked) == (True, 1)  # its write refused once
+    assert (done.from_preparation, done.rechecked) == (True, 0)
     assert controller(kube, provider.group) == rev
+
+
+CRD_API = "apiextensions.k8s.io/v1"
+
+
+def _guarded(kube: Kube, group: str) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """The widgets CRD's name, the guard of a take of it, and owners to write."""
+    from lockwright.objects import establish as est
+
+    name = f"widgets.{group}"
+    live = kube.get(CRD_API, "CustomResourceDefinition", name) or {}
+    owners = [{**r, "controller": False} for r in live["metadata"]["ownerReferences"]]
+    return name, est.guard(est.Op.TAKE, live), owners
+
+
+def test_an_owners_only_write_is_refused_for_a_change_it_tests_and_not_for_a_status(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """``Kube.set_owners_if``: a status written since the read leaves the write to go
+    through; a label changed since refuses it as a conflict, naming the field."""
+    name = unique("guard")
+    apply_package(kube, "Provider", name, provider.ref)
+    install(acts, c.PROVIDER, name)
+    crd_name, expect, owners = _guarded(kube, provider.group)
+    crd = kube.get(CRD_API, "CustomResourceDefinition", crd_name) or {}
+    crd["status"]["conditions"] = [*(crd["status"].get("conditions") or []), {
+        "type": "Busy", "status": "True", "reason": "Test", "message": "a controller wrote",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    kube.update_status(crd)
+
+    written = kube.set_owners_if(CRD_API, "CustomResourceDefinition", crd_name, owners, expect)
+    assert written["metadata"]["ownerReferences"] == owners
+
+    _, expect, _ = _guarded(kube, provider.group)
+    kube.patch(CRD_API, "CustomResourceDefinition", crd_name,
+               {"metadata": {"labels": {"touched": "yes"}}})
+    with pytest.raises(KubeConflict, match=r"changed since it was read \(labels\)"):
+        kube.set_owners_if(CRD_API, "CustomResourceDefinition", crd_name, [], expect)

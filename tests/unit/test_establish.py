@@ -284,7 +284,8 @@ def test_seen_keeps_only_live_metadata() -> None:
     live = _live(CTRL_ME, PKG, spec={"group": "old"}, labels={"l": "1"}, uid="u", generation=2)
     plan = es.plan_establish(_rev(), [CRD], {KEY: live}, ca_bundle=CA, namespace=NS)
     assert es.seen(plan, {KEY: live})[KEY].live == {"metadata": {
-        "ownerReferences": [CTRL_ME, PKG], "labels": {"l": "1"}, "resourceVersion": "7"}}
+        "uid": "u", "generation": 2, "ownerReferences": [CTRL_ME, PKG], "labels": {"l": "1"},
+        "resourceVersion": "7"}}
 
 
 def test_replan_of_an_object_never_checked_raises() -> None:
@@ -395,3 +396,33 @@ def test_an_adopted_active_mrd_keeps_its_state() -> None:
                                      ca_bundle=CA, namespace=NS), {ObjectKey.of(live): live})
     [again] = es.replan(_rev(), [_mrd("Inactive")], seen, ca_bundle=CA, namespace=NS)
     assert again.object["spec"]["state"] == "Active"  # from the slim live the check kept
+
+
+GUARDS = [
+    # an own tests what it was decided on; a status does not move any of it
+    (es.Op.OWN, _live(OLD_REV, PKG, uid="u", generation=3, labels={"l": "1"}),
+     {"uid": "u", "generation": 3, "ownerReferences": [OLD_REV, PKG], "labels": {"l": "1"},
+      "annotations": None}),
+    # nothing counts the body's changes: the resourceVersion instead
+    (es.Op.TAKE, _live(OLD_REV, uid="u"),
+     {"uid": "u", "generation": None, "ownerReferences": [OLD_REV], "labels": None,
+      "annotations": None, "resourceVersion": "7"}),
+    (es.Op.UPDATE, _live(OLD_REV, uid="u", generation=3), {}),  # a whole write: its rv
+    (es.Op.CREATE, None, {}),
+]
+
+
+@pytest.mark.parametrize(("op", "live", "expect"), GUARDS)
+def test_owners_only_writes_test_the_metadata_they_were_decided_on(
+        op: es.Op, live: dict[str, Any] | None, expect: dict[str, Any]) -> None:
+    assert es.guard(op, live) == expect
+
+
+def test_an_own_carries_its_guard_through_seen_and_replan() -> None:
+    live = _live(OLD_REV, PKG, uid="u", generation=3)
+    plan = es.plan_establish(_rev(False), [CRD], {KEY: live}, ca_bundle=CA, namespace=NS)
+    [action] = plan.actions
+    assert action.op is es.Op.OWN
+    assert action.expect == es.guard(es.Op.OWN, live)
+    seen = es.seen(plan, {KEY: live})
+    assert es.replan(_rev(False), [CRD], seen, ca_bundle=CA, namespace=NS) == plan.actions
