@@ -71,7 +71,7 @@ class ActivationActivities:
         crds = self._crds()
         present = {r.name for r in rows if r.active or r.name in done} & crds
         written = self._write_policies(policies, decision, failed, present)
-        revisions = self.kube.list("pkg.crossplane.io/v1", "ProviderRevision")
+        revisions = self.definitions.provider_revisions()
         written += self._write_definitions(policy.settled_rows(rows, _recorded(revisions)),
                                            done, crds)
         packages = self._record_counts(revisions, policy.active_by_revision(rows, done))
@@ -200,7 +200,8 @@ class ActivationActivities:
     def _record_counts(self, revisions: list[Obj], counts: dict[str, int]
                        ) -> list[c.PackageRef]:
         """Write each Provider revision's count of Active MRDs where the one its install
-        recorded is behind; return the packages of the active ones among them. A revision
+        recorded is behind; return the packages of the active ones among them (``revisions``:
+        their metadata; the write answers with the whole revision). A revision
         whose install has not recorded one yet is left to it (its MRDs are still being
         established: telling its package then would install it again for nothing)."""
         out = []
@@ -210,10 +211,10 @@ class ActivationActivities:
             recorded = annotations.get(c.ACTIVE_DEFINITIONS_ANNOTATION)
             if name not in counts or not policy.behind(recorded, counts[name]):
                 continue
-            self.kube.patch("pkg.crossplane.io/v1", "ProviderRevision", name, {"metadata": {
-                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: count}}})
+            written = self.kube.patch("pkg.crossplane.io/v1", "ProviderRevision", name, {
+                "metadata": {"annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: count}}})
             package = (meta(rev).get("labels") or {}).get(names.LABEL_PACKAGE)
-            if package and spec(rev).get("desiredState") == c.ACTIVE:
+            if package and spec(written).get("desiredState") == c.ACTIVE:
                 out.append(c.PackageRef(kind=c.PROVIDER, name=str(package)))
         return out
 

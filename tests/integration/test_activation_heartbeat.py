@@ -35,9 +35,6 @@ class _Kube:
             raise AssertionError("the activation pass wrote for 30 s without a heartbeat")
         self.patched.append((name, subresource))
 
-    def list(self, api: str, kind: str) -> list[Any]:
-        return []
-
 
 class _Definitions:
     def policies(self) -> list[Any]:
@@ -49,6 +46,9 @@ class _Definitions:
 
     def crd_uids(self) -> dict[str, str]:
         return {}
+
+    def provider_revisions(self) -> list[Any]:
+        return []
 
 
 class _Reader:

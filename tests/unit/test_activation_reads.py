@@ -39,9 +39,6 @@ class _Kube:
         if kind == "ManagedResourceActivationPolicy":
             self.status = body["status"]
 
-    def list(self, api: str, kind: str) -> list[Any]:
-        return []
-
 
 class _Definitions:
     def __init__(self, uids: dict[str, str]) -> None:
@@ -55,6 +52,9 @@ class _Definitions:
 
     def crd_uids(self) -> dict[str, str]:
         return self.uids
+
+    def provider_revisions(self) -> list[Any]:
+        return []
 
 
 class _Reader:
@@ -93,3 +93,37 @@ def test_a_crd_made_again_is_read_again() -> None:
     kube.reads = []
     activities._pass()
     assert kube.reads[0] == NAMES[0]
+
+
+class _Revisions:
+    """A Provider revision's patch answers with the whole revision, as the API does."""
+
+    def __init__(self, desired: str) -> None:
+        self.desired = desired
+        self.patched: list[str] = []
+
+    def patch(self, api: str, kind: str, name: str, body: Any) -> Any:
+        self.patched.append(name)
+        return {"metadata": {"name": name, **body["metadata"]},
+                "spec": {"desiredState": self.desired}}
+
+
+REV_META = {"metadata": {"name": "p-1", "labels": {"pkg.crossplane.io/package": "p"},
+                         "annotations": {"lockwright.dev/active-definitions": "0"}}}
+
+
+def test_a_count_that_moved_is_written_and_tells_an_active_revisions_package() -> None:
+    """The pass lists revisions as metadata only (their status names every object they
+    hold); whether one is Active comes from its write's answer."""
+    from lockwright import contracts as c
+
+    assert REV_META["metadata"]["annotations"] == {c.ACTIVE_DEFINITIONS_ANNOTATION: "0"}
+    for desired, told in (("Active", [c.PackageRef(kind=c.PROVIDER, name="p")]),
+                          ("Inactive", [])):
+        kube = _Revisions(desired)
+        activities = ActivationActivities(kube, _Reader(), None)  # type: ignore[arg-type]
+        assert activities._record_counts([REV_META], {"p-1": 3}) == told
+        assert kube.patched == ["p-1"]
+        kube.patched = []
+        assert activities._record_counts([REV_META], {"p-1": 0}) == []  # not behind
+        assert kube.patched == []
