@@ -117,27 +117,31 @@ class RuntimeConfigs:
         self.registries = registries
         self.external = external.is_external(package_runtime)
 
-    def runtime_config(self, rev: Obj, required: bool = True
+    def runtime_config(self, rev: Obj, required: bool = True,
+                       resolution: imageconfig.Resolution | None = None
                        ) -> tuple[Obj | None, dict[str, str] | None]:
         """The DRC and, when an ImageConfig chose it, that ImageConfig's applied ref.
 
         None and None under the External runtime: no DRC is read. A ref to another kind
-        names no DRC (required, it is refused as Crossplane refuses it).
+        names no DRC (required, it is refused as Crossplane refuses it). ``resolution``:
+        what the ImageConfigs say of the revision's image, when the caller has read them.
 
         Raises:
             KubeNotFound: ``required`` and the referenced DRC does not exist.
             InvalidPackage: ``required`` and the ref names another apiVersion and kind.
         """
         return self.for_image(str(spec(rev).get("image", "")),
-                              spec(rev).get("runtimeConfigRef"), required)
+                              spec(rev).get("runtimeConfigRef"), required, resolution)
 
-    def for_image(self, image: str, own_ref: Obj | None, required: bool = True
+    def for_image(self, image: str, own_ref: Obj | None, required: bool = True,
+                  resolution: imageconfig.Resolution | None = None
                   ) -> tuple[Obj | None, dict[str, str] | None]:
         """:meth:`runtime_config` of a runtime for ``image`` whose package or revision
         names ``own_ref`` (``runtimeConfigRef``; an ImageConfig's for the image wins)."""
         if self.external:
             return None, None
-        resolution = self.registries.resolution(image)
+        if resolution is None:
+            resolution = self.registries.resolution(image)
         chosen = next((r for r in resolution.applied
                        if r["reason"] == imageconfig.Reason.CONFIGURE_RUNTIME.value), None)
         ref = resolution.runtime_config_ref or own_ref or {"name": "default"}

@@ -131,8 +131,10 @@ class RuntimeActivities:
         if self.package_runtime != DEPLOYMENT_RUNTIME:
             return c.EnsureRuntimeResult()
         rev = self.reader.revision(inp.kind, inp.revision)
-        drc, chosen = self.runtime_configs.runtime_config(rev)
-        rin = self.runtime_input(inp, rev)
+        # One read of the ImageConfigs for both: the DRC one may choose, and the rendering.
+        resolution = self.registries.resolution(str(spec(rev).get("image") or inp.source))
+        drc, chosen = self.runtime_configs.runtime_config(rev, resolution=resolution)
+        rin = self.runtime_input(inp, rev, resolution)
         sa_live = self.kube.get("v1", "ServiceAccount", runtime.service_account_name(rin, drc),
                                 self.namespace)
         sa = runtime.render_service_account(
@@ -153,13 +155,14 @@ class RuntimeActivities:
                                      service_account=sa["metadata"]["name"],
                                      service=service["metadata"]["name"], scaled_to_zero=zero)
 
-    def runtime_input(self, inp: c.EnsureRuntimeInput, rev: Obj) -> runtime.RuntimeInput:
-        """Everything ``lockwright.runtime.manifests`` renders from, read from the cluster and cache."""
+    def runtime_input(self, inp: c.EnsureRuntimeInput, rev: Obj,
+                      resolution: imageconfig.Resolution) -> runtime.RuntimeInput:
+        """Everything ``lockwright.runtime.manifests`` renders from, read from the cluster and
+        cache; ``resolution``: what the ImageConfigs say of the revision's image."""
         summary = self.contents.summary(inp.kind, rev, inp.digest)
         pkg_meta = summary.meta
         controller = getattr(pkg_meta, "controller_image", None) or getattr(
             pkg_meta, "image", None)
-        resolution = self.registries.resolution(str(spec(rev).get("image") or inp.source))
         crossplane_sa = self.kube.get("v1", "ServiceAccount",
                                       self.crossplane_service_account, self.namespace)
         kind = kind_of(inp.kind)
@@ -203,8 +206,8 @@ class RuntimeActivities:
             healthy, message = external.external_health(
                 (rev.get("status") or {}).get("conditions"))
             return c.CheckHealthResult(healthy=healthy, message=message)
-        drc, _ = self.runtime_configs.runtime_config(rev, required=False)
-        name = deployment_name(inp.revision, drc)
+        name = inp.deployment or deployment_name(
+            inp.revision, self.runtime_configs.runtime_config(rev, required=False)[0])
         if inp.watch_s > 0:
             seen = health.watch_health(self.kube, self.namespace, name, kind_of(inp.kind),
                                        inp.watch_s)

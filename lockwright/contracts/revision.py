@@ -266,12 +266,17 @@ class EnsureRuntimeResult:
 @dataclass(frozen=True)
 class CheckHealthInput:
     """Activity ``check_health``: one look at the runtime Deployment or, with ``watch_s``,
-    a watch of it until it is Available or ``watch_s`` seconds have passed."""
+    a watch of it until it is Available or ``watch_s`` seconds have passed.
+
+    ``deployment``: its name, as ``ensure_runtime`` just applied it (empty: found from the
+    revision's runtime config, as before).
+    """
 
     kind: str = ""
     package: str = ""
     revision: str = ""
     watch_s: float = 0.0
+    deployment: str = ""
 
 
 @dataclass(frozen=True)

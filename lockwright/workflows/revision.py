@@ -170,7 +170,8 @@ class InstallRevision:
                 f"runtime for {inp.package}" + (" (awaiting activation)" if awaiting else ""))
             # Safe-start at zero replicas counts as healthy (Crossplane's AwaitingActivation).
             health = (c.CheckHealthResult(healthy=True, message=MSG_AWAITING_ACTIVATION)
-                      if ensured.scaled_to_zero else await self._wait_healthy(inp))
+                      if ensured.scaled_to_zero else await self._wait_healthy(
+                          inp, ensured.deployment))
         await self._write(inp, status.revision_ok(runtime, health.healthy, health.message),
                           objects=established.objects, capabilities=parsed.capabilities)
         workflow.set_current_details(f"**installed** `{inp.revision}` healthy={health.healthy}")
@@ -297,17 +298,20 @@ class InstallRevision:
                                        message=status.prefixed(c.TAKE_LOCK, message),
                                        dependencies_unmet=True)
 
-    async def _wait_healthy(self, inp: c.InstallRevisionInput) -> c.CheckHealthResult:
+    async def _wait_healthy(self, inp: c.InstallRevisionInput,
+                            deployment: str = "") -> c.CheckHealthResult:
         polls = max(1, inp.tuning.health_polls)
         if inp.health_deadline_s:  # a switch's health gate
             polls = max(1, math.ceil(inp.health_deadline_s / inp.tuning.health_poll_s))
         if workflow.patched(PATCH_HEALTH_WATCH):
-            return await self._watch_healthy(inp, (polls - 1) * inp.tuning.health_poll_s)
+            return await self._watch_healthy(inp, (polls - 1) * inp.tuning.health_poll_s,
+                                             deployment)
         shown = ""
         health = c.CheckHealthResult()
         for poll in range(polls):
             health = await self._run(inp, c.CHECK_HEALTH, c.CheckHealthInput(
-                kind=inp.kind, package=inp.package, revision=inp.revision),
+                kind=inp.kind, package=inp.package, revision=inp.revision,
+                deployment=deployment),
                 c.CheckHealthResult, f"health of {inp.revision} ({poll + 1}/{polls})")
             if health.healthy or poll + 1 == polls:
                 return health
@@ -323,8 +327,8 @@ class InstallRevision:
                                  summary="wait for the runtime to become available")
         return health
 
-    async def _watch_healthy(self, inp: c.InstallRevisionInput,
-                             budget_s: float) -> c.CheckHealthResult:
+    async def _watch_healthy(self, inp: c.InstallRevisionInput, budget_s: float,
+                             deployment: str = "") -> c.CheckHealthResult:
         """The health wait since PATCH_HEALTH_WATCH: ``check_health`` watches the runtime
         for windows of at most ``HEALTH_WATCH_S`` until it is healthy or ``budget_s`` (the
         polls' span) is spent; a window it could not watch is followed by one poll's timer.
@@ -337,7 +341,8 @@ class InstallRevision:
             watch_s = max(0.0, min(HEALTH_WATCH_S, left))
             window += 1
             health = await self._run(inp, c.CHECK_HEALTH, c.CheckHealthInput(
-                kind=inp.kind, package=inp.package, revision=inp.revision, watch_s=watch_s),
+                kind=inp.kind, package=inp.package, revision=inp.revision, watch_s=watch_s,
+                deployment=deployment),
                 c.CheckHealthResult, f"health of {inp.revision} (watch {window})")
             left -= watch_s if health.watched else 0.0
             if health.healthy or left <= _EPSILON_S:  # sums of floats: 0.3 - 3 × 0.1 > 0

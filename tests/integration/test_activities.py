@@ -994,3 +994,25 @@ def test_upgrade_dropping_a_stored_crd_version_is_refused_and_writes_nothing(
     assert [v["name"] for v in widgets["spec"]["versions"]] == ["v1alpha1"]
     refs = {r["name"]: r for r in widgets["metadata"]["ownerReferences"]}
     assert old in refs and new in refs and not refs[new].get("controller")
+
+
+def test_health_looks_at_the_deployment_ensure_runtime_applied(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """Given the Deployment ``ensure_runtime`` returned, ``check_health`` looks at that one
+    rather than finding it again from the revision's runtime config (an ImageConfig list
+    and a DRC read, on a server busy establishing the kinds just created)."""
+    name = unique("health")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, _, steps = install(acts, c.PROVIDER, name, until="ensure_runtime")
+    ensured = run(*steps[-1])
+    assert ensured.deployment
+    found = wait_for(lambda: (h := run(acts.check_health, c.CheckHealthInput(
+        c.PROVIDER, name, rev, deployment=ensured.deployment))).healthy and h,
+        timeout=20, what="the runtime Deployment to become available")
+    assert found.healthy
+
+    elsewhere = run(acts.check_health, c.CheckHealthInput(
+        c.PROVIDER, name, rev, deployment=unique("absent")))
+    assert not elsewhere.healthy
+    # and without the name, found from the runtime config as before
+    assert run(acts.check_health, c.CheckHealthInput(c.PROVIDER, name, rev)).healthy
