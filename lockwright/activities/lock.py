@@ -84,15 +84,25 @@ class LockKeeper:
 
     def claims_of(self, entries: list[Obj]) -> dict[str, cl.Claim]:
         """The claims of the revisions ``entries`` name (one gone since holds nothing):
-        a read for one, a list per kind for several."""
+        up to ``PARALLEL`` of a kind read side by side, more by a list of the kind."""
         found = dict.fromkeys(cl.entry_kinds({"packages": entries}), cl.UNCLAIMED)
         for kind, names in _by_kind(entries).items():
-            rt = revision_kind(kind)
-            revs = ([self.kube.get(PKG_V1, rt, names[0])] if len(names) == 1
-                    else self.kube.list(PKG_V1, rt))
-            found.update({str(meta(r).get("name")): cl.claim_of(kind, r) for r in revs
+            found.update({str(meta(r).get("name")): cl.claim_of(kind, r)
+                          for r in self.revisions(revision_kind(kind), names)
                           if r is not None and meta(r).get("name") in names})
         return found
+
+    def revisions(self, kind: str, names: list[str]) -> list[Obj | None]:
+        """The revisions ``names`` of ``kind`` (None: gone). A list of the kind carries
+        every revision whole, each naming the objects it holds (4,000 for a 2,000-kind
+        provider): in a round that learns of a few entries it took 1.3 s on a busy
+        kube-apiserver, where reading those few takes one round trip."""
+        if len(names) > PARALLEL:
+            return list(self.kube.list(PKG_V1, kind))
+        if len(names) == 1:
+            return [self.kube.get(PKG_V1, kind, names[0])]
+        with ThreadPoolExecutor(len(names), thread_name_prefix="lock-claims") as pool:
+            return list(pool.map(lambda name: self.kube.get(PKG_V1, kind, name), names))
 
     def claim(self, kind: str, rev: Obj, refs: list[dict[str, str]]) -> _Claim:
         """``rev``'s claim on ``refs``, to take or check against the Lock."""
