@@ -16,8 +16,8 @@ and makes them, batch by batch. Writes are compare-and-swap (the ``resourceVersi
 in the first pass travels with each update, a write of owner references alone tests the
 metadata it was decided on, so a status written since does not refuse it, and a create
 fails if the name was taken since). A write refused so reads its object again, and is
-planned, checked, dry-run and sent again, a few times at most; an object that keeps changing fails the attempt
-with ``KubeConflict`` and the retry re-plans everything.
+planned, checked, dry-run and sent again, a few times at most; an object that keeps
+changing fails the attempt with ``KubeConflict`` and the retry re-plans everything.
 
 An upgrade's switch on the worker that prepared it writes from the preparation's checks
 without reading every object again (:class:`lockwright.activities.trust.Kept`): its writes

@@ -57,7 +57,8 @@ REFUSED = KubeInvalid("PATCH x: 422 Invalid: the server rejected our request", 4
 
 @pytest.mark.parametrize(("answer", "live", "raised", "says"), [
     # a tested field moved since the read: a conflict, naming it
-    (REFUSED, _meta(labels={"touched": "yes"}), KubeConflict, r"changed since it was read \(labels\)"),
+    (REFUSED, _meta(labels={"touched": "yes"}), KubeConflict,
+     r"changed since it was read \(labels\)"),
     (REFUSED, _meta(generation=4), KubeConflict, r"\(generation\)"),
     # gone and made again under the same name
     (REFUSED, {"metadata": {"uid": "v", "generation": 1}}, KubeConflict, "uid, generation"),
