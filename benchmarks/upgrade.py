@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import provider_meta, quiet_logs, run_title, workdir
 from benchmarks.install import (
+    SMALL_SETTLE_POLL_S,
     Bench,
     Floor,
     G,
@@ -479,7 +480,7 @@ class Results:
 def settle_poll(timeout: float) -> float:
     """How often to look for a settled control plane: often between small switch-overs,
     once a second while 2,000 MRDs' conditions are written."""
-    return 0.1 if timeout <= 120 else 1.0
+    return SMALL_SETTLE_POLL_S if timeout <= 120 else 1.0
 
 
 def lockwright_round(b: Bench, pkg: Pkg, timeout: float) -> Switch:
