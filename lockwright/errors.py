@@ -20,6 +20,8 @@
     │   ├── VerificationFailed    no authority verified the package's signature (yet)
     │   ├── ConflictError         an object belongs to another package (it may go away)
     │   ├── KubernetesUnavailable API server unreachable, 5xx or 429
+    │   │   └── KubeCacheBehind   504: a list page asked for a version the watch cache
+    │   │                         had not reached (a busy server): asked again
     │   ├── KubeNotFound          no such object or kind (yet: CRDs appear at runtime)
     │   ├── KubeConflict          409: a resourceVersion race, re-read and retry
     │   │   └── KubeAlreadyExists 409 on create: someone created it first
@@ -127,6 +129,12 @@ class RegistryUnavailable(TransientError):
 
 class KubernetesUnavailable(TransientError):
     """The Kubernetes API could not be reached, or answered 5xx."""
+
+
+class KubeCacheBehind(KubernetesUnavailable):
+    """504 ``Too large resource version``: a list page (a ``continue`` token) named a
+    version the API server's watch cache had not reached within the server's own wait
+    (seen on kube-apiserver while thousands of objects were being created)."""
 
 
 class RuntimeNotReady(TransientError):

@@ -26,6 +26,7 @@ from kubernetes.client import rest as krest
 
 from lockwright.errors import (
     KubeAlreadyExists,
+    KubeCacheBehind,
     KubeConflict,
     KubeInvalid,
     KubeNotFound,
@@ -63,6 +64,9 @@ PATCH_TYPES = {
 }
 APPLY_TYPE = "application/apply-patch+yaml"
 PAGE = 500
+#: How many times a list page is asked for while the watch cache is behind its version
+#: (``KubeCacheBehind``); the server waits for its cache before each such answer.
+CACHE_BEHIND_ASKS = 3
 DRY_RUN = ("dryRun", "All")
 CACHED = ("resourceVersion", "0")  # a read the watch cache answers
 #: What RBAC answers a request it refuses; and where an API server says whether it is ready.
@@ -314,11 +318,22 @@ class Kube:
         while True:
             page_query = [("limit", str(limit)), *(query or [])]
             page_query += [("continue", token)] if token else []
-            page = self._call("GET", path, page_query, accept=accept, timeout=timeout)
+            page = self._page(path, page_query, accept, timeout)
             yield page
             token = str((page.get("metadata") or {}).get("continue") or "")
             if not token:
                 return
+
+    def _page(self, path: str, query: Query, accept: str, timeout: Timeout | None) -> Obj:
+        """One list page, asked for again while the watch cache is behind the version a
+        ``continue`` token names (kube-apiserver answers 504 after waiting for its cache,
+        so the next ask finds it nearer)."""
+        for _ in range(CACHE_BEHIND_ASKS - 1):
+            try:
+                return self._call("GET", path, query, accept=accept, timeout=timeout)
+            except KubeCacheBehind:
+                continue
+        return self._call("GET", path, query, accept=accept, timeout=timeout)
 
     def can_i(self, verb: str, group: str, resource: str) -> bool:
         """Whether this connection may ``verb`` ``resource`` of ``group`` in every namespace

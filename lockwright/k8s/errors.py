@@ -20,6 +20,7 @@ from kubernetes.client import exceptions as kexceptions
 
 from lockwright.errors import (
     KubeAlreadyExists,
+    KubeCacheBehind,
     KubeConflict,
     KubeError,
     KubeForbidden,
@@ -31,6 +32,9 @@ from lockwright.errors import (
 )
 
 MAX_DETAIL = 400
+#: How kube-apiserver words a 504 for a version its watch cache has not reached
+#: (``storage.NewTooLargeResourceVersionError``).
+CACHE_BEHIND = "Too large resource version"
 #: What a request that got no HTTP answer raises: the pool's errors, the client's own
 #: (auth plugins, TLS set-up) and the socket's.
 NO_ANSWER = (urllib3.exceptions.HTTPError, kexceptions.ApiException, OSError)
@@ -85,6 +89,8 @@ def _classify(status: int, reason: str, message: str, method: str,
         return KubeGone(text, status, reason)
     if status in (401, 403):
         return KubeForbidden(text, status, reason)
+    if status == 504 and CACHE_BEHIND in message:
+        return KubeCacheBehind(text)
     if status == 429 or status >= 500:
         return KubernetesUnavailable(text)
     if 400 <= status < 500:

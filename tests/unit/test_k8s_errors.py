@@ -14,6 +14,8 @@ from temporalio.testing import ActivityEnvironment
 
 from lockwright.activities.errors import edge, to_application_error
 from lockwright import errors as e
+from lockwright.k8s import Kube
+from lockwright.k8s.client import CACHE_BEHIND_ASKS
 from lockwright.k8s.discovery import Resource
 from lockwright.k8s.errors import status_error, unavailable
 
@@ -38,6 +40,49 @@ def test_status_codes_map_to_the_tree(code: int, reason: str, cls: type, retryab
     err = status_error(code, _status(reason), "GET", "/api/v1/x")
     assert type(err) is cls and err.retryable is retryable
     assert err.message.startswith(f"GET /api/v1/x: {code} {reason}: boom")
+
+
+@pytest.mark.parametrize(("message", "cls"), [
+    # kube-apiserver's answer to a continue page its watch cache has not caught up with
+    ("Timeout: Too large resource version: 20450, current: 20145", e.KubeCacheBehind),
+    ("the server was unable to return a response in the time allotted",
+     e.KubernetesUnavailable),
+])
+def test_a_504_for_a_version_the_cache_lacks_is_told_apart(message: str, cls: type) -> None:
+    err = status_error(504, _status("Timeout", message), "GET", "/apis/x/v1/ys")
+    assert type(err) is cls and err.retryable
+
+
+def _pager(answers: list[Exception | dict[str, object]]) -> tuple[Kube, list[object]]:
+    kube, asked = Kube.__new__(Kube), []
+
+    def call(method: str, path: str, query: object = None, **kw: object) -> object:
+        asked.append(query)
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    kube._call = call  # type: ignore[method-assign]
+    return kube, asked
+
+
+def _behind() -> Exception:
+    return e.KubeCacheBehind("GET /apis/x/v1/ys: 504 Timeout: Too large resource version")
+
+
+def test_a_list_page_the_cache_is_behind_on_is_asked_for_again() -> None:
+    kube, asked = _pager([{"items": [1], "metadata": {"continue": "t"}}, _behind(), _behind(),
+                          {"items": [2], "metadata": {}}])
+    assert [p["items"] for p in kube.list_pages("/apis/x/v1/ys", limit=1)] == [[1], [2]]
+    assert asked[1:] == [[("limit", "1"), ("continue", "t")]] * 3
+
+
+def test_a_cache_that_stays_behind_fails_the_list() -> None:
+    kube, asked = _pager([_behind()] * (CACHE_BEHIND_ASKS + 1))
+    with pytest.raises(e.KubeCacheBehind):
+        list(kube.list_pages("/apis/x/v1/ys"))
+    assert len(asked) == CACHE_BEHIND_ASKS
 
 
 def test_huge_messages_are_cut_and_non_json_bodies_survive() -> None:
