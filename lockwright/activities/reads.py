@@ -70,16 +70,21 @@ class Registries:
         self.namespace = namespace
         self.insecure = frozenset(insecure)
 
-    def image_configs(self) -> list[Obj]:
-        """Every ImageConfig, in list order (ties in matching go to the first)."""
+    def image_configs(self, *, cached: bool = False) -> list[Obj]:
+        """Every ImageConfig, in list order (ties in matching go to the first).
+
+        ``cached``: as the API server's watch cache holds them, for a runtime's
+        configuration (docs/design.md, "Configuration read from the watch cache"); what
+        decides a pull or a verification reads them consistently."""
         try:
-            return self.kube.list(PKG_V1BETA1, "ImageConfig")
+            return self.kube.list(PKG_V1BETA1, "ImageConfig", cached=cached)
         except KubeNotFound:
             return []
 
-    def resolution(self, image: str) -> imageconfig.Resolution:
-        """What the ImageConfigs say about ``image`` (rewrite, pull secret, runtime)."""
-        return imageconfig.resolve(self.image_configs(), image)
+    def resolution(self, image: str, *, cached: bool = False) -> imageconfig.Resolution:
+        """What the ImageConfigs say about ``image`` (rewrite, pull secret, runtime);
+        ``cached`` as for :meth:`image_configs`."""
+        return imageconfig.resolve(self.image_configs(cached=cached), image)
 
     def registry(self, pull_secrets: list[str]) -> RegistryClient:
         """A registry client holding the credentials of ``pull_secrets`` (system namespace)."""
@@ -141,7 +146,7 @@ class RuntimeConfigs:
         if self.external:
             return None, None
         if resolution is None:
-            resolution = self.registries.resolution(image)
+            resolution = self.registries.resolution(image, cached=True)
         chosen = next((r for r in resolution.applied
                        if r["reason"] == imageconfig.Reason.CONFIGURE_RUNTIME.value), None)
         ref = resolution.runtime_config_ref or own_ref or {"name": "default"}

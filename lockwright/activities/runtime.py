@@ -132,7 +132,8 @@ class RuntimeActivities:
             return c.EnsureRuntimeResult()
         rev = self.reader.revision(inp.kind, inp.revision)
         # One read of the ImageConfigs for both: the DRC one may choose, and the rendering.
-        resolution = self.registries.resolution(str(spec(rev).get("image") or inp.source))
+        resolution = self.registries.resolution(str(spec(rev).get("image") or inp.source),
+                                                cached=True)
         drc, chosen = self.runtime_configs.runtime_config(rev, resolution=resolution)
         rin = self.runtime_input(inp, rev, resolution)
         sa_live = self.kube.get("v1", "ServiceAccount", runtime.service_account_name(rin, drc),

@@ -286,16 +286,24 @@ class Kube:
             return None
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:
-        """Every object of ``kind`` (in ``namespace``, or all), following pagination."""
-        return [item for page in self.pages(api_version, kind, namespace, label_selector)
+             label_selector: str | None = None, *, cached: bool = False) -> list[Obj]:
+        """Every object of ``kind`` (in ``namespace``, or all), following pagination.
+
+        ``cached``: as the API server's watch cache holds them (``resourceVersion=0``):
+        at once, where a consistent list first waits for the cache to reach etcd's latest
+        version (30-70 ms on a kube-apiserver busy with writes)."""
+        return [item for page in self.pages(api_version, kind, namespace, label_selector,
+                                            cached=cached)
                 for item in page]
 
     def pages(self, api_version: str, kind: str, namespace: str | None = None,
-              label_selector: str | None = None, limit: int = PAGE) -> Iterator[Page]:
-        """The objects of ``kind`` a page of at most ``limit`` at a time (bounded memory)."""
+              label_selector: str | None = None, limit: int = PAGE, *,
+              cached: bool = False) -> Iterator[Page]:
+        """The objects of ``kind`` a page of at most ``limit`` at a time (bounded memory);
+        ``cached`` as for :meth:`list`."""
         path = self.resource(api_version, kind).path(namespace)
         query = [("labelSelector", label_selector)] if label_selector else []
+        query += [CACHED] if cached else []
         for page in self.list_pages(path, query, limit=limit):
             yield [{"apiVersion": api_version, "kind": kind, **item}
                    for item in page.get("items") or []]
