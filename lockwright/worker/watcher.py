@@ -42,6 +42,7 @@ from lockwright.worker.common import Backoff, connect, settings_or_exit, stop_on
 from lockwright.worker.protection import (
     MANAGED,
     ProtectionIndex,
+    ServedTypes,
     Streams,
     ensure_readable,
     ensure_standing,
@@ -76,13 +77,14 @@ SIGNALLERS = 8
 # kube-apiserver, not yet serving all its new types, they failed (404) and retried: 11,326
 # failures in 9.5 minutes, and the API server's other clients timed out behind them.
 TYPES_PREPARING = 16
-# A Provider type not served yet (404, or its group not in discovery) waits from
-# UNSERVED_FIRST_S, doubling up to UNSERVED_MAX_S, between tries; its CRD's next write (the
-# API server's Established status among them) wakes it at once, so short waits would only
-# add failed rounds. Retrying every 5 s, a 2,000-CRD Provider whose kinds kube-apiserver
-# took six minutes to establish sent 28,301 failed rounds (a discovery read, an access
-# review and a list each), and starting at 0.2 s still 9,220.
-UNSERVED_FIRST_S, UNSERVED_MAX_S = 5.0, 60.0
+# A Provider type not served yet (404, or not in discovery) waits from UNSERVED_FIRST_S,
+# doubling up to UNSERVED_MAX_S, between tries, and again from the first after its CRD's
+# next write (the API server's Established status among them), which wakes it at once. A
+# try is checked against discovery shared by every type's stream first (ServedTypes), so
+# one not served yet costs the API server nothing of its own. Retrying every 5 s, each try
+# a discovery read, an access review and a list, a 2,000-CRD Provider whose kinds
+# kube-apiserver took six minutes to establish sent 28,301 failed rounds.
+UNSERVED_FIRST_S, UNSERVED_MAX_S = 1.0, 60.0
 SYNCED_EVENT = "watcher synced"  # logged once every resource was listed; dev up waits on it
 
 
@@ -132,6 +134,9 @@ class Stream:
     # The delays of a Provider type not served yet (see UNSERVED_MAX_S).
     unserved: Backoff = field(
         default_factory=lambda: Backoff(UNSERVED_FIRST_S, UNSERVED_MAX_S))
+    # Which Provider types are served; the watcher's streams share one. None: one of the
+    # stream's own, on its own connection.
+    served: ServedTypes | None = None
     # Set to end a wait between tries early: by wake() (a Provider type's CRD was
     # written) and by interrupt() (stopping).
     _woken: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
@@ -155,7 +160,8 @@ class Stream:
                 self._crd_unsure = bool(self.rv)
                 log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
-                self._woken.wait(delay)
+                if self._woken.wait(delay):  # its CRD written: it may be served soon
+                    unserved.reset()
                 self._woken.clear()
 
     def _unserved(self, exc: Exception) -> bool:
@@ -194,7 +200,8 @@ class Stream:
         if self._crd_unsure:
             ensure_standing(self.kube, self.res)
             self._crd_unsure = False
-        self.res = served_version(self.kube, self.res)
+        self.served = self.served or ServedTypes(lambda: self.kube)
+        self.res = served_version(self.served, self.res)
         if not self.rv:
             if not self._may("list"):
                 return False
@@ -328,6 +335,7 @@ class Watcher:
         self._types: dict[str, tuple[TypeStream, threading.Event]] = {}
         self._starting: queue.SimpleQueue[TypeStream | None] = queue.SimpleQueue()
         self._types_gate = threading.BoundedSemaphore(TYPES_PREPARING)
+        self._served = ServedTypes(self._factory)  # connects on its first read
         self._emit: Callable[[Message], None] = lambda msg: None
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -367,8 +375,10 @@ class Watcher:
 
     def _stream(self, res: Resource, stop: threading.Event) -> Stream:
         """The stream of ``res``, with a connection of its own, not started."""
+        managed = res.role == MANAGED
         return Stream(res, self._factory(), self._emit, stop, self.settings.resync_seconds,
-                      gate=self._types_gate if res.role == MANAGED else nullcontext())
+                      gate=self._types_gate if managed else nullcontext(),
+                      served=self._served if managed else None)
 
     def _starter(self) -> None:
         """Start the Provider types' streams queued by :meth:`_restream`, one after

@@ -26,7 +26,7 @@ import pytest
 from lockwright.k8s import Kube
 from lockwright.worker import watcher
 from lockwright.worker.common import Backoff
-from lockwright.worker.protection import type_resource
+from lockwright.worker.protection import ServedTypes, type_resource
 from lockwright.worker.watcher import Changed, Message, Stream
 from tests.helpers import wait_for
 from tests.integration.fake_http import JsonHandler, serving
@@ -49,6 +49,7 @@ class FakeApi(JsonHandler):
     crd_deleted_on_end = False  # the CRD's deletion is what ends the first watch
     crd_deleting = False
     served = True  # False: the type's list is not found (404), as before it is Established
+    discovered = True  # False: the group's discovery does not list the type yet
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         """Discovery, list, or a watch of one event."""
@@ -57,6 +58,10 @@ class FakeApi(JsonHandler):
             return self.send_json({"kind": "APIGroup", "name": GROUP,
                                "preferredVersion": {"groupVersion": f"{GROUP}/v1",
                                                     "version": "v1"}})
+        if self.path == f"/apis/{GROUP}/v1":
+            return self.send_json({"kind": "APIResourceList", "groupVersion": f"{GROUP}/v1",
+                                   "resources": [{"name": "widgets", "kind": "Widget"}]
+                                   if type(self).discovered else []})
         if self.path == CRD:
             meta = {"name": f"widgets.{GROUP}", **({"deletionTimestamp": "2026-11-30T09:00:00Z"}
                                                    if type(self).crd_deleting else {})}
@@ -91,7 +96,7 @@ class FakeApi(JsonHandler):
 def fake_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     FakeApi.requests, FakeApi.allowed = [], True
     FakeApi.crd_deleted_on_end = FakeApi.crd_deleting = False
-    FakeApi.served = True
+    FakeApi.served = FakeApi.discovered = True
     FakeApi.full = request.param == "ran to its timeout"
     monkeypatch.setattr(watcher, "WATCH_TIMEOUT_S", 2)  # a 2 s watch, not 5 minutes
     with serving(FakeApi) as url:
@@ -103,7 +108,7 @@ def kinds() -> list[str]:
     def kind(method: str, path: str) -> str:
         if method == "POST":
             return "review"
-        return ("discovery" if path == f"/apis/{GROUP}" else "crd" if path == CRD
+        return ("discovery" if path.rstrip("/v1") == f"/apis/{GROUP}" else "crd" if path == CRD
                 else "watch" if "watch=true" in path else "list")
     return [kind(m, p) for m, p in FakeApi.requests]
 
@@ -158,16 +163,28 @@ def test_a_watch_its_crds_deletion_ended_is_not_resumed(fake_api: str) -> None:
 
 
 @pytest.mark.parametrize("fake_api", ["ended early"], indirect=True)
-def test_a_type_not_served_yet_waits_for_its_crd_to_be_written(fake_api: str) -> None:
-    """A type kube-apiserver does not serve yet (404: its CRD not Established) is not
-    polled every few seconds: it waits (here 30 s, UNSERVED_MAX_S at most) until the
-    watcher sees its CRD written, the API server's Established status among the writes,
-    and then tries at once."""
-    FakeApi.served = False
-    with streaming(fake_api, unserved=Backoff(initial=30, maximum=60)) as msgs:
-        wait_for(lambda: kinds().count("list") == 1, timeout=10, what="the first list (404)")
-        FakeApi.served = True
+@pytest.mark.parametrize("unserved_by", ["discovery", "its list (404)"])
+def test_a_type_not_served_yet_waits_for_its_crd_to_be_written(
+        fake_api: str, unserved_by: str) -> None:
+    """A type kube-apiserver does not serve yet (not in discovery, or its list 404: its CRD
+    not Established) is not polled every few seconds: it waits (here 30 s, UNSERVED_MAX_S
+    at most) until the watcher sees its CRD written, the API server's Established status
+    among the writes, and then tries at once. Not in discovery, it sends nothing else."""
+    from kubernetes import client
+
+    kube = Kube(client.ApiClient(client.Configuration(host=fake_api)))
+    in_discovery = unserved_by != "discovery"
+    FakeApi.served, FakeApi.discovered = False, in_discovery
+    with streaming(fake_api, unserved=Backoff(initial=30, maximum=60),
+                   served=ServedTypes(lambda: kube, fresh_s=0)) as msgs:
+        first = ("list", 1) if in_discovery else ("discovery", 2)  # 404, or not discovered
+        wait_for(lambda: kinds().count(first[0]) >= first[1], timeout=10,
+                 what="the first try, not served")
+        assert kinds().count("list") == int(in_discovery)  # its 404, or nothing
+        assert kinds().count("review") == int(in_discovery)
+        FakeApi.served = FakeApi.discovered = True
         streaming.stream.wake()  # type: ignore[attr-defined]
         wait_for(lambda: kinds().count("watch") >= 1, timeout=10,
                  what="the type listed and watched once woken")
-    assert kinds().count("list") == 2 and any(isinstance(m, Changed) for m in msgs)
+    assert kinds().count("list") == 1 + int(in_discovery)
+    assert any(isinstance(m, Changed) for m in msgs)

@@ -44,6 +44,10 @@ class FakeApi(JsonHandler):
         if self.path == f"/apis/{GROUP}":
             return self.send_json({"kind": "APIGroup", "name": GROUP, "preferredVersion": {
                 "groupVersion": f"{GROUP}/v1", "version": "v1"}})
+        if self.path == f"/apis/{GROUP}/v1":
+            return self.send_json({"kind": "APIResourceList", "groupVersion": f"{GROUP}/v1",
+                                   "resources": [{"name": f"thing{i}s", "kind": f"Thing{i}"}
+                                                 for i in range(TYPES)]})
         if "watch=true" in self.path:
             with cls.guard:
                 cls.watches += 1
