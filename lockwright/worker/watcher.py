@@ -140,6 +140,8 @@ class Stream:
     # Set to end a wait between tries early: by wake() (a Provider type's CRD was
     # written) and by interrupt() (stopping).
     _woken: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    # The last round failed as not served yet (told once until served: see _failed).
+    _waiting: bool = field(default=False, init=False, repr=False)
 
     def run(self) -> None:
         """Loop until ``stop``: (re)list when needed, otherwise watch from ``rv``."""
@@ -152,17 +154,28 @@ class Stream:
             except Exception as exc:  # noqa: BLE001 - any failure: back off, resume from rv
                 if self.stop.is_set():
                     return
-                delay = (unserved if self._unserved(exc) else backoff).next()
-                self.res = unresolved(self.res)  # a version gone among the causes: find it again
-                # A watch to resume (listed already): its CRD is read first. Before the
-                # first list (a new Provider's streams waiting for its RBAC) nothing is
-                # resumed, and 2,000 streams retrying would each add a GET.
-                self._crd_unsure = bool(self.rv)
-                log.warning("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
-                            error=f"{type(exc).__name__}: {str(exc)[:200]}")
-                if self._woken.wait(delay):  # its CRD written: it may be served soon
-                    unserved.reset()
+                if self._woken.wait(self._failed(exc, backoff)):  # its CRD written
+                    unserved.reset()  # it may be served soon
                 self._woken.clear()
+            else:
+                self._waiting = False
+
+    def _failed(self, exc: Exception, backoff: Backoff) -> float:
+        """The wait before the next round after ``exc``, logged. A type not served yet is
+        told once until it is (info), its further tries at debug: a new 2,000-CRD
+        provider's types were tried 18,311 times before kube-apiserver served them all."""
+        waiting = self._unserved(exc)
+        delay = (self.unserved if waiting else backoff).next()
+        self.res = unresolved(self.res)  # a version gone among the causes: find it again
+        # A watch to resume (listed already): its CRD is read first. Before the first list
+        # (a new Provider's streams waiting for its RBAC) nothing is resumed, and 2,000
+        # streams retrying would each add a GET.
+        self._crd_unsure = bool(self.rv)
+        say = (log.warning if not waiting else log.debug if self._waiting else log.info)
+        say("watch failed", kind=self.res.kind, rv=self.rv, retry_in=delay,
+            error=f"{type(exc).__name__}: {str(exc)[:200]}")
+        self._waiting = waiting
+        return delay
 
     def _unserved(self, exc: Exception) -> bool:
         """Whether the failure says a Provider type is not served yet: its list was not

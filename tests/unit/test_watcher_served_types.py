@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from lockwright.worker.common import Backoff
 from lockwright.worker.protection import MANAGED, ServedTypes, served_version, type_resource
@@ -119,13 +120,16 @@ def test_a_write_to_its_crd_starts_its_waits_over() -> None:
                     emit=lambda msg: None, stop=stop, resync_s=600, unserved=delays,
                     served=ServedTypes(lambda: kube, fresh_s=0))  # type: ignore[arg-type,return-value]
     thread = threading.Thread(target=stream.run, daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: delays.given == [30], timeout=10, what="the first try's wait")
-        stream.wake()
-        wait_for(lambda: len(delays.given) == 2, timeout=10, what="the woken try's wait")
-    finally:
-        stop.set()
-        stream.interrupt()
-        thread.join(10)
+    with capture_logs() as logs:
+        thread.start()
+        try:
+            wait_for(lambda: delays.given == [30], timeout=10, what="the first try's wait")
+            stream.wake()
+            wait_for(lambda: len(delays.given) == 2, timeout=10, what="the woken try's wait")
+        finally:
+            stop.set()
+            stream.interrupt()
+            thread.join(10)
     assert delays.given == [30, 30] and len(kube.reads) == 2
+    # Told once, as 2,000 such types would otherwise fill the log while the server works.
+    assert [e["log_level"] for e in logs if e["event"] == "watch failed"] == ["info", "debug"]
