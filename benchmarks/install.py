@@ -452,7 +452,7 @@ class Bench:
         measurement starts settled, so each pays for its own pass and its own types only
         (the part of them that overlaps its own install)."""
         from lockwright.managed.convert import MRD_PATH
-        from lockwright.errors import KubeNotFound
+        from lockwright.errors import KubeNotFound, KubernetesUnavailable
         from lockwright.k8s.watch import list_columns
 
         assert self.floor is not None
@@ -462,10 +462,12 @@ class Bench:
         def unsettled() -> bool:
             try:
                 rows = list(list_columns(floor.kube, MRD_PATH))
+                return (any(not cells.get("ESTABLISHED") for cells, _ in rows)
+                        or not all(self._serves(g, p, served) for g, p in active_types(rows)))
             except KubeNotFound:  # no MRDs served: nothing to wait for
                 return False
-            return (any(not cells.get("ESTABLISHED") for cells, _ in rows)
-                    or not all(self._serves(g, p, served) for g, p in active_types(rows)))
+            except KubernetesUnavailable:  # a server busy past its deadline: not settled
+                return True
 
         while unsettled():
             if time.perf_counter() - t0 > timeout:
