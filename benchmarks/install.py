@@ -365,18 +365,6 @@ class Floor:
 
 
 # --- lockwright side --------------------------------------------------------------------
-def active_types(rows: list[tuple[dict[str, Any], dict[str, Any]]]
-                 ) -> list[tuple[str, frozenset[str]]]:
-    """The types of the Active MRDs among ``rows`` (their table cells and metadata), as
-    (group, plurals) per group: an MRD is named as its CRD, ``<plural>.<group>``."""
-    groups: dict[str, set[str]] = {}
-    for cells, meta in rows:
-        if cells.get("STATE") == "Active":
-            plural, _, group = str(meta.get("name", "")).partition(".")
-            groups.setdefault(group, set()).add(plural)
-    return [(g, frozenset(p)) for g, p in sorted(groups.items())]
-
-
 @dataclass
 class Bench:
     """A running stack and what the measurements need from it."""
@@ -438,32 +426,29 @@ class Bench:
                            f"{json.dumps((obj.get('status') or {}).get('conditions'))}")
 
     def settle(self, timeout: float, poll: float = 1.0) -> float:
-        """Seconds until every MRD has its Established condition and the API server serves
-        every Active one's type.
+        """Seconds until every MRD has its Established condition: the activation pass an
+        install starts (lockwright's or the floor's, which records its count too) runs on
+        after the Provider is Healthy (10 status writes, or 2,000), and whatever is measured
+        next would pay for it. Every measurement starts settled, so each pays for its own
+        pass only (the part of it that overlaps its own install). A server unreachable
+        meanwhile (kube-apiserver with 4,000 new CRDs refused connections for a minute) is
+        not settled yet.
 
-        The activation pass an install starts (lockwright's or the floor's, which records
-        its count too) runs on after the Provider is Healthy (10 status writes, or 2,000).
-        kube-apiserver serves a new type only once its CRD is named and Established, which
-        for 2,000 CRDs of one group takes it minutes after they are written (its naming
-        controller checks the whole group again at each CRD's change), and meanwhile
-        lockwright's watcher keeps asking for the types it protects (docs/benchmarks.md,
-        "A settled control plane between measurements, and the fixed cost (2026-12-01)").
-        Whatever is measured next would pay for either. Every
-        measurement starts settled, so each pays for its own pass and its own types only
-        (the part of them that overlaps its own install)."""
+        It does not wait for kube-apiserver to serve the new types: serving all 4,000 of the
+        2,000-CRD switch-over's two providers took it past 22 GB of the machine's 24, and the
+        machine thrashed (docs/benchmarks.md, "The watcher's unserved types, and a 2,000-CRD
+        run that did not fit (2026-12-01)")."""
         from lockwright.managed.convert import MRD_PATH
         from lockwright.errors import KubeNotFound, KubernetesUnavailable
         from lockwright.k8s.watch import list_columns
 
         assert self.floor is not None
         floor, t0 = self.floor, time.perf_counter()
-        served: set[tuple[str, frozenset[str]]] = set()  # groups seen serving these types
 
         def unsettled() -> bool:
             try:
-                rows = list(list_columns(floor.kube, MRD_PATH))
-                return (any(not cells.get("ESTABLISHED") for cells, _ in rows)
-                        or not all(self._serves(g, p, served) for g, p in active_types(rows)))
+                return any(not cells.get("ESTABLISHED")
+                           for cells, _ in list_columns(floor.kube, MRD_PATH))
             except KubeNotFound:  # no MRDs served: nothing to wait for
                 return False
             except KubernetesUnavailable:  # a server busy past its deadline: not settled
@@ -474,22 +459,6 @@ class Bench:
                 raise RuntimeError(f"MRDs without Established after {timeout:.0f}s")
             time.sleep(poll)  # between measurements, untimed: a poll with a deadline
         return time.perf_counter() - t0
-
-    def _serves(self, group: str, plurals: frozenset[str],
-                served: set[tuple[str, frozenset[str]]]) -> bool:
-        """Whether discovery lists every one of ``plurals`` in ``group`` (kube-apiserver
-        lists a CRD's type there once it is Established); remembered once true."""
-        if (group, plurals) in served:
-            return True
-        assert self.floor is not None
-        kube = self.floor.kube
-        preferred = ((kube.read_path(f"/apis/{group}") or {}).get("preferredVersion") or {})
-        version = str(preferred.get("version") or "")
-        doc = (kube.read_path(f"/apis/{group}/{version}") or {}) if version else {}
-        if not plurals <= {str(r.get("name")) for r in doc.get("resources") or []}:
-            return False
-        served.add((group, plurals))
-        return True
 
     def wait_all(self, names: set[str], t0: float, timeout: float) -> dict[str, float]:
         done: dict[str, float] = {}
