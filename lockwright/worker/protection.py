@@ -45,8 +45,9 @@ class ServedTypes:
     which for 2,000 CRDs of one group took it minutes; each stream trying meanwhile sent a
     discovery read, an access review and a list (answered 404), and every write to its CRD
     (an upgrade takes each) woke it: 16,871 of the watcher's 28,988 requests in one
-    benchmark's run, and 7,177 watcher requests in one switch-over's 31 s prepare. Checked here first, a try of a type not served sends
-    nothing of its own (docs/design.md, "Provider deletion protection")."""
+    benchmark's run, and 7,177 watcher requests in one switch-over's 31 s prepare.
+    Checked here first, a try of a type not served sends nothing of its own
+    (docs/design.md, "Provider deletion protection")."""
 
     def __init__(self, connect: Callable[[], Kube], fresh_s: float = SERVED_FRESH_S,
                  clock: Callable[[], float] = time.monotonic) -> None:

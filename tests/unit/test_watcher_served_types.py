@@ -49,8 +49,10 @@ class Clock:
         return self.now
 
 
-def served_types(kube: Discovery, clock: Clock) -> ServedTypes:
-    return ServedTypes(lambda: kube, fresh_s=1.0, clock=clock)  # type: ignore[arg-type,return-value]
+def served_types(kube: Discovery, clock: Clock | None = None, fresh_s: float = 1.0
+                 ) -> ServedTypes:
+    connect: Any = lambda: kube  # a stand-in for a Kube
+    return ServedTypes(connect, fresh_s=fresh_s, clock=clock or Clock())
 
 
 @pytest.mark.parametrize(("served", "plural", "version"), [
@@ -118,7 +120,7 @@ def test_a_write_to_its_crd_starts_its_waits_over() -> None:
     kube, stop, delays = Discovery({}), threading.Event(), Delays(30, 60)
     stream = Stream(type_resource(f"widgets.{GROUP}"), kube=kube,  # type: ignore[arg-type]
                     emit=lambda msg: None, stop=stop, resync_s=600, unserved=delays,
-                    served=ServedTypes(lambda: kube, fresh_s=0))  # type: ignore[arg-type,return-value]
+                    served=served_types(kube, fresh_s=0))
     thread = threading.Thread(target=stream.run, daemon=True)
     with capture_logs() as logs:
         thread.start()
