@@ -39,7 +39,10 @@ class Contents:
         if entry is not None:
             return entry
         image = str(spec(revision).get("image", ""))
-        resolved = self.registries.resolution(image)
+        # From the watch cache: the digest was chosen, and vouched for, on a consistent
+        # read (resolve_digest); this only says where to pull its bytes, which are checked
+        # against it (docs/design.md, "Configuration read from the watch cache").
+        resolved = self.registries.resolution(image, cached=True)
         secrets = secret_names(spec(revision).get("packagePullSecrets"))
         secrets += [resolved.pull_secret] if resolved.pull_secret else []
         client = self.registries.registry(secrets)

@@ -78,11 +78,13 @@ class Identity:
 
     def resolve(self, rev: Obj, image: str) -> str:
         """``image``'s digest: from the reference, else from its registry, as a package's
-        (ImageConfig rewrite and pull Secret, the revision's pull Secrets)."""
+        (ImageConfig rewrite and pull Secret, the revision's pull Secrets). The ImageConfigs
+        as the watch cache holds them, where the runtime's pull Secret is found too
+        (docs/design.md, "Configuration read from the watch cache")."""
         named = parse(image)
         if named.digest:
             return named.digest
-        resolution = self.registries.resolution(image)
+        resolution = self.registries.resolution(image, cached=True)
         secrets = secret_names(spec(rev).get("packagePullSecrets"))
         secrets += [resolution.pull_secret] if resolution.pull_secret else []
         with self.registries.naming_missing_secrets(secrets):

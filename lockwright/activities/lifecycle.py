@@ -50,8 +50,7 @@ class LifecycleActivities:
         target = next((r for r in revs if meta(r)["name"] == inp.revision), None)
         if target is None:
             raise ObjectGone(f"{revision_kind(inp.kind)} {inp.revision} is gone")
-        running = self.runtimes()
-        locked = {str(e.get("name")) for e in self.keeper.read_lock().get("packages") or []}
+        running, locked = self.holdings(inp.keep_runtime)
         deactivated = []
         for rev in revs:
             if rev is target:
@@ -71,6 +70,14 @@ class LifecycleActivities:
         log(package=inp.package, revision=inp.revision).info(
             "revision.activated", deactivated=deactivated, keep_runtime=inp.keep_runtime)
         return c.SetActiveRevisionResult(revision=inp.revision, deactivated=deactivated)
+
+    def holdings(self, keep_runtime: bool) -> tuple[list[Obj], set[str]]:
+        """The runtime Deployments and the Lock's entries, which decide what is retired;
+        none for a switch's hand-off (``keep_runtime``), which only flips desiredState."""
+        if keep_runtime:
+            return [], set()
+        entries = self.keeper.read_lock().get("packages") or []
+        return self.runtimes(), {str(e.get("name")) for e in entries}
 
     def runtimes(self) -> list[Obj]:
         """The runtime Deployments of the system namespace."""
