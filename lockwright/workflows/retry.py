@@ -19,7 +19,8 @@ as *local* activities: the worker that runs the workflow task runs them and reco
 result as a marker, so a chain of them costs no task-queue round trips (20-40 ms each on a
 dev server). Steps whose work grows with the package run locally only when the caller knows
 it is small: parse and establish when package.yaml is at most ``Tuning.local_max_bytes``,
-the switch when no other revision hands control over. Above that, and always for the fetch
+``set_active_revision`` when no other revision hands control over or when it only flips
+``desiredState`` (a switch's hand-off, which keeps every runtime). Above that, and always for the fetch
 and deletions, they are regular activities with heartbeats, shown as pending in the UI
 while they run. A worker killed during a local step loses nothing: the workflow task times
 out (10 s) and the step, idempotent like every activity, runs again.

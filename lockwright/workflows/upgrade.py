@@ -56,6 +56,10 @@ PATCH_RECORD_APPROVALS = "record-approvals"
 # upgrade gate says (lockwright.upgrade.gate); one it lets through is switched with a
 # Warning Event. Runs before held every breaking plan.
 PATCH_EVIDENCE_GATE = "evidence-gate"
+# workflow.patched() id: a hand-off that only flips desiredState (keep_runtime: the switch,
+# the start of a revert) is a local step; it reads the package's revisions and writes two.
+# Runs before queued it.
+PATCH_LOCAL_HAND_OFF = "local-hand-off"
 
 
 @dataclass(frozen=True)
@@ -317,9 +321,10 @@ class Upgrader:
                           finish: bool = False) -> None:
         """Mark ``rev`` Active, the others Inactive (``finish``: drop what it no longer
         ships)."""
+        small = keep_runtime and workflow.patched(PATCH_LOCAL_HAND_OFF)
         await self._host.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
             kind=self._kind, package=self._name, revision=rev, keep_runtime=keep_runtime,
-            drop_unshipped=finish), c.SetActiveRevisionResult, why)
+            drop_unshipped=finish), c.SetActiveRevisionResult, why, small=small)
 
 
 def _switched(kind: str, began: float, outcome: str) -> None:

@@ -66,6 +66,10 @@ SHAPES |= QUEUE_IDS
 SHAPES |= {"revision_install_provider_polled", "revision_install_unhealthy_polled"}
 # Recorded before PATCH_ESTABLISH_TOGETHER (TLS, establish and RBAC one after another).
 SHAPES |= {"revision_install_provider_in_turn"}
+# Recorded before PATCH_LOCAL_HAND_OFF: a switch's hand-off (keep_runtime) was queued.
+# Since, on a queue of its own, after PATCH_FIRST_REVISION_ACTIVE too.
+SHAPES |= {"package_upgrade_queued_hand_off", "package_upgrade_reverted_queued_hand_off"}
+QUEUE_IDS |= {"package_upgrade", "package_upgrade_reverted"}
 # Since PATCH_FIRST_REVISION_ACTIVE the first revision is created Active, with no
 # set_active_revision ("package_install" is from before; recorded on a queue of its own).
 QUEUE_IDS |= {"package_install_first_active"}
@@ -112,6 +116,35 @@ def test_quick_steps_run_locally_since_the_patch() -> None:
     assert local_steps(load("package_install")) == (6, 0)
     # Since PATCH_FIRST_REVISION_ACTIVE: no set_active_revision.
     assert local_steps(load("package_install_first_active")) == (5, 0)
+
+
+def steps_of(history: WorkflowHistory, name: str) -> tuple[int, int]:
+    """(local, queued) runs of activity ``name`` in ``history``."""
+    local = sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+                and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+                and f'"activity_type":"{name}"'.encode() in b"".join(
+                    p.data for p in e.marker_recorded_event_attributes.details["data"].payloads)
+                for e in history.events)
+    queued = sum(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+                 and e.activity_task_scheduled_event_attributes.activity_type.name == name
+                 for e in history.events)
+    return local, queued
+
+
+@pytest.mark.parametrize(("shape", "before", "since"), [
+    # Before: the first install's activation (local), the switch's hand-off, its finish.
+    # Since: the first revision is created Active (PATCH_FIRST_REVISION_ACTIVE).
+    ("package_upgrade", (1, 2), (1, 1)),
+    # And the revert's first step (v1 Active again, v2 keeping its runtime), then the
+    # retirement of v2.
+    ("package_upgrade_reverted", (1, 3), (2, 1))])
+def test_a_hand_off_runs_locally_since_the_patch(shape: str, before: tuple[int, int],
+                                                 since: tuple[int, int]) -> None:
+    """A switch's hand-off, and a revert's first step, only flip desiredState: local
+    steps since PATCH_LOCAL_HAND_OFF; (local, queued) runs of set_active_revision. What
+    retires a revision stays queued."""
+    assert steps_of(load(f"{shape}_queued_hand_off"), c.SET_ACTIVE_REVISION) == before
+    assert steps_of(load(shape), c.SET_ACTIVE_REVISION) == since
 
 
 @workflow.defn(name="InstallRevision")
