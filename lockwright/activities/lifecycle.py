@@ -1,9 +1,9 @@
 """Revision lifecycle: the switch (one Active, the rest retired), collecting old ones, clean-up.
 
-Deactivating a revision releases control of its objects, flips its ``desiredState`` to
-Inactive, takes it out of the Lock and stops its runtime. A worker killed halfway leaves it
-Active, or Inactive but still in the Lock or running, and the retried activity retires such
-a revision again (docs/design.md invariant 3). It is marked before it leaves the Lock, because
+Deactivating a revision stops its runtime, releases control of its objects, flips its
+``desiredState`` to Inactive and takes it out of the Lock. A worker killed halfway leaves it
+Active or in the Lock, and the retried activity retires such a revision again
+(docs/design.md invariant 3). It is marked before it leaves the Lock, because
 ``take_lock`` decides on the revision as read after the Lock: a take still under way then
 cannot put the entry back.
 """
@@ -84,20 +84,24 @@ class LifecycleActivities:
         return self.kube.list("apps/v1", "Deployment", self.namespace)
 
     def deactivate(self, kind: str, rev: Obj, running: list[Obj]) -> None:
-        """Release objects, mark Inactive, leave the Lock, then stop the runtime.
+        """Stop the runtime, release objects, mark Inactive, then leave the Lock.
 
-        Marked before it leaves the Lock: ``take_lock`` re-reads the revision after the
-        Lock, so a take still under way for it cannot put the entry back.
+        The runtime goes first: whoever retires a revision has another in control (a
+        finished switch, a revert) or about to be installed, and what a runtime serves
+        does not depend on the revision's objects or entry. Marked before it leaves the
+        Lock: ``take_lock`` re-reads the revision after the Lock, so a take still under
+        way for it cannot put the entry back. A retry after a failure part-way finds it
+        still in the Lock, so retirable, and retires it again.
         """
         name = str(meta(rev)["name"])
-        released = self.establisher.release_objects(kind, rev)
-        if spec(rev).get("desiredState") != c.INACTIVE:
-            self.set_state(kind, rev, c.INACTIVE)
-        self.keeper.leave_lock(name)
         for deployment in running:
             if rv.controls(deployment, str(meta(rev)["uid"])):
                 self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
                                  self.namespace, uid=meta(deployment)["uid"])
+        released = self.establisher.release_objects(kind, rev)
+        if spec(rev).get("desiredState") != c.INACTIVE:
+            self.set_state(kind, rev, c.INACTIVE)
+        self.keeper.leave_lock(name)
         self.reader.event(rev, NORMAL, "DeactivateRevision",
                    f"Deactivated revision; released control of {released} object(s)")
 

@@ -13,8 +13,9 @@ upgraded without ever leaving the cluster without a working runtime
    keeping its runtime and Lock entry; ``InstallRevision`` then takes control of the
    objects (from the old revision, within the package) and starts the new runtime, and
    waits for it at most the switch deadline.
-3. **Finish** when it is healthy: the old revision releases what it still holds, leaves
-   the Lock and its runtime is removed. Otherwise **revert**: the old revision takes
+3. **Finish** when it is healthy: the package says so (``PATCH_HEALTHY_BEFORE_RETIRE``;
+   before it, only once the old revision was gone), then the old revision's runtime is
+   removed, and it releases what it still holds and leaves the Lock. Otherwise **revert**: the old revision takes
    control back (its runtime never stopped), the new one is retired and stays Inactive,
    the package says why (and an Event names both), and the same revision is not tried
    again until the package's spec changes.
@@ -60,6 +61,10 @@ PATCH_EVIDENCE_GATE = "evidence-gate"
 # the start of a revert) is a local step; it reads the package's revisions and writes two.
 # Runs before queued it.
 PATCH_LOCAL_HAND_OFF = "local-hand-off"
+# workflow.patched() id: once the new revision is healthy the package says so at once, and
+# then the old revision is retired, as Crossplane's package follows its current revision's
+# health while the old one is deactivated. Runs before wrote the status after retiring it.
+PATCH_HEALTHY_BEFORE_RETIRE = "healthy-before-retire"
 
 
 @dataclass(frozen=True)
@@ -276,15 +281,20 @@ class Upgrader:
 
     async def _finish(self, pkg: c.ReadPackageResult, new: Install,
                       active_definitions: int = 0) -> None:
-        """``new`` is healthy: the old revision lets go of the rest and leaves."""
+        """``new`` is healthy: the package says so, then the old revision lets go of the
+        rest and leaves."""
         host = self._host
+        healthy_first = workflow.patched(PATCH_HEALTHY_BEFORE_RETIRE)
+        if healthy_first:
+            await host.write_status(conditions.package_ok(True, True, ""), new.source)
         await self._set_active(new.revision, keep_runtime=False,
                                why=f"finish the switch to {new.revision}", finish=True)
         host.state = replace(host.state, installed_key=f"{new.revision}/{pkg.generation}/active",
                              healthy=True, health_message="", installs=host.state.installs + 1,
                              active_revision=new.revision, active_definitions=active_definitions)
         await host.collect(pkg, new.revision)
-        await host.write_status(conditions.package_ok(True, True, ""), new.source)
+        if not healthy_first:
+            await host.write_status(conditions.package_ok(True, True, ""), new.source)
         host.settle(True, new.revision)
 
     async def _revert(self, pkg: c.ReadPackageResult, new: Install,

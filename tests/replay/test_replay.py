@@ -18,7 +18,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from lockwright import contracts as c
-from tests.histories import steps_after_clean_up
+from tests.histories import CHILD_STARTED, step_names, steps_after_clean_up
 from lockwright.workflows import ALL_WORKFLOWS, InstallRevision, PackageWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -145,6 +145,19 @@ def test_a_hand_off_runs_locally_since_the_patch(shape: str, before: tuple[int, 
     retires a revision stays queued."""
     assert steps_of(load(f"{shape}_queued_hand_off"), c.SET_ACTIVE_REVISION) == before
     assert steps_of(load(shape), c.SET_ACTIVE_REVISION) == since
+
+
+@pytest.mark.parametrize(("shape", "first"), [
+    ("package_upgrade", [c.WRITE_PACKAGE_STATUS, c.SET_ACTIVE_REVISION]),
+    ("package_upgrade_queued_hand_off", [c.SET_ACTIVE_REVISION, c.WRITE_PACKAGE_STATUS])])
+def test_the_package_is_healthy_before_its_old_revision_is_retired(shape: str,
+                                                                  first: list[str]) -> None:
+    """Once the switch's child is healthy the package says so, then v1 is retired
+    (PATCH_HEALTHY_BEFORE_RETIRE); runs before retired it first."""
+    names = step_names(load(shape))
+    after_switch = names[len(names) - names[::-1].index(CHILD_STARTED):]
+    finish = [n for n in after_switch if n in (c.WRITE_PACKAGE_STATUS, c.SET_ACTIVE_REVISION)]
+    assert finish[:2] == first, finish
 
 
 @workflow.defn(name="InstallRevision")
