@@ -204,13 +204,23 @@ class Establisher:
         counts = est.definition_counts(refs)
         if revision.conversion is not None:  # the names of Inactive MRDs' CRDs too
             refs = est.sort_object_refs(reserved(refs))
-        self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name,
-                        {"status": {"objectRefs": refs}}, subresource="status")
+        writes: list[tuple[Obj, str | None]] = [({"status": {"objectRefs": refs}}, "status")]
         recorded = (meta(rev).get("annotations") or {}).get(c.ACTIVE_DEFINITIONS_ANNOTATION)
         if counts[0] and inp.control and recorded != str(counts[1]):
-            self.kube.patch(est.PKG_API_VERSION, revision.kind, revision.name, {"metadata": {
-                "annotations": {c.ACTIVE_DEFINITIONS_ANNOTATION: str(counts[1])}}})
+            writes.append(({"metadata": {"annotations": {
+                c.ACTIVE_DEFINITIONS_ANNOTATION: str(counts[1])}}}, None))
+        self._patch_side_by_side(revision, writes)
         return refs, counts
+
+    def _patch_side_by_side(self, revision: est.Revision,
+                            writes: list[tuple[Obj, str | None]]) -> None:
+        """Merge-patch the revision once per (body, subresource), all at once: the status
+        and the metadata, neither read back, take 20-40 ms each on a busy kube-apiserver."""
+        with ThreadPoolExecutor(len(writes)) as pool:
+            for done in [pool.submit(self.kube.patch, est.PKG_API_VERSION, revision.kind,
+                                     revision.name, body, subresource=sub)
+                         for body, sub in writes]:
+                done.result()
 
     @contextmanager
     def saying_why(self, rev: Obj) -> Iterator[None]:

@@ -120,6 +120,8 @@ TIMEOUTS: dict[str, Timeouts] = {
     c.ACTIVATE_DEFINITIONS: _LONG,
     # Queued: it lists one resource of every type of every Provider.
     c.PROTECT_PROVIDERS: _LONG,
-    # Queued: it reads both packages whole and lists the resources of changed CRDs.
-    c.PLAN_REVISION: _LONG,
+    # It reads both packages whole and lists the resources of changed CRDs: local only for
+    # a small package's preparation (InstallRevision since PATCH_LOCAL_PLAN); queued for a
+    # big one and for PlanCandidate.
+    c.PLAN_REVISION: _SIZED,
 }

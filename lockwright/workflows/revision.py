@@ -60,6 +60,9 @@ PATCH_DEPENDENCY_GATE = "dependency-gate"
 PATCH_SKIP_KEEPS_CLAIM = "skip-dependencies-keeps-claim"
 # A prepared upgrade is planned (plan_revision) before its status is written.
 PATCH_UPGRADE_PLAN = "upgrade-plan"
+# The plan of a small package (package.yaml within Tuning.local_max_bytes) is a local step,
+# as its parse and dry run are; runs before queued it.
+PATCH_LOCAL_PLAN = "local-plan"
 # The health wait watches the runtime (check_health with watch_s) and polls only when a
 # watch fails (docs/design.md, "Health as it happens"); runs before polled every
 # Tuning.health_poll_s.
@@ -244,7 +247,8 @@ class InstallRevision:
         return await self._run(inp, c.PLAN_REVISION, c.PlanRevisionInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
             against=inp.against, against_digest=inp.against_digest), Plan,
-            f"plan {inp.against} → {inp.revision}")
+            f"plan {inp.against} → {inp.revision}",
+            small=self._small and workflow.patched(PATCH_LOCAL_PLAN))
 
     async def _take_lock(self, inp: c.InstallRevisionInput) -> None:
         # skipDependencyResolution used to skip the Lock, and with it the claim on objects.
@@ -360,10 +364,13 @@ class InstallRevision:
                                      summary="end the workflow task between watch windows")
 
     async def _run(self, inp: c.InstallRevisionInput, name: str, arg: object,
-                   result_type: type[R], summary: str) -> R:
+                   result_type: type[R], summary: str, small: bool | None = None) -> R:
+        """Run step ``name``; ``small``: whether it may run locally (default: the package
+        is small)."""
         self._step = name
         workflow.set_current_details(f"**{name}** `{inp.revision}`")
-        return await call(name, arg, result_type, summary, inp.tuning, self._small)
+        return await call(name, arg, result_type, summary, inp.tuning,
+                          self._small if small is None else small)
 
     async def _write(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
                      objects: int = 0,

@@ -70,6 +70,8 @@ SHAPES |= {"revision_install_provider_in_turn"}
 # Since, on a queue of its own, after PATCH_FIRST_REVISION_ACTIVE too.
 SHAPES |= {"package_upgrade_queued_hand_off", "package_upgrade_reverted_queued_hand_off"}
 QUEUE_IDS |= {"package_upgrade", "package_upgrade_reverted"}
+# Recorded before PATCH_LOCAL_PLAN: a small package's plan was queued.
+SHAPES |= {"revision_planned_queued_plan"}
 # Since PATCH_FIRST_REVISION_ACTIVE the first revision is created Active, with no
 # set_active_revision ("package_install" is from before; recorded on a queue of its own).
 QUEUE_IDS |= {"package_install_first_active"}
@@ -145,6 +147,15 @@ def test_a_hand_off_runs_locally_since_the_patch(shape: str, before: tuple[int, 
     retires a revision stays queued."""
     assert steps_of(load(f"{shape}_queued_hand_off"), c.SET_ACTIVE_REVISION) == before
     assert steps_of(load(shape), c.SET_ACTIVE_REVISION) == since
+
+
+@pytest.mark.parametrize(("shape", "runs"), [("revision_planned", (1, 0)),
+                                             ("revision_planned_queued_plan", (0, 1))])
+def test_a_small_package_is_planned_locally_since_the_patch(shape: str,
+                                                           runs: tuple[int, int]) -> None:
+    """A small package's preparation plans it as a local step (PATCH_LOCAL_PLAN), as it
+    parses and dry-runs it; (local, queued) runs of plan_revision."""
+    assert steps_of(load(shape), c.PLAN_REVISION) == runs
 
 
 @pytest.mark.parametrize(("shape", "first"), [
