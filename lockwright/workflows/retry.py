@@ -18,12 +18,13 @@ Permanent error types are listed as non-retryable too, so an activity that forge
 as *local* activities: the worker that runs the workflow task runs them and records each
 result as a marker, so a chain of them costs no task-queue round trips (20-40 ms each on a
 dev server). Steps whose work grows with the package run locally only when the caller knows
-it is small: parse and establish when package.yaml is at most ``Tuning.local_max_bytes``,
-``set_active_revision`` when no other revision hands control over or when it only flips
-``desiredState`` (a switch's hand-off, which keeps every runtime). Above that, and always for the fetch
-and deletions, they are regular activities with heartbeats, shown as pending in the UI
-while they run. A worker killed during a local step loses nothing: the workflow task times
-out (10 s) and the step, idempotent like every activity, runs again.
+it is small: parse, establish and an upgrade's plan when package.yaml is at most
+``Tuning.local_max_bytes``, ``set_active_revision`` when no other revision hands control
+over or when it only flips ``desiredState`` (a switch's hand-off, which keeps every
+runtime). Above that, and always for the fetch and deletions, they are regular activities
+with heartbeats, shown as pending in the UI while they run. A worker killed during a local
+step loses nothing: the workflow task times out (10 s) and the step, idempotent like every
+activity, runs again.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ upgraded without ever leaving the cluster without a working runtime
    waits for it at most the switch deadline.
 3. **Finish** when it is healthy: the package says so (``PATCH_HEALTHY_BEFORE_RETIRE``;
    before it, only once the old revision was gone), then the old revision's runtime is
-   removed, and it releases what it still holds and leaves the Lock. Otherwise **revert**: the old revision takes
-   control back (its runtime never stopped), the new one is retired and stays Inactive,
-   the package says why (and an Event names both), and the same revision is not tried
-   again until the package's spec changes.
+   removed, and it releases what it still holds and leaves the Lock. Otherwise
+   **revert**: the old revision takes control back (its runtime never stopped), the new
+   one is retired and stays Inactive, the package says why (and an Event names both),
+   and the same revision is not tried again until the package's spec changes.
 
 Runs started before this (``PATCH_PREPARE_THEN_SWITCH``) switched first and installed
 after, and replay that way.

@@ -36,7 +36,8 @@ class _Kube:
 
 
 def _record(kube: _Kube, annotations: dict[str, str]) -> tuple[Any, tuple[int, int]]:
-    establisher = Establisher(kube, None, None, None, None, "crossplane-system")  # type: ignore[arg-type]
+    establisher = Establisher(
+        kube, None, None, None, None, "crossplane-system")  # type: ignore[arg-type]
     inp = c.EstablishObjectsInput(kind=c.PROVIDER, package="nop", revision="nop-2",
                                   control=True)
     rev = {"metadata": {"name": "nop-2", "annotations": annotations}}

@@ -49,8 +49,9 @@ class _Keeper:
 
 def _set_active(keep_runtime: bool, revisions: list[Any]) -> list[tuple[str, ...]]:
     kube = _Kube()
-    acts = LifecycleActivities(kube, "crossplane-system", _Reader(revisions), _Keeper(kube),  # type: ignore[arg-type]
-                               None, None)  # type: ignore[arg-type]
+    acts = LifecycleActivities(
+        kube, "crossplane-system", _Reader(revisions), _Keeper(kube),  # type: ignore[arg-type]
+        None, None)  # type: ignore[arg-type]
     run = LifecycleActivities.set_active_revision.__wrapped__  # type: ignore[attr-defined]
     result = run(acts, c.SetActiveRevisionInput(c.PROVIDER, "nop", "nop-2",
                                                 keep_runtime=keep_runtime))

@@ -83,7 +83,8 @@ def test_a_digest_chosen_already_is_pulled_as_the_watch_cache_says(
         raise _Pulled
 
     monkeypatch.setattr(contents_module, "fetch_package", fetch)
-    contents = Contents(PackageCache(tmp_path), _Registries(kube, "crossplane-system", ()))  # type: ignore[arg-type]
+    registries = _Registries(kube, "crossplane-system", ())  # type: ignore[arg-type]
+    contents = Contents(PackageCache(tmp_path), registries)
     with pytest.raises(_Pulled):
         contents.cached("Provider", REVISION, DIGEST)
     assert pulled == [f"xpkg.example.org/provider-nop:v1@{DIGEST}"]
@@ -93,8 +94,10 @@ def test_a_digest_chosen_already_is_pulled_as_the_watch_cache_says(
 def test_the_controller_image_is_resolved_as_the_watch_cache_says(tmp_path: Path) -> None:
     kube = _Kube()
     registries = _Registries(kube, "crossplane-system", ())  # type: ignore[arg-type]
-    identity = Identity(kube, PackageReader(kube), Contents(PackageCache(tmp_path), registries),  # type: ignore[arg-type]
-                        registries, RuntimeConfigs(kube, registries))  # type: ignore[arg-type]
+    reader = PackageReader(kube)  # type: ignore[arg-type]
+    contents = Contents(PackageCache(tmp_path), registries)
+    identity = Identity(kube, reader, contents, registries,  # type: ignore[arg-type]
+                        RuntimeConfigs(kube, registries))  # type: ignore[arg-type]
     assert identity.resolve(REVISION, "xpkg.example.org/provider-nop-controller:v1") == DIGEST
     assert kube.lists == [True]
 
