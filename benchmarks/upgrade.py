@@ -186,6 +186,11 @@ class Stream:
                 return
 
 
+def _entries(lock: Obj) -> set[str]:
+    """The names of the Lock's entries."""
+    return {str(e.get("name")) for e in lock.get("packages") or []}
+
+
 def available(deployment: Obj) -> bool:
     """The Deployment's Available condition is True."""
     conditions = (deployment.get("status") or {}).get("conditions") or []
@@ -194,7 +199,8 @@ def available(deployment: Obj) -> bool:
 
 @dataclass
 class Goal:
-    """When a switch-over is done: v2 Active and current, Healthy, v1's runtime gone."""
+    """When a switch-over is done: v2 Active and current, Healthy, v1's runtime gone, and
+    the Lock swapped (v2's entry in, v1's out), as the floor's switch-over ends."""
 
     v1_revision: str
     v2_ref: str
@@ -217,6 +223,7 @@ class Switchover:
         self.timeline: list[tuple[float, int, int]] = []
         self.provider: Obj = {}
         self.revisions: dict[str, Obj] = {}
+        self.locked: set[str] = set()  # the Lock's entries
         self.goal: Goal | None = None
         self.done_at: float | None = None
         apps, custom = client.AppsV1Api(self.api), client.CustomObjectsApi(self.api)
@@ -229,7 +236,10 @@ class Switchover:
                        self._provider),
                 Stream(custom.list_cluster_custom_object, (G, V, "providerrevisions"),
                        {"label_selector": f"{PACKAGE_LABEL}={name}"}, self._list_revisions,
-                       self._revision)]
+                       self._revision),
+                Stream(custom.list_cluster_custom_object, (G, "v1beta1", "locks"),
+                       {"field_selector": "metadata.name=lock"}, self._list_lock,
+                       self._lock)]
 
     def __enter__(self) -> Self:
         for stream in self.streams:
@@ -285,6 +295,17 @@ class Switchover:
                 self.revisions[obj["metadata"]["name"]] = obj
             self._changed(now)
 
+    def _list_lock(self, items: list[Obj], now: float) -> None:
+        with self.cond:
+            self.locked = _entries(items[0] if items else {})
+            self._changed(now)
+
+    def _lock(self, type_: str, obj: Obj, now: float) -> None:
+        with self.cond:
+            if obj:
+                self.locked = set() if type_ == "DELETED" else _entries(obj)
+            self._changed(now)
+
     def _changed(self, now: float) -> None:
         self.timeline.append((now, sum(self.deployments.values()), len(self.deployments)))
         if self.done_at is None and self.goal is not None and self._reached(self.goal):
@@ -297,7 +318,8 @@ class Switchover:
         spec = rev.get("spec") or {}
         return (current != goal.v1_revision and spec.get("image") == goal.v2_ref
                 and spec.get("desiredState") == "Active" and healthy(self.provider)
-                and not goal.v1_deployments & set(self.deployments))
+                and not goal.v1_deployments & set(self.deployments)
+                and str(current) in self.locked and goal.v1_revision not in self.locked)
 
     # --- for the benchmark thread -------------------------------------------------------
     def expect(self, v1_revision: str, v2_ref: str) -> frozenset[str]:
