@@ -62,8 +62,8 @@ PATCH_EVIDENCE_GATE = "evidence-gate"
 # Runs before queued it.
 PATCH_LOCAL_HAND_OFF = "local-hand-off"
 # workflow.patched() id: once the new revision is healthy the package says so at once, and
-# then the old revision is retired, as Crossplane's package follows its current revision's
-# health while the old one is deactivated. Runs before wrote the status after retiring it.
+# then the old revision is retired, as Crossplane's package copies its current revision's
+# health (docs/crossplane.md §9 step 10). Runs before wrote the status after retiring it.
 PATCH_HEALTHY_BEFORE_RETIRE = "healthy-before-retire"
 
 
