@@ -13,21 +13,31 @@ from lockwright import contracts as c
 CHILD_STARTED = "child workflow started"
 
 
+RUN_LOCAL = "local"
+RUN_QUEUED = "queued"
+
+
 def step_names(history: WorkflowHistory) -> list[str]:
     """Every activity the history ran, local or queued, and every child it started."""
-    return [name for event in history.events if (name := _step(event))]
+    return [name for name, _ in steps(history)]
 
 
-def _step(event: HistoryEvent) -> str:
+def steps(history: WorkflowHistory) -> list[tuple[str, str]]:
+    """(name, where) of every step in ``history``: an activity run ``RUN_LOCAL`` or ``RUN_QUEUED``,
+    or ``CHILD_STARTED`` (where: "")."""
+    return [step for event in history.events if (step := _step(event))[0]]
+
+
+def _step(event: HistoryEvent) -> tuple[str, str]:
     if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-        return str(event.activity_task_scheduled_event_attributes.activity_type.name)
+        return str(event.activity_task_scheduled_event_attributes.activity_type.name), RUN_QUEUED
     if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-        return CHILD_STARTED
+        return CHILD_STARTED, ""
     if (event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
             and event.marker_recorded_event_attributes.marker_name == "core_local_activity"):
         data = event.marker_recorded_event_attributes.details["data"].payloads[0].data
-        return str(json.loads(data)["activity_type"])
-    return ""
+        return str(json.loads(data)["activity_type"]), RUN_LOCAL
+    return "", ""
 
 
 def steps_after_clean_up(history: WorkflowHistory) -> list[str]:

@@ -13,12 +13,18 @@ from pathlib import Path
 
 import pytest
 from temporalio import workflow
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from lockwright import contracts as c
-from tests.histories import CHILD_STARTED, step_names, steps_after_clean_up
+from tests.histories import (
+    CHILD_STARTED,
+    RUN_LOCAL,
+    RUN_QUEUED,
+    step_names,
+    steps,
+    steps_after_clean_up,
+)
 from lockwright.workflows import ALL_WORKFLOWS, InstallRevision, PackageWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -102,12 +108,8 @@ async def test_history_replays(shape: str) -> None:
 
 def local_steps(history: WorkflowHistory) -> tuple[int, int]:
     """(local activity markers, activities scheduled on the task queue) in ``history``."""
-    local = sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-                and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
-                for e in history.events)
-    queued = sum(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                 for e in history.events)
-    return local, queued
+    where = [w for _, w in steps(history)]
+    return where.count(RUN_LOCAL), where.count(RUN_QUEUED)
 
 
 def test_quick_steps_run_locally_since_the_patch() -> None:
@@ -122,15 +124,8 @@ def test_quick_steps_run_locally_since_the_patch() -> None:
 
 def steps_of(history: WorkflowHistory, name: str) -> tuple[int, int]:
     """(local, queued) runs of activity ``name`` in ``history``."""
-    local = sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-                and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
-                and f'"activity_type":"{name}"'.encode() in b"".join(
-                    p.data for p in e.marker_recorded_event_attributes.details["data"].payloads)
-                for e in history.events)
-    queued = sum(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                 and e.activity_task_scheduled_event_attributes.activity_type.name == name
-                 for e in history.events)
-    return local, queued
+    where = [w for n, w in steps(history) if n == name]
+    return where.count(RUN_LOCAL), where.count(RUN_QUEUED)
 
 
 @pytest.mark.parametrize(("shape", "before", "since"), [
