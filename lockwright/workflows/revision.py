@@ -4,7 +4,8 @@ Child of ``PackageWorkflow``, id ``revision:<kind>:<revision>``, so one revision
 installed twice at once. Steps, each an idempotent activity: fetch into the cache → parse,
 validate, lint → Crossplane version check → take the Lock (dependencies recorded) → TLS
 (active Providers/Functions), establish objects and RBAC (Providers), side by side →
-runtime → wait healthy → write the revision's status.
+runtime → wait healthy → write the revision's status (an active install that ends healthy
+writes the package's Healthy beside it; the parent's write then finds nothing to change).
 
 **Health wait.** ``check_health`` watches the runtime's Deployment for a window of at most
 ``HEALTH_WATCH_S`` and answers as soon as it is Available, again until the polls' span
@@ -80,6 +81,12 @@ HEALTH_WINDOW_GAP_S = 0.05
 # reads what another writes, and the runtime, which needs all three, starts after them
 # (docs/design.md, "TLS, objects and RBAC side by side"). Runs before: one after another.
 PATCH_ESTABLISH_TOGETHER = "establish-together"
+# An active install that ends healthy writes the package's Healthy beside the revision's,
+# as Crossplane's package follows its current revision's health (docs/crossplane.md §9
+# step 10), instead of leaving it to the parent once the child has ended (docs/design.md,
+# "Health as it happens"). A switch's parent still writes it, before it retires the old
+# revision. Runs before: the revision's status only.
+PATCH_PACKAGE_HEALTHY_BESIDE = "package-healthy-beside"
 _EPSILON_S = 1e-6
 
 
@@ -175,8 +182,9 @@ class InstallRevision:
             health = (c.CheckHealthResult(healthy=True, message=MSG_AWAITING_ACTIVATION)
                       if ensured.scaled_to_zero else await self._wait_healthy(
                           inp, ensured.deployment))
-        await self._write(inp, status.revision_ok(runtime, health.healthy, health.message),
-                          objects=established.objects, capabilities=parsed.capabilities)
+        await self._write_outcome(inp, status.revision_ok(runtime, health.healthy,
+                                                          health.message),
+                                  health, established.objects, parsed.capabilities)
         workflow.set_current_details(f"**installed** `{inp.revision}` healthy={health.healthy}")
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=established.objects, dependencies=dependencies,
@@ -385,12 +393,32 @@ class InstallRevision:
             invalid_dependencies=locked.invalid_dependencies), c.WriteRevisionStatusResult,
             f"status of {inp.revision}", inp.tuning)
 
-    async def _write_package(self, inp: c.InstallRevisionInput, runtime_message: str) -> None:
+    async def _write_outcome(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
+                             health: c.CheckHealthResult, objects: int,
+                             capabilities: list[str]) -> None:
+        """The revision's status; an active install's healthy end, the package's too, side
+        by side (``PATCH_PACKAGE_HEALTHY_BESIDE``): the parent's write after it then finds
+        nothing to change. Both are awaited before a failure is raised, the revision's
+        first."""
+        revision = self._write(inp, conditions, objects=objects, capabilities=capabilities)
+        if not (inp.active and health.healthy and not inp.health_deadline_s
+                and workflow.patched(PATCH_PACKAGE_HEALTHY_BESIDE)):
+            await revision
+            return
+        results = await asyncio.gather(
+            revision, self._write_package(inp, health.message, healthy=True),
+            return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def _write_package(self, inp: c.InstallRevisionInput, runtime_message: str,
+                             healthy: bool = False) -> None:
         await call(c.WRITE_PACKAGE_STATUS, c.WritePackageStatusInput(
             kind=inp.kind, name=inp.package, observed_generation=inp.generation,
             current_revision=inp.revision, current_identifier=inp.identifier,
             resolved_package=inp.source,
-            conditions=status.package_ok(inp.active, False, runtime_message)),
+            conditions=status.package_ok(inp.active, healthy, runtime_message)),
             c.WritePackageStatusResult, f"status of {inp.kind} {inp.package}", inp.tuning)
 
     async def _write_failure(self, inp: c.InstallRevisionInput, failure: Failure) -> None:

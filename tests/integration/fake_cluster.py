@@ -79,6 +79,8 @@ class FakeCluster:
     revisions: dict[str, FakeRevision] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)
     package_status: dict[str, list[c.WritePackageStatusInput]] = field(default_factory=dict)
+    # Which workflow type wrote each of package_status's entries, in the same order.
+    package_status_from: dict[str, list[str]] = field(default_factory=dict)
     revision_status: dict[str, list[c.WriteRevisionStatusInput]] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
     established: Counter[str] = field(default_factory=Counter)
@@ -245,6 +247,7 @@ class FakeCluster:
         writes = self.package_status.setdefault(inp.name, [])
         changed = not writes or writes[-1] != inp
         writes.append(inp)
+        self.package_status_from.setdefault(inp.name, []).append(activity.info().workflow_type)
         for during in self.during_status:
             await during(inp)
         return c.WritePackageStatusResult(changed=changed)

@@ -149,6 +149,13 @@ async def test_install_ends_installed_and_healthy(
     rev_conds = {x.type: x for x in cluster.revision_status[st.current_revision][-1].conditions}
     assert rev_conds["RevisionHealthy"].status == "True"
     assert ("RuntimeHealthy" in rev_conds) == bool(runtime)
+    # The child says Healthy on the package beside the revision (PATCH_PACKAGE_HEALTHY_BESIDE);
+    # the parent's write after it is the same, so the real activity finds nothing to change.
+    writes, by = cluster.package_status[pkg.name], cluster.package_status_from[pkg.name]
+    healthy = [i for i, w in enumerate(writes)
+               if any(x.type == "Healthy" and x.status == "True" for x in w.conditions)]
+    assert [by[i] for i in healthy] == ["InstallRevision", "PackageWorkflow"]
+    assert writes[healthy[0]] == writes[healthy[1]]
     await check_histories(temporal_client, handle, [st.current_revision], kind)
     if kind == c.PROVIDER:
         await record(temporal_client, handle.id, "package_install")

@@ -82,6 +82,10 @@ SHAPES |= {"revision_planned_queued_plan"}
 # set_active_revision ("package_install" is from before; recorded on a queue of its own).
 QUEUE_IDS |= {"package_install_first_active"}
 SHAPES |= QUEUE_IDS
+# Recorded before PATCH_PACKAGE_HEALTHY_BESIDE: an active install's healthy end wrote the
+# revision's status only, and the parent the package's after the child had ended.
+SHAPES |= {"revision_install_provider_revision_status_only",
+           "revision_awaiting_activation_revision_status_only"}
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -114,7 +118,9 @@ def local_steps(history: WorkflowHistory) -> tuple[int, int]:
 
 def test_quick_steps_run_locally_since_the_patch() -> None:
     """A small install queues only the fetch; before the patch every step was queued."""
-    assert local_steps(load("revision_install_provider")) == (9, 1)
+    # Ten local since PATCH_PACKAGE_HEALTHY_BESIDE: the package's Healthy beside the revision's.
+    assert local_steps(load("revision_install_provider")) == (10, 1)
+    assert local_steps(load("revision_install_provider_revision_status_only")) == (9, 1)
     local, queued = local_steps(load("revision_install_provider_queued"))
     assert (local, queued) == (0, 10)
     assert local_steps(load("package_install")) == (6, 0)
@@ -164,6 +170,21 @@ def test_the_package_is_healthy_before_its_old_revision_is_retired(shape: str,
     after_switch = names[len(names) - names[::-1].index(CHILD_STARTED):]
     finish = [n for n in after_switch if n in (c.WRITE_PACKAGE_STATUS, c.SET_ACTIVE_REVISION)]
     assert finish[:2] == first, finish
+
+
+@pytest.mark.parametrize(("shape", "last"), [
+    ("revision_install_provider", [c.WRITE_REVISION_STATUS, c.WRITE_PACKAGE_STATUS]),
+    ("revision_awaiting_activation", [c.WRITE_REVISION_STATUS, c.WRITE_PACKAGE_STATUS]),
+    ("revision_install_provider_revision_status_only", [c.WRITE_REVISION_STATUS]),
+    ("revision_awaiting_activation_revision_status_only", [c.WRITE_REVISION_STATUS])])
+def test_an_active_install_says_healthy_on_the_package_beside_the_revision(
+        shape: str, last: list[str]) -> None:
+    """The steps after the runtime: since PATCH_PACKAGE_HEALTHY_BESIDE the child writes the
+    package's Healthy beside the revision's status (healthy, or safe-start at zero);
+    runs before wrote the revision's only and left the package to the parent."""
+    names = step_names(load(shape))
+    assert names[names.index(c.ENSURE_RUNTIME) + 1:] in (
+        [c.CHECK_HEALTH, *last], last), names
 
 
 @workflow.defn(name="InstallRevision")
