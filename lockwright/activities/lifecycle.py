@@ -17,8 +17,10 @@ from lockwright.activities.errors import defn, edge
 from lockwright.activities.lock import LockKeeper
 from lockwright.activities.objects import Establisher
 from lockwright.activities.reads import PackageReader
+from lockwright.activities.release import object_refs
 from lockwright.errors import ObjectGone
 from lockwright.k8s import NORMAL, Kube, Obj, deleting
+from lockwright.objects.establish import Ref
 from lockwright.upgrade import revisions as rv
 
 
@@ -51,6 +53,9 @@ class LifecycleActivities:
         if target is None:
             raise ObjectGone(f"{revision_kind(inp.kind)} {inp.revision} is gone")
         running, locked = self.holdings(inp.keep_runtime)
+        # A finished switch (drop_unshipped): the target has established every object it
+        # records under its control, so no retired revision controls one of those.
+        taken = frozenset(object_refs(target)) if inp.drop_unshipped else frozenset()
         deactivated = []
         for rev in revs:
             if rev is target:
@@ -58,7 +63,7 @@ class LifecycleActivities:
             if inp.keep_runtime and spec(rev).get("desiredState") == c.ACTIVE:
                 self.set_state(inp.kind, rev, c.INACTIVE)
             elif not inp.keep_runtime and rv.retirable(rev, running, locked):
-                self.deactivate(inp.kind, rev, running)
+                self.deactivate(inp.kind, rev, running, taken)
                 if inp.drop_unshipped:
                     self.dropped.drop_unshipped(self.kube.get(PKG_V1, kind_of(inp.kind), inp.package),
                                         rev, revs)
@@ -83,7 +88,8 @@ class LifecycleActivities:
         """The runtime Deployments of the system namespace."""
         return self.kube.list("apps/v1", "Deployment", self.namespace)
 
-    def deactivate(self, kind: str, rev: Obj, running: list[Obj]) -> None:
+    def deactivate(self, kind: str, rev: Obj, running: list[Obj],
+                   taken: frozenset[Ref] = frozenset()) -> None:
         """Stop the runtime, release objects, mark Inactive, then leave the Lock.
 
         The runtime goes first: whoever retires a revision has another in control (a
@@ -91,14 +97,15 @@ class LifecycleActivities:
         does not depend on the revision's objects or entry. Marked before it leaves the
         Lock: ``take_lock`` re-reads the revision after the Lock, so a take still under
         way for it cannot put the entry back. A retry after a failure part-way finds it
-        still in the Lock, so retirable, and retires it again.
+        still in the Lock, so retirable, and retires it again. ``taken``: objects the
+        revision taking over controls, which are not read (lockwright.activities.release).
         """
         name = str(meta(rev)["name"])
         for deployment in running:
             if rv.controls(deployment, str(meta(rev)["uid"])):
                 self.kube.delete("apps/v1", "Deployment", meta(deployment)["name"],
                                  self.namespace, uid=meta(deployment)["uid"])
-        released = self.establisher.release_objects(kind, rev)
+        released = self.establisher.release_objects(kind, rev, taken)
         if spec(rev).get("desiredState") != c.INACTIVE:
             self.set_state(kind, rev, c.INACTIVE)
         self.keeper.leave_lock(name)

@@ -75,6 +75,7 @@ from lockwright.managed.convert import Conversion, reserved
 from lockwright.managed.policy import MSG_ACTIVATED, REASON_ACTIVATED
 from lockwright.objects import crdcheck, holders
 from lockwright.objects import establish as est
+from lockwright.objects.establish import Ref
 from lockwright.objects.lock import ObjectKey
 from lockwright.runtime import tls
 
@@ -572,10 +573,11 @@ class Establisher:
                                obj["metadata"]["ownerReferences"], action.expect)
         return action.op
 
-    def release_objects(self, kind: str, rev: Obj) -> int:
-        """Deactivation: drop the revision's controller flag on each of its objects
-        (lockwright.activities.release); how many it still controlled."""
-        return Release(self.kube, self.workers).run(kind, rev)
+    def release_objects(self, kind: str, rev: Obj,
+                        taken: frozenset[Ref] = frozenset()) -> int:
+        """Deactivation: drop the revision's controller flag on each of its objects but
+        ``taken`` (lockwright.activities.release); how many it still controlled."""
+        return Release(self.kube, self.workers).run(kind, rev, taken)
 
 
 def _address(obj: Obj) -> Address:

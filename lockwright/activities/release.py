@@ -3,7 +3,11 @@ established, and is no longer its controller (docs/design.md, "One dry run per
 switch-over", on what the finish reads).
 
 After a switch-over the new revision has already taken control of every object it ships,
-so the release mostly finds nothing to write; what it costs is reading the owners. A kind
+so the release mostly finds nothing to write; what it costs is reading the owners. The
+finish of a switch therefore skips the objects the new revision records
+(``status.objectRefs``) as established under its control: only one owner reference may be
+the controller, and the new revision's take set the old one's to false, so there is
+nothing to read (a 10-CRD switch-over's finish read 20 objects for it, 40 ms). A kind
 the revision holds many objects of is read with one metadata-only list (owners and
 resourceVersions, never contents) instead of an object at a time: a switched 2,000-CRD
 provider's old revision read its 4,000 objects one by one in 80 s on a busy
@@ -34,13 +38,14 @@ class Release:
         self.kube = kube
         self.workers = workers
 
-    def run(self, kind: str, rev: Obj) -> int:
-        """Drop ``rev``'s controller flag on each of its objects; how many it controlled."""
+    def run(self, kind: str, rev: Obj, taken: frozenset[Ref] = frozenset()) -> int:
+        """Drop ``rev``'s controller flag on each of its objects; how many it controlled.
+        ``taken``: objects another revision has since established under its control,
+        which ``rev`` cannot control; they are not read."""
         revision = est.Revision(name=str(meta(rev)["name"]), uid=str(meta(rev)["uid"]),
                                 kind=revision_kind(kind), package_kind=kind_of(kind),
                                 package_name="", package_uid="", active=False)
-        refs = [(str(r["apiVersion"]), str(r["kind"]), str(r["name"]))
-                for r in (rev.get("status") or {}).get("objectRefs") or []]
+        refs = [ref for ref in object_refs(rev) if ref not in taken]
         listed = self.listed(refs)
         released = 0
         with ThreadPoolExecutor(self.workers) as pool:
@@ -82,3 +87,9 @@ class Release:
             return 0
         self.kube.set_owners(*ref, wanted, str(live["resourceVersion"]))
         return 1
+
+
+def object_refs(rev: Obj) -> list[Ref]:
+    """The objects a revision records (``status.objectRefs``) as (apiVersion, kind, name)."""
+    return [(str(r["apiVersion"]), str(r["kind"]), str(r["name"]))
+            for r in (rev.get("status") or {}).get("objectRefs") or []]

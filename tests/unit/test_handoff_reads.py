@@ -1,11 +1,14 @@
 """A switch's hand-off (``set_active_revision`` with ``keep_runtime``) only flips
 ``desiredState``: the new revision Active, the old one Inactive and still running. It reads
 the package's revisions and nothing else: no runtime Deployments and no Lock, which decide
-only what a retirement removes. A retirement (without ``keep_runtime``) reads both."""
+only what a retirement removes. A retirement (without ``keep_runtime``) reads both; a
+finished switch's retirement does not read the objects the new revision controls."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from lockwright import contracts as c
 from lockwright.activities.lifecycle import LifecycleActivities
@@ -29,6 +32,9 @@ class _Kube:
         self.calls.append(("list", kind))
         return []
 
+    def get(self, api: str, kind: str, name: str) -> Any:
+        return None
+
 
 class _Reader:
     def __init__(self, revisions: list[Any]) -> None:
@@ -37,24 +43,50 @@ class _Reader:
     def revisions_of(self, kind: str, package: str) -> list[Any]:
         return self.revisions
 
+    def event(self, *_: Any) -> None:
+        pass
+
 
 class _Keeper:
-    def __init__(self, kube: _Kube) -> None:
+    def __init__(self, kube: _Kube, locked: tuple[str, ...] = ()) -> None:
         self.kube = kube
+        self.locked = locked
 
     def read_lock(self) -> dict[str, Any]:
         self.kube.calls.append(("read_lock",))
-        return {"packages": []}
+        return {"packages": [{"name": n} for n in self.locked]}
+
+    def leave_lock(self, name: str) -> None:
+        self.kube.calls.append(("leave_lock", name))
 
 
-def _set_active(keep_runtime: bool, revisions: list[Any]) -> list[tuple[str, ...]]:
+class _Establisher:
+    def __init__(self, kube: _Kube) -> None:
+        self.kube = kube
+
+    def release_objects(self, kind: str, rev: Any, taken: frozenset[Any] = frozenset()
+                        ) -> int:
+        self.kube.calls.append(("release", rev["metadata"]["name"], *sorted(
+            n for _, _, n in taken)))
+        return 0
+
+
+class _Dropped:
+    def drop_unshipped(self, *_: Any) -> int:
+        return 0
+
+
+def _set_active(keep_runtime: bool, revisions: list[Any], finish: bool = False,
+                locked: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     kube = _Kube()
+    reader, keeper = _Reader(revisions), _Keeper(kube, locked)
     acts = LifecycleActivities(
-        kube, "crossplane-system", _Reader(revisions), _Keeper(kube),  # type: ignore[arg-type]
-        None, None)  # type: ignore[arg-type]
+        kube, "crossplane-system", reader, keeper,  # type: ignore[arg-type]
+        _Establisher(kube), _Dropped())  # type: ignore[arg-type]
     run = LifecycleActivities.set_active_revision.__wrapped__  # type: ignore[attr-defined]
     result = run(acts, c.SetActiveRevisionInput(c.PROVIDER, "nop", "nop-2",
-                                                keep_runtime=keep_runtime))
+                                                keep_runtime=keep_runtime,
+                                                drop_unshipped=finish))
     assert result.revision == "nop-2"
     return kube.calls
 
@@ -70,3 +102,20 @@ def test_a_retirement_reads_both() -> None:
     calls = _set_active(keep_runtime=False, revisions=[NEW])
     assert calls == [("read_lock",), ("list", "Deployment"),
                      ("patch", "ProviderRevision", "nop-2", "Active")]
+
+
+def _refs(*names: str) -> dict[str, Any]:
+    return {"objectRefs": [{"apiVersion": "apiextensions.k8s.io/v1",
+                            "kind": "CustomResourceDefinition", "name": n} for n in names]}
+
+
+@pytest.mark.parametrize(("finish", "skipped"), [(True, ("a", "b")), (False, ())])
+def test_a_finished_switch_does_not_read_what_the_new_revision_controls(
+        finish: bool, skipped: tuple[str, ...]) -> None:
+    """The finish (``drop_unshipped``) hands the release the new revision's objects, which
+    it established under its control; any other retirement hands it none."""
+    old = {**OLD, "status": _refs("a", "b", "c")}
+    new = {**NEW, "spec": {"revision": 2, "desiredState": "Active"}, "status": _refs("a", "b")}
+    calls = _set_active(keep_runtime=False, revisions=[old, new], finish=finish,
+                        locked=("nop-1",))
+    assert ("release", "nop-1", *skipped) in calls, calls

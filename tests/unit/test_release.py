@@ -113,3 +113,20 @@ def test_an_object_changed_since_the_list_is_read_again_and_one_gone_is_skipped(
     assert kube.gets == ["crd-2"], "only the object that changed is read again"
     assert "crd-2" in kube.written and "crd-gone-0" not in kube.written
     assert released == LIST_FROM // 2
+
+
+@pytest.mark.parametrize("count", [3, LIST_FROM])
+def test_objects_the_new_revision_took_are_not_read(count: int) -> None:
+    """A finished switch passes the objects the new revision established under its control
+    (``taken``): neither listed nor read, whether a kind would be listed or read one by
+    one; an object only the old revision ships is still read and released."""
+    names = _names("crd", count) + ["crd-only-old-0"]
+    kube = _Kube({CRD[1]: names})
+    refs = [(*CRD, n) for n in names]
+    taken = frozenset(refs[:-1])
+
+    released = Release(kube, workers=2).run(  # type: ignore[arg-type]
+        "Provider", _rev(refs), taken)
+
+    assert kube.lists == [] and kube.gets == ["crd-only-old-0"]
+    assert released == 1 and list(kube.written) == ["crd-only-old-0"]
