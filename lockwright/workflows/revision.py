@@ -33,6 +33,7 @@ import asyncio
 import math
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -87,6 +88,10 @@ PATCH_ESTABLISH_TOGETHER = "establish-together"
 # "Health as it happens"). A switch's parent still writes it, before it retires the old
 # revision. Runs before: the revision's status only.
 PATCH_PACKAGE_HEALTHY_BESIDE = "package-healthy-beside"
+# An upgrade's preparation runs the Lock's check, the dry run and the plan side by side:
+# none writes anything (docs/design.md, "One dry run per switch-over"). Runs before: one
+# after another, the check first.
+PATCH_PREPARE_TOGETHER = "prepare-together"
 _EPSILON_S = 1e-6
 
 
@@ -155,10 +160,12 @@ class InstallRevision:
             await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
                 revision=inp.revision, constraint=parsed.crossplane_constraint),
                 c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
+        if inp.prepare and workflow.patched(PATCH_PREPARE_TOGETHER):
+            return await self._prepared_together(inp, parsed)
         await self._take_lock(inp)
         dependencies = self._locked.dependencies
         if inp.prepare:
-            return await self._prepared(inp, parsed, dependencies)
+            return await self._prepared(inp, parsed)
         if not await self._dependencies_met(inp):
             return await self._unmet(inp)
         # TLS only after the Lock: a package that loses the Lock must have touched nothing.
@@ -231,20 +238,50 @@ class InstallRevision:
                 raise result
         return next(r for r in results if isinstance(r, c.EstablishObjectsResult))
 
-    async def _prepared(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
-                        dependencies: int) -> c.InstallRevisionResult:
-        """An upgrade's preparation: every object write dry-run as if active, no runtime."""
-        checked = await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
+    async def _prepared(self, inp: c.InstallRevisionInput,
+                        parsed: c.ParsePackageResult) -> c.InstallRevisionResult:
+        """An upgrade's preparation before PATCH_PREPARE_TOGETHER (the Lock checked
+        already): every object write dry-run as if active, then the plan; no runtime."""
+        checked = await self._dry_run(inp, parsed)
+        return await self._record_prepared(inp, parsed, checked, await self._plan(inp))
+
+    async def _prepared_together(self, inp: c.InstallRevisionInput,
+                                 parsed: c.ParsePackageResult) -> c.InstallRevisionResult:
+        """An upgrade's preparation: the Lock's check, the dry run and the plan side by
+        side, each awaited to its end; a failure is named after the first step in the
+        flow's order, as "TLS, objects and RBAC side by side" does (docs/design.md)."""
+        self._step = f"{c.TAKE_LOCK}+{c.ESTABLISH_OBJECTS}+{c.PLAN_REVISION}"
+        results = await asyncio.gather(self._take_lock(inp), self._dry_run(inp, parsed),
+                                       self._plan(inp), return_exceptions=True)
+        for name, result in zip((c.TAKE_LOCK, c.ESTABLISH_OBJECTS, c.PLAN_REVISION),
+                                results, strict=True):
+            if isinstance(result, BaseException):
+                self._step = name
+                raise result
+        _, checked, plan = results
+        return await self._record_prepared(inp, parsed, cast(c.EstablishObjectsResult, checked),
+                                           cast(Plan | None, plan))
+
+    async def _dry_run(self, inp: c.InstallRevisionInput,
+                       parsed: c.ParsePackageResult) -> c.EstablishObjectsResult:
+        """Every object write of the revision dry-run, as if it were active."""
+        return await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
             control=True, dry_run=True), c.EstablishObjectsResult,
             f"dry-run {parsed.objects} objects (control)")
-        plan = await self._plan(inp)
+
+    async def _record_prepared(self, inp: c.InstallRevisionInput,
+                               parsed: c.ParsePackageResult,
+                               checked: c.EstablishObjectsResult,
+                               plan: Plan | None) -> c.InstallRevisionResult:
+        """The prepared revision's status (its plan's verdict too), and the result."""
         await self._write(inp, status.revision_ok(False, True, "") + status.planned(plan),
                           objects=checked.objects, capabilities=parsed.capabilities)
         workflow.set_current_details(f"**prepared** `{inp.revision}`"
                                      + (f": {plan.summary()}" if plan else ""))
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
-                                       objects=checked.objects, dependencies=dependencies,
+                                       objects=checked.objects,
+                                       dependencies=self._locked.dependencies,
                                        healthy=True, plan=plan, checked=checked.checked)
 
     async def _plan(self, inp: c.InstallRevisionInput) -> Plan | None:

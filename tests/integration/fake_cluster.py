@@ -122,6 +122,8 @@ class FakeCluster:
     # When set, ensure_tls, establish_objects and ensure_rbac each wait here (10 s at most)
     # until all the parties have come: they pass only if they run side by side.
     side_by_side: asyncio.Barrier | None = None
+    # The same for an upgrade's preparation: take_lock's check, the dry run and the plan.
+    prepare_side_by_side: asyncio.Barrier | None = None
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -156,9 +158,10 @@ class FakeCluster:
         if queued:
             raise queued.pop(0)
 
-    async def _meet(self) -> None:
-        if self.side_by_side is not None:
-            await asyncio.wait_for(self.side_by_side.wait(), 10)
+    async def _meet(self, preparing: bool = False) -> None:
+        barrier = self.prepare_side_by_side if preparing else self.side_by_side
+        if barrier is not None:
+            await asyncio.wait_for(barrier.wait(), 10)
 
     # --- package activities -------------------------------------------------------------
     @activity.defn(name=c.READ_PACKAGE)
@@ -285,6 +288,8 @@ class FakeCluster:
 
     @activity.defn(name=c.TAKE_LOCK)
     async def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
+        if inp.check_only:
+            await self._meet(preparing=True)
         self._enter(c.TAKE_LOCK)
         self.locks_taken.append(inp)
         reports = self.lock_reports.get(inp.package) or [c.TakeLockResult(resource_version="7")]
@@ -300,7 +305,7 @@ class FakeCluster:
     @activity.defn(name=c.ESTABLISH_OBJECTS)
     async def establish_objects(
             self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
-        await self._meet()
+        await self._meet(preparing=inp.dry_run)
         self._enter(c.ESTABLISH_OBJECTS)
         mode = "dry-run" if inp.dry_run else "control" if inp.control else "owner"
         self.established[f"{inp.revision}/{mode}"] += 1
@@ -355,6 +360,7 @@ class FakeCluster:
 
     @activity.defn(name=c.PLAN_REVISION)
     async def plan_revision(self, inp: c.PlanRevisionInput) -> Plan:
+        await self._meet(preparing=True)
         self._enter(c.PLAN_REVISION)
         self.planned.append(inp)
         return replace(self.plans.get(inp.package, Plan()), revision=inp.revision,

@@ -12,6 +12,7 @@ switches with a Warning Event.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
@@ -84,6 +85,21 @@ async def test_breaking_plan_holds_until_accepted_by_annotation_for_that_revisio
     await record(temporal_client, handle.id, "package_upgrade_plan_accepted")
     await record(temporal_client, c.revision_workflow_id(pkg.kind, v2, task_queue),
                  "revision_planned")
+
+
+async def test_the_preparation_checks_the_lock_dry_runs_and_plans_side_by_side(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """take_lock's check, the dry run and the plan each wait at a barrier of three until
+    all have come (PATCH_PREPARE_TOGETHER): one after another, the first would wait alone
+    and fail. The switch then runs as before."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.prepare_side_by_side = asyncio.Barrier(3)
+    st = await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Healthy")
+    assert st.active_revision != v1 and cluster.planned[-1].against == v1
+    assert cluster.established[f"{st.active_revision}/dry-run"] == 1
+    assert [t.check_only for t in cluster.locks_taken] == [False, True, False]
 
 
 async def test_manual_approval_of_a_breaking_plan_fails_until_it_accepts_the_plan(

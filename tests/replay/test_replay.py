@@ -86,6 +86,9 @@ SHAPES |= QUEUE_IDS
 # revision's status only, and the parent the package's after the child had ended.
 SHAPES |= {"revision_install_provider_revision_status_only",
            "revision_awaiting_activation_revision_status_only"}
+# Recorded before PATCH_PREPARE_TOGETHER: a preparation checked the Lock, then dry-ran,
+# then planned.
+SHAPES |= {"revision_planned_in_turn"}
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -151,6 +154,7 @@ def test_a_hand_off_runs_locally_since_the_patch(shape: str, before: tuple[int, 
 
 
 @pytest.mark.parametrize(("shape", "runs"), [("revision_planned", (1, 0)),
+                                             ("revision_planned_in_turn", (1, 0)),
                                              ("revision_planned_queued_plan", (0, 1))])
 def test_a_small_package_is_planned_locally_since_the_patch(shape: str,
                                                            runs: tuple[int, int]) -> None:
