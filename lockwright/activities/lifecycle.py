@@ -48,7 +48,7 @@ class LifecycleActivities:
         runtime and is marked Inactive. With it, they are only marked Inactive, so their
         runtime keeps serving until the switch is finished or reverted.
         """
-        revs = self.reader.revisions_of(inp.kind, inp.package)
+        revs = self.reader.revisions_of(inp.kind, inp.package, self.bound(inp))
         target = next((r for r in revs if meta(r)["name"] == inp.revision), None)
         if target is None:
             raise ObjectGone(f"{revision_kind(inp.kind)} {inp.revision} is gone")
@@ -75,6 +75,18 @@ class LifecycleActivities:
         log(package=inp.package, revision=inp.revision).info(
             "revision.activated", deactivated=deactivated, keep_runtime=inp.keep_runtime)
         return c.SetActiveRevisionResult(revision=inp.revision, deactivated=deactivated)
+
+    def bound(self, inp: c.SetActiveRevisionInput) -> str:
+        """How new the list of revisions must be: a finished switch's (``drop_unshipped``)
+        need only include its target as read now, since the switch's last write of a
+        revision was the target's (its health) and every earlier one is older; any other
+        call reads consistently ("" here). The watch cache has seen the target's write
+        moments ago, so the list does not wait for etcd's progress as a consistent one
+        does (docs/design.md, "Configuration read from the watch cache")."""
+        if not inp.drop_unshipped:
+            return ""
+        return str(meta(self.reader.revision(inp.kind, inp.revision)).get("resourceVersion")
+                   or "")
 
     def holdings(self, keep_runtime: bool) -> tuple[list[Obj], set[str]]:
         """The runtime Deployments and the Lock's entries, which decide what is retired;

@@ -50,10 +50,12 @@ class PackageReader:
         return living(self.kube.get(PKG_V1, revision_kind(kind), name),
                       f"{revision_kind(kind)} {name}")
 
-    def revisions_of(self, kind: str, package: str) -> list[Obj]:
-        """The package's revisions, lowest ``spec.revision`` first."""
+    def revisions_of(self, kind: str, package: str, not_older_than: str = "") -> list[Obj]:
+        """The package's revisions, lowest ``spec.revision`` first; consistent, or
+        ``not_older_than`` a ``resourceVersion`` (``Kube.list``)."""
         items = self.kube.list(PKG_V1, revision_kind(kind),
-                               label_selector=f"{LABEL_PACKAGE}={package}")
+                               label_selector=f"{LABEL_PACKAGE}={package}",
+                               not_older_than=not_older_than)
         return sorted(items, key=lambda r: (int(spec(r).get("revision") or 0),
                                             meta(r).get("name", "")))
 

@@ -39,9 +39,14 @@ class _Kube:
 class _Reader:
     def __init__(self, revisions: list[Any]) -> None:
         self.revisions = revisions
+        self.bounds: list[str] = []
 
-    def revisions_of(self, kind: str, package: str) -> list[Any]:
+    def revisions_of(self, kind: str, package: str, not_older_than: str = "") -> list[Any]:
+        self.bounds.append(not_older_than)
         return self.revisions
+
+    def revision(self, kind: str, name: str) -> Any:
+        return next(r for r in self.revisions if r["metadata"]["name"] == name)
 
     def event(self, *_: Any) -> None:
         pass
@@ -77,9 +82,10 @@ class _Dropped:
 
 
 def _set_active(keep_runtime: bool, revisions: list[Any], finish: bool = False,
-                locked: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+                locked: tuple[str, ...] = (), reader: _Reader | None = None
+                ) -> list[tuple[str, ...]]:
     kube = _Kube()
-    reader, keeper = _Reader(revisions), _Keeper(kube, locked)
+    reader, keeper = reader or _Reader(revisions), _Keeper(kube, locked)
     acts = LifecycleActivities(
         kube, "crossplane-system", reader, keeper,  # type: ignore[arg-type]
         _Establisher(kube), _Dropped())  # type: ignore[arg-type]
@@ -119,3 +125,19 @@ def test_a_finished_switch_does_not_read_what_the_new_revision_controls(
     calls = _set_active(keep_runtime=False, revisions=[old, new], finish=finish,
                         locked=("nop-1",))
     assert ("release", "nop-1", *skipped) in calls, calls
+
+
+@pytest.mark.parametrize(("keep_runtime", "finish", "bound"), [
+    (False, True, "42"), (False, False, ""), (True, False, "")])
+def test_only_a_finished_switch_lists_revisions_as_new_as_its_target(
+        keep_runtime: bool, finish: bool, bound: str) -> None:
+    """A finished switch lists the revisions no older than its target as read (its last
+    revision write), which the watch cache answers at once; every other call lists them
+    consistently."""
+    old = {**OLD, "status": _refs("a")}
+    new = {"metadata": {"name": "nop-2", "uid": "u2", "resourceVersion": "42"},
+           "spec": {"revision": 2, "desiredState": "Active"}, "status": _refs("a")}
+    reader = _Reader([old, new])
+    _set_active(keep_runtime=keep_runtime, revisions=[], finish=finish, locked=("nop-1",),
+                reader=reader)
+    assert reader.bounds == [bound]
