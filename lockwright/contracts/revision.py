@@ -37,6 +37,10 @@ class InstallRevisionInput:
     against_digest: str = ""
     # A switch: the fingerprints of its preparation's dry run (EstablishObjectsResult).
     checked: list[str] = field(default_factory=list)
+    # A switch: its preparation's parse and the package's size, from the same pass moments
+    # before, so it neither fetches nor parses again (None: it does both).
+    parsed: ParsePackageResult | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class InstallRevisionResult:
     active_definitions: int = 0
     # Preparing: the fingerprints of what its dry run checked, for the switch to trust.
     checked: list[str] = field(default_factory=list)
+    # Preparing: its parse and the package's size, for the switch to take.
+    parsed: ParsePackageResult | None = None
+    size: int = 0
 
 
 

@@ -436,7 +436,7 @@ class PackageWorkflow:
                 health_deadline_s=it.deadline_s,
                 against=pkg.active_revision if it.prepare else "",
                 against_digest=pkg.active_digest if it.prepare else "",
-                checked=list(it.checked)),
+                checked=list(it.checked), parsed=it.parsed, size=it.size),
             id=ids.revision_id(inp.kind, it.revision),
             static_summary=f"{it.summary} ({inp.kind})",
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,

@@ -2,10 +2,11 @@
 
 Child of ``PackageWorkflow``, id ``revision:<kind>:<revision>``, so one revision is never
 installed twice at once. Steps, each an idempotent activity: fetch into the cache → parse,
-validate, lint → Crossplane version check → take the Lock (dependencies recorded) → TLS
-(active Providers/Functions), establish objects and RBAC (Providers), side by side →
-runtime → wait healthy → write the revision's status (an active install that ends healthy
-writes the package's Healthy beside it; the parent's write then finds nothing to change).
+validate, lint → Crossplane version check (a switch takes its preparation's, moments old)
+→ take the Lock (dependencies recorded) → TLS (active Providers/Functions), establish
+objects and RBAC (Providers), side by side → runtime → wait healthy → write the revision's
+status (an active install that ends healthy writes the package's Healthy beside it; the
+parent's write then finds nothing to change).
 
 **Health wait.** ``check_health`` watches the runtime's Deployment for a window of at most
 ``HEALTH_WATCH_S`` and answers as soon as it is Available, again until the polls' span
@@ -92,6 +93,11 @@ PATCH_PACKAGE_HEALTHY_BESIDE = "package-healthy-beside"
 # none writes anything (docs/design.md, "One dry run per switch-over"). Runs before: one
 # after another, the check first.
 PATCH_PREPARE_TOGETHER = "prepare-together"
+# A switch takes its preparation's parse (and the package's size) instead of fetching and
+# parsing again: the same digest on the same revision, fetched, parsed, recorded, linted
+# and version-checked moments before in the same pass. Runs before (and a switch handed
+# no parse): fetch, parse and check again.
+PATCH_SWITCH_TAKES_PARSE = "switch-takes-parse"
 _EPSILON_S = 1e-6
 
 
@@ -113,6 +119,7 @@ class InstallRevision:
         self._step = ""
         self._began = 0.0  # workflow time the install began, for its duration metric
         self._small = False  # package.yaml fetched and within Tuning.local_max_bytes
+        self._size = 0  # package.yaml's size, as fetched
         self._locked = c.TakeLockResult()  # dependencies as the Lock saw them
 
     @workflow.run
@@ -145,21 +152,7 @@ class InstallRevision:
                                  workflow.time() - self._began, error_type)
 
     async def _install(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
-        fetched = await self._run(inp, c.FETCH_PACKAGE, c.FetchPackageInput(
-            kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
-            digest=inp.digest), c.FetchPackageResult, f"fetch {inp.digest[:19]}")
-        self._small = fetched.size <= inp.tuning.local_max_bytes
-        parsed = await self._run(inp, c.PARSE_PACKAGE, c.ParsePackageInput(
-            kind=inp.kind, revision=inp.revision, digest=fetched.digest),
-            c.ParsePackageResult, f"parse and lint {inp.revision}")
-        if parsed.warnings:
-            workflow.logger.info("lint warnings revision=%s count=%d first=%s",
-                                 inp.revision, parsed.warnings, parsed.first_warnings[:1],
-                                 extra=_log_fields(inp))
-        if parsed.crossplane_constraint and not inp.ignore_crossplane_constraints:
-            await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
-                revision=inp.revision, constraint=parsed.crossplane_constraint),
-                c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
+        parsed = await self._contents(inp)
         if inp.prepare and workflow.patched(PATCH_PREPARE_TOGETHER):
             return await self._prepared_together(inp, parsed)
         await self._take_lock(inp)
@@ -197,6 +190,31 @@ class InstallRevision:
                                        objects=established.objects, dependencies=dependencies,
                                        healthy=health.healthy, message=health.message,
                                        active_definitions=established.active_definitions)
+
+    async def _contents(self, inp: c.InstallRevisionInput) -> c.ParsePackageResult:
+        """Fetch, parse and lint, check Crossplane's version; or, a switch handed its
+        preparation's parse, take it (``PATCH_SWITCH_TAKES_PARSE``)."""
+        if inp.parsed is not None and workflow.patched(PATCH_SWITCH_TAKES_PARSE):
+            self._size = inp.size
+            self._small = inp.size <= inp.tuning.local_max_bytes
+            return inp.parsed
+        fetched = await self._run(inp, c.FETCH_PACKAGE, c.FetchPackageInput(
+            kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
+            digest=inp.digest), c.FetchPackageResult, f"fetch {inp.digest[:19]}")
+        self._size = fetched.size
+        self._small = fetched.size <= inp.tuning.local_max_bytes
+        parsed = await self._run(inp, c.PARSE_PACKAGE, c.ParsePackageInput(
+            kind=inp.kind, revision=inp.revision, digest=fetched.digest),
+            c.ParsePackageResult, f"parse and lint {inp.revision}")
+        if parsed.warnings:
+            workflow.logger.info("lint warnings revision=%s count=%d first=%s",
+                                 inp.revision, parsed.warnings, parsed.first_warnings[:1],
+                                 extra=_log_fields(inp))
+        if parsed.crossplane_constraint and not inp.ignore_crossplane_constraints:
+            await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
+                revision=inp.revision, constraint=parsed.crossplane_constraint),
+                c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
+        return parsed
 
     def _establish_steps(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
                          runtime: bool) -> list[_Step]:
@@ -282,7 +300,8 @@ class InstallRevision:
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=checked.objects,
                                        dependencies=self._locked.dependencies,
-                                       healthy=True, plan=plan, checked=checked.checked)
+                                       healthy=True, plan=plan, checked=checked.checked,
+                                       parsed=parsed, size=self._size)
 
     async def _plan(self, inp: c.InstallRevisionInput) -> Plan | None:
         """What the switch would change against the active revision (none when nothing

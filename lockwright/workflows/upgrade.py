@@ -78,6 +78,8 @@ class Install:
     prepare: bool = False
     deadline_s: float = 0.0  # a switch's health gate
     checked: tuple[str, ...] = ()  # a switch: its preparation's dry-run fingerprints
+    parsed: c.ParsePackageResult | None = None  # a switch: its preparation's parse
+    size: int = 0  # a switch: the package's size as its preparation fetched it
 
     @property
     def summary(self) -> str:
@@ -170,7 +172,8 @@ class Upgrader:
         if prepared.plan is not None and not prepared.plan.compatible and not (
                 await self._through_gate(pkg, new, prepared.plan)):
             return
-        await self._switch(pkg, replace(new, checked=tuple(prepared.checked)))
+        await self._switch(pkg, replace(new, checked=tuple(prepared.checked),
+                                        parsed=prepared.parsed, size=prepared.size))
 
     async def audit(self, pkg: c.ReadPackageResult, rev: str, step: Step,
                     by_hand: bool) -> None:

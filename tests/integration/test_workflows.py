@@ -475,6 +475,7 @@ async def test_new_version_upgrades_and_collects(
         temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
     """A new spec.package makes a new revision, activates it, keeps one old revision."""
     pkg = cluster.add(provider())
+    cluster.capabilities[pkg.name] = ["example.org/capability"]
     handle = await start(temporal_client, task_queue, pkg)
     first = await settled(handle, "Healthy", signals=1)
     revisions = [first.current_revision]
@@ -498,7 +499,17 @@ async def test_new_version_upgrades_and_collects(
     flips = [(a.revision, a.keep_runtime) for a in cluster.activations]
     assert flips == [(revisions[1], True), (revisions[1], False),
                      (revisions[2], True), (revisions[2], False)], flips
+    # Fetched and parsed by the first install and by each preparation; each switch took its
+    # preparation's parse (PATCH_SWITCH_TAKES_PARSE), so five runs fetched and parsed three
+    # times, and the switches wrote what the parse found.
+    assert (cluster.calls[c.FETCH_PACKAGE], cluster.calls[c.PARSE_PACKAGE]) == (3, 3)
+    assert cluster.revision_status[revisions[2]][-1].capabilities == ["example.org/capability"]
     await record(temporal_client, handle.id, "package_upgrade")
+    if RECORD:
+        child = c.revision_workflow_id(pkg.kind, revisions[2], task_queue)
+        runs = [r async for r in temporal_client.list_workflows(f"WorkflowId = '{child}'")]
+        switch = max(runs, key=lambda r: r.start_time)  # the preparation ran first
+        await record(temporal_client, child, "revision_switch_takes_parse", switch.run_id)
 
 
 async def test_upgrade_whose_runtime_never_becomes_healthy_reverts(

@@ -89,6 +89,9 @@ SHAPES |= {"revision_install_provider_revision_status_only",
 # Recorded before PATCH_PREPARE_TOGETHER: a preparation checked the Lock, then dry-ran,
 # then planned.
 SHAPES |= {"revision_planned_in_turn"}
+# Since PATCH_SWITCH_TAKES_PARSE a switch takes its preparation's parse; the switch of
+# "revision_switch_awaits_dependencies" is from before (it fetched and parsed again).
+SHAPES |= {"revision_switch_takes_parse"}
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -189,6 +192,18 @@ def test_an_active_install_says_healthy_on_the_package_beside_the_revision(
     names = step_names(load(shape))
     assert names[names.index(c.ENSURE_RUNTIME) + 1:] in (
         [c.CHECK_HEALTH, *last], last), names
+
+
+@pytest.mark.parametrize(("shape", "first"), [
+    ("revision_switch_takes_parse", c.TAKE_LOCK),
+    ("revision_switch_awaits_dependencies", c.FETCH_PACKAGE)])
+def test_a_switch_takes_its_preparations_parse(shape: str, first: str) -> None:
+    """A switch handed its preparation's parse begins with the Lock: no fetch, no parse,
+    no version check (PATCH_SWITCH_TAKES_PARSE); runs before began with the fetch."""
+    names = step_names(load(shape))
+    assert names[0] == first, names
+    if first == c.TAKE_LOCK:
+        assert {c.FETCH_PACKAGE, c.PARSE_PACKAGE, c.CHECK_CROSSPLANE_VERSION}.isdisjoint(names)
 
 
 @workflow.defn(name="InstallRevision")
