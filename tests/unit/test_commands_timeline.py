@@ -284,14 +284,15 @@ def test_failure_text_is_the_innermost_message() -> None:
 
 
 def test_a_recorded_install() -> None:
-    """A history recorded from the real InstallRevision: every step, in order, all ok."""
+    """A history recorded from the real InstallRevision: every step, in order, all ok
+    (the package's Healthy written beside the revision's, PATCH_PACKAGE_HEALTHY_BESIDE)."""
     history = json.loads((HISTORIES / "revision_install_provider.json").read_text())
     run = parse("revision:provider:p", history)
     assert (run.workflow_type, run.outcome) == ("InstallRevision", OK)
     assert [s.name for s in run.steps] == [
         "fetch_package", "parse_package", "check_crossplane_version", "take_lock",
         "ensure_tls", "establish_objects", "ensure_rbac", "ensure_runtime", "check_health",
-        "write_revision_status"]
+        "write_revision_status", "write_package_status"]
     assert [s.kind for s in run.steps[:2]] == [ACTIVITY, LOCAL]
     assert all(s.outcome == OK and s.duration is not None for s in run.steps)
 
