@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import cast
+from typing import Any, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -247,14 +248,20 @@ class InstallRevision:
         "TLS, objects and RBAC side by side")."""
         self._step = "+".join(s.name for s in steps)
         workflow.set_current_details(f"**{self._step}** `{inp.revision}`")
-        results = await asyncio.gather(
-            *(call(s.name, s.arg, s.result_type, s.summary, inp.tuning, self._small)
-              for s in steps), return_exceptions=True)
-        for step, result in zip(steps, results, strict=True):
-            if isinstance(result, BaseException):
-                self._step = step.name
-                raise result
+        results = await self._side_by_side([
+            (s.name, call(s.name, s.arg, s.result_type, s.summary, inp.tuning, self._small))
+            for s in steps])
         return next(r for r in results if isinstance(r, c.EstablishObjectsResult))
+
+    async def _side_by_side(self, steps: list[tuple[str, Awaitable[Any]]]) -> list[Any]:
+        """Await ``steps`` at once, each to its end; then raise the first failure in their
+        order, naming its step."""
+        results = await asyncio.gather(*(aw for _, aw in steps), return_exceptions=True)
+        for (name, _), result in zip(steps, results, strict=True):
+            if isinstance(result, BaseException):
+                self._step = name
+                raise result
+        return list(results)
 
     async def _prepared(self, inp: c.InstallRevisionInput,
                         parsed: c.ParsePackageResult) -> c.InstallRevisionResult:
@@ -268,15 +275,9 @@ class InstallRevision:
         """An upgrade's preparation: the Lock's check, the dry run and the plan side by
         side, each awaited to its end; a failure is named after the first step in the
         flow's order, as "TLS, objects and RBAC side by side" does (docs/design.md)."""
-        self._step = f"{c.TAKE_LOCK}+{c.ESTABLISH_OBJECTS}+{c.PLAN_REVISION}"
-        results = await asyncio.gather(self._take_lock(inp), self._dry_run(inp, parsed),
-                                       self._plan(inp), return_exceptions=True)
-        for name, result in zip((c.TAKE_LOCK, c.ESTABLISH_OBJECTS, c.PLAN_REVISION),
-                                results, strict=True):
-            if isinstance(result, BaseException):
-                self._step = name
-                raise result
-        _, checked, plan = results
+        _, checked, plan = await self._side_by_side([
+            (c.TAKE_LOCK, self._take_lock(inp)), (c.ESTABLISH_OBJECTS, self._dry_run(inp, parsed)),
+            (c.PLAN_REVISION, self._plan(inp))])
         return await self._record_prepared(inp, parsed, cast(c.EstablishObjectsResult, checked),
                                            cast(Plan | None, plan))
 
@@ -461,12 +462,9 @@ class InstallRevision:
                 and workflow.patched(PATCH_PACKAGE_HEALTHY_BESIDE)):
             await revision
             return
-        results = await asyncio.gather(
-            revision, self._write_package(inp, health.message, healthy=True),
-            return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        step = self._step  # a status write that fails is reported as the last step
+        await self._side_by_side([(step, revision), (step, self._write_package(
+            inp, health.message, healthy=True))])
 
     async def _write_package(self, inp: c.InstallRevisionInput, runtime_message: str,
                              healthy: bool = False) -> None:
