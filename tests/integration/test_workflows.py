@@ -505,11 +505,8 @@ async def test_new_version_upgrades_and_collects(
     assert (cluster.calls[c.FETCH_PACKAGE], cluster.calls[c.PARSE_PACKAGE]) == (3, 3)
     assert cluster.revision_status[revisions[2]][-1].capabilities == ["example.org/capability"]
     await record(temporal_client, handle.id, "package_upgrade")
-    if RECORD:
-        child = c.revision_workflow_id(pkg.kind, revisions[2], task_queue)
-        runs = [r async for r in temporal_client.list_workflows(f"WorkflowId = '{child}'")]
-        switch = max(runs, key=lambda r: r.start_time)  # the preparation ran first
-        await record(temporal_client, child, "revision_switch_takes_parse", switch.run_id)
+    await record(temporal_client, c.revision_workflow_id(pkg.kind, revisions[2], task_queue),
+                 "revision_switch_takes_parse", last=True)
 
 
 async def test_upgrade_whose_runtime_never_becomes_healthy_reverts(
@@ -802,18 +799,19 @@ def payload_sizes(msg: Message) -> list[int]:
 
 
 async def record(client: Client, wf_id: str, shape: str, run_id: str | None = None,
-                 status: WorkflowExecutionStatus | None = None) -> None:
+                 status: WorkflowExecutionStatus | None = None, last: bool = False) -> None:
     """Write a history for the replay tests, only when asked to.
 
     Without ``run_id`` the first run (optionally the first with ``status``) is taken: it
-    holds the interesting commands, later runs after continue-as-new only idle.
+    holds the interesting commands, later runs after continue-as-new only idle. ``last``:
+    the latest run instead (a switch, whose preparation ran first under the same id).
     """
     if not RECORD:
         return
     if run_id is None:
         runs = [r async for r in client.list_workflows(f"WorkflowId = '{wf_id}'")
                 if status is None or r.status == status]
-        run_id = min(runs, key=lambda r: r.start_time).run_id
+        run_id = (max if last else min)(runs, key=lambda r: r.start_time).run_id
     history = await client.get_workflow_handle(wf_id, run_id=run_id).fetch_history()
     HISTORIES.mkdir(parents=True, exist_ok=True)
     (HISTORIES / f"{shape}.json").write_text(history.to_json())
