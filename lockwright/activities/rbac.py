@@ -1,4 +1,5 @@
-"""``ensure_rbac``: a provider revision's ClusterRoles and binding (docs/crossplane.md §15).
+"""``ensure_rbac``: a provider revision's ClusterRoles and binding (docs/crossplane.md §15),
+and, for the active revision, lockwright's read role of its Provider's types.
 
 Requested permissions (v1.x ``spec.controller.permissionRequests``) are granted only when
 ClusterRoles labelled as allowed provider permissions cover them; otherwise nothing is
@@ -45,7 +46,8 @@ class RbacActivities:
     @defn(name=c.ENSURE_RBAC)
     @edge
     def ensure_rbac(self, inp: c.EnsureRbacInput) -> c.EnsureRbacResult:
-        """Apply edit/view/system ClusterRoles and bind system to the runtime's SA."""
+        """Apply edit/view/system ClusterRoles and bind system to the runtime's SA; for
+        the active revision, the Provider's read role too."""
         if kind_of(inp.kind) != "Provider":
             return c.EnsureRbacResult()
         rev = self.reader.revision(inp.kind, inp.revision)
@@ -58,10 +60,12 @@ class RbacActivities:
                                           requests, safe_start=safe_start(capabilities))
         if not roles:
             return c.EnsureRbacResult()
-        with ThreadPoolExecutor(len(roles) + 1) as pool:  # each its own round trips
+        with ThreadPoolExecutor(len(roles) + 2) as pool:  # each its own round trips
             listed = pool.submit(self.binding_subjects, inp, rev, uid)
+            reader = pool.submit(self.apply_package_role, inp, rev, refs)
             applied = list(pool.map(lambda r: self.apply_owned(r, uid), roles))
             subjects = listed.result()
+            reader.result()
         changed = [meta(r)["name"] for r, done in zip(roles, applied, strict=True) if done]
         if changed:
             self.reader.event(rev, NORMAL, "ApplyClusterRoles",
@@ -74,6 +78,19 @@ class RbacActivities:
                        f'"{binding["metadata"]["name"]}" to provider ServiceAccount(s): '
                        f"{accounts}")
         return c.EnsureRbacResult(cluster_roles=len(roles), bindings=1)
+
+    def apply_package_role(self, inp: c.EnsureRbacInput, rev: Obj,
+                           refs: list[dict[str, Any]]) -> None:
+        """lockwright's read of the Provider's types, from its active revision (see
+        :func:`rbac.render_package_role`); nothing for an inactive one, or a revision no
+        Provider owns."""
+        owner = rbac.provider_owner(meta(rev)) if inp.active else None
+        if owner is None:
+            return
+        role = rbac.render_package_role(*owner, inp.revision, str(meta(rev)["uid"]),
+                                        rbac.defined_resources(refs))
+        if role is not None:
+            self.apply_owned(role, owner[1])
 
     def accepted_requests(self, inp: c.EnsureRbacInput, rev: Obj) -> list[dict[str, Any]]:
         """The permission requests, when every one is allowed.

@@ -17,6 +17,9 @@ EDIT_LABELS = {"rbac.crossplane.io/aggregate-to-crossplane": "true",
                "rbac.crossplane.io/aggregate-to-admin": "true",
                "rbac.crossplane.io/aggregate-to-edit": "true"}
 VIEW_LABELS = {"rbac.crossplane.io/aggregate-to-view": "true"}
+# lockwright's own read of a Provider's types, aggregated into deploy/'s provider-resources
+# role beside the revisions' view roles (see render_package_role).
+PACKAGE_READ_LABELS = {"lockwright.dev/aggregate-to-provider-resources": "true"}
 VERBS_EDIT = ["*"]
 VERBS_VIEW = ["get", "list", "watch"]
 VERBS_SYSTEM = ["get", "list", "watch", "update", "patch", "create"]
@@ -35,8 +38,8 @@ def role_name(revision: str, suffix: str) -> str:
     return f"crossplane:provider:{revision}:{suffix}"
 
 
-def _owner(revision: str, uid: str) -> list[Obj]:
-    return [{"apiVersion": PKG_API_VERSION, "kind": "ProviderRevision", "name": revision,
+def _owner(name: str, uid: str, kind: str = "ProviderRevision") -> list[Obj]:
+    return [{"apiVersion": PKG_API_VERSION, "kind": kind, "name": name,
              "uid": uid, "controller": True, "blockOwnerDeletion": True}]
 
 
@@ -104,6 +107,44 @@ def render_cluster_roles(revision: str, uid: str, resources: list[tuple[str, str
         _role(role_name(revision, "system"), {LABEL_SYSTEM: revision}, system_rules,
               revision, uid),
     ]
+
+
+def package_role_name(provider: str) -> str:
+    """``lockwright:provider:<provider>:read``: lockwright's read of a Provider's types."""
+    return f"lockwright:provider:{provider}:read"
+
+
+def provider_owner(revision_meta: Obj) -> tuple[str, str] | None:
+    """The ``(name, uid)`` of the Provider a revision's owner references name, or None."""
+    for ref in revision_meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Provider" and ref.get("uid"):
+            return str(ref.get("name", "")), str(ref["uid"])
+    return None
+
+
+def render_package_role(provider: str, provider_uid: str, revision: str, revision_uid: str,
+                        resources: list[tuple[str, str]]) -> Obj | None:
+    """lockwright's read of the Provider's types, those of its active revision ``revision``.
+
+    The revisions' view roles grant the same, but go with a revision: one deleted by hand
+    and re-created took lockwright's right to read its Provider's types for a moment, as
+    the aggregation controller wrote the aggregated role without the deleted role's rules
+    and then with the new one's, while the watcher's streams of those types listed and
+    watched (docs/design.md, "Provider deletion protection"). This role is controlled by
+    the Provider and owned by the revision too: the garbage collector deletes it once both
+    are gone, so a revision deleted by hand leaves it, the Provider's deletion takes it
+    with its revisions, and after an orphaning deletion it goes with the orphaned
+    revision. None without types.
+    """
+    if not resources:
+        return None
+    owners = [*_owner(provider, provider_uid, "Provider"),
+              {"apiVersion": PKG_API_VERSION, "kind": "ProviderRevision", "name": revision,
+               "uid": revision_uid}]
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": package_role_name(provider),
+                         "labels": dict(PACKAGE_READ_LABELS), "ownerReferences": owners},
+            "rules": _with_verbs(resource_rules(resources), VERBS_VIEW)}
 
 
 def render_system_binding(revision: str, uid: str,

@@ -440,10 +440,11 @@ def test_every_rule_of_deploy_rbac_is_used_and_nothing_is_refused(
     assert left == [], "\n".join(left)
     # Before deleting a dropped CRD, its custom resources were counted, and deletion
     # protection lists and watches every Provider type, through the view roles of the
-    # providers' revisions aggregated into deploy/'s provider-resources role.
+    # providers' revisions and the Providers' read roles, aggregated into deploy/'s
+    # provider-resources role.
     listed = {(u["atom"][0], u["atom"][1], u["atom"][2]) for u in aggregated_uses(record)}
     assert {("list", g, plural) for g in groups for plural in ("widgets", "doohickeys")
             } <= listed
     assert {verb for verb, _, _ in listed} == {"list", "watch"}
-    assert all(u["aggregatedFrom"].endswith(":aggregate-to-view")
-               for u in aggregated_uses(record))
+    assert all(re.fullmatch(r"crossplane:provider:.+:aggregate-to-view|lockwright:provider:.+:read",
+                            u["aggregatedFrom"]) for u in aggregated_uses(record))

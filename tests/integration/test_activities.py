@@ -241,6 +241,12 @@ def test_provider_installs_step_by_step(acts: Activities, kube: Kube, provider: 
     for suffix in ("aggregate-to-edit", "aggregate-to-view", "system"):
         role = kube.get(RBAC, "ClusterRole", f"crossplane:provider:{rev_name}:{suffix}")
         assert owner(role, "ProviderRevision")["uid"] == rev["metadata"]["uid"]
+    # lockwright's read of the types, held by the Provider (docs/design.md, "Provider
+    # deletion protection"): the view role's rules.
+    read = kube.get(RBAC, "ClusterRole", f"lockwright:provider:{name}:read") or {}
+    assert owner(read, "Provider")["uid"] == pkg["metadata"]["uid"]
+    assert read["rules"] == kube.get(RBAC, "ClusterRole",
+                                     f"crossplane:provider:{rev_name}:aggregate-to-view")["rules"]
     binding = kube.get(RBAC, "ClusterRoleBinding", f"crossplane:provider:{rev_name}:system")
     assert binding and binding["subjects"] == [{"kind": "ServiceAccount", "namespace": NS,
                                                 "name": rev_name}]
@@ -491,6 +497,23 @@ def test_disallowed_permission_request_is_rejected_naming_the_rule(
     events = kube.list("v1", "Event", "default")
     assert any(e["reason"] == "ApplyClusterRoles" and e["involvedObject"]["name"] == rev
                and e["type"] == "Warning" for e in events)
+
+
+def test_only_the_active_revision_writes_lockwrights_read_of_the_types(
+        acts: Activities, kube: Kube, provider: Pushed) -> None:
+    """An inactive revision's RBAC leaves the Provider's read role alone: it holds the
+    types of the revision that runs (docs/design.md, "Provider deletion protection")."""
+    import dataclasses
+
+    name = unique("prov")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev, _, steps = install(acts, c.PROVIDER, name, until="ensure_rbac")
+    rbac_step = next(arg for fn, arg in steps if fn.__name__ == "ensure_rbac")
+    run(acts.ensure_rbac, dataclasses.replace(rbac_step, active=False))
+    assert kube.get(RBAC, "ClusterRole", f"crossplane:provider:{rev}:aggregate-to-view")
+    assert kube.get(RBAC, "ClusterRole", f"lockwright:provider:{name}:read") is None
+    run(acts.ensure_rbac, rbac_step)
+    assert kube.get(RBAC, "ClusterRole", f"lockwright:provider:{name}:read")
 
 
 def test_lock_compare_and_swap_loses_no_entry_under_10_concurrent_writers(

@@ -61,6 +61,41 @@ def test_cluster_roles_field_by_field() -> None:
     ]
 
 
+def test_lockwrights_read_of_a_providers_types_is_held_by_the_provider() -> None:
+    """The view role's rules, in a role of lockwright's the Provider controls: a revision
+    deleted by hand leaves them in the aggregated provider-resources role."""
+    *_, view, _ = rbac.render_cluster_roles(REV, "uid-1", rbac.defined_resources(REFS))
+    role = rbac.render_package_role("provider-nop", "uid-p", REV, "uid-1",
+                                    rbac.defined_resources(REFS))
+    assert role == {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "lockwright:provider:provider-nop:read",
+                     "labels": {"lockwright.dev/aggregate-to-provider-resources": "true"},
+                     # Deleted once both are gone: the revision alone (deleted by hand)
+                     # leaves it; after an orphaning deletion it goes with the orphan.
+                     "ownerReferences": [{"apiVersion": "pkg.crossplane.io/v1",
+                                          "kind": "Provider", "name": "provider-nop",
+                                          "uid": "uid-p", "controller": True,
+                                          "blockOwnerDeletion": True},
+                                         {"apiVersion": "pkg.crossplane.io/v1",
+                                          "kind": "ProviderRevision", "name": REV,
+                                          "uid": "uid-1"}]},
+        "rules": view["rules"]}
+    assert rbac.render_package_role("provider-nop", "uid-p", REV, "uid-1", []) is None
+
+
+@pytest.mark.parametrize(("refs", "owner"), [
+    ([{"kind": "Provider", "name": "p", "uid": "u"}], ("p", "u")),
+    ([{"kind": "Configuration", "name": "c", "uid": "u"}, {"kind": "Provider", "name": "p",
+                                                           "uid": "v"}], ("p", "v")),
+    ([{"kind": "Provider", "name": "p"}], None),  # no UID to own by
+    ([], None),
+])
+def test_the_provider_a_revision_names_as_owner(refs: list[dict[str, Any]],
+                                                owner: tuple[str, str] | None) -> None:
+    assert rbac.provider_owner({"ownerReferences": refs}) == owner
+
+
 def test_system_role_extras() -> None:
     request = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
     *_, system = rbac.render_cluster_roles(REV, "u", [("xs", "g.io")], [request],
