@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from temporalio.client import Client, WorkflowExecutionStatus
 
@@ -23,6 +24,7 @@ from tests.e2e.test_install import (
     configuration_root,
     copy_package,
     ensure_crossplane_crds,
+    plain,
     provider_root,
 )
 from tests.e2e.test_resilience import everything, lock_entries, mentions
@@ -263,6 +265,9 @@ def test_revision_deleted_by_hand_is_recreated_once(stack: Stack, tmp_path: Path
     [rev] = stack.revisions("Provider", name)
     rev_name, old_uid = rev["metadata"]["name"], rev["metadata"]["uid"]
     since = rev["metadata"]["resourceVersion"]
+    rbac = client.RbacAuthorizationV1Api(stack.api)
+    read_role = f"lockwright:provider:{name}:read"
+    read_uid = plain(stack, rbac.read_cluster_role(read_role))["metadata"]["uid"]
 
     # No --wait: the package re-creates the revision, and kubectl's wait can miss the
     # deletion when it lists the new object before the old one's DELETED event arrives.
@@ -283,6 +288,13 @@ def test_revision_deleted_by_hand_is_recreated_once(stack: Stack, tmp_path: Path
         field_selector=f"metadata.name={rev_name}", resource_version=since, timeout_seconds=2)
         if e["type"] in ("ADDED", "DELETED")]
     assert events == [("DELETED", old_uid), ("ADDED", new["metadata"]["uid"])], events
+    # lockwright's read of the types stayed throughout (docs/design.md, "Provider deletion
+    # protection"), now owned by the Provider and the new revision.
+    role = plain(stack, rbac.read_cluster_role(read_role))["metadata"]
+    pkg = stack.get_package("Provider", name) or {}
+    assert role["uid"] == read_uid
+    assert {(o["kind"], o["uid"]) for o in role["ownerReferences"]} == {
+        ("Provider", pkg["metadata"]["uid"]), ("ProviderRevision", new["metadata"]["uid"])}
 
 
 def healthy_revision(rev: Obj) -> bool:
