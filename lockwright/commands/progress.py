@@ -1,7 +1,8 @@
 """``install --wait``: follow an install until it is healthy or has failed, and show it.
 
 What ends the wait is decided by :func:`verdict`, a pure function of the package object
-and the workflow's ``status`` query: Installed=True and Healthy=True is success; a
+and the workflow's ``status`` query: Installed=True and Healthy=True, with the workflow
+settled (its query says idle, or could not be read), is success; a
 Manual package whose revision installed inactive is done too (it waits for
 ``lockwright approve``); a permanent failure (the workflow settled in ``Failed``) ends it
 at once with the condition's message. Anything that can heal (a tag not pushed yet, a
@@ -50,9 +51,13 @@ def verdict(pkg: Obj | None, status: Any, ref: common.PackageRef) -> Verdict | N
         return Verdict(False, f"{ref} is gone (deleted while installing)")
     conds = common.conditions(pkg)
     revision = str((pkg.get("status") or {}).get("currentRevision") or "")
-    if all(conds.get(t, {}).get("status") == "True" for t in ("Installed", "Healthy")):
-        return Verdict(True, f"{ref} is installed and healthy (revision {revision})")
     phase, idle = getattr(status, "phase", ""), bool(getattr(status, "idle", False))
+    # The install's child writes Healthy as its runtime turns Available; its steps reach
+    # the history, and the parent's status, a workflow task later (docs/design.md,
+    # "Health as it happens"): shown before then, the install's steps would be cut short.
+    if all(conds.get(t, {}).get("status") == "True" for t in ("Installed", "Healthy")) and (
+            status is None or idle):
+        return Verdict(True, f"{ref} is installed and healthy (revision {revision})")
     if phase == "Inactive" and idle:
         return Verdict(True, f"{ref}: revision {revision} is installed inactive; approve it "
                              f"with: lockwright approve {ref} {revision}")

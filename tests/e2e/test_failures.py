@@ -168,11 +168,14 @@ async def package_status(tc: Client, queue: str, name: str, kind: str = c.PROVID
     return result
 
 
-async def settled_failed(tc: Client, queue: str, name: str, phase: str = "Failed",
-                         kind: str = c.PROVIDER) -> c.PackageStatusResult:
-    """The package workflow's status once it waits after a failed pass.
+async def settled(tc: Client, queue: str, name: str, phase: str = "Failed",
+                  kind: str = c.PROVIDER) -> c.PackageStatusResult:
+    """The package workflow's status once it waits after a pass that ended in ``phase``.
 
-    ``Failed`` waits for a signal; ``Retrying`` waits on its backoff timer.
+    ``Failed`` waits for a signal; ``Retrying`` waits on its backoff timer. ``Healthy``
+    comes a workflow task after the package's Healthy condition: the install's child
+    writes that as its runtime turns Available, and the parent settles once the child's
+    end has come back (docs/design.md, "Health as it happens").
     """
     async def failed() -> c.PackageStatusResult | None:
         status = await package_status(tc, queue, name, kind)
@@ -184,7 +187,7 @@ async def settled_failed(tc: Client, queue: str, name: str, phase: str = "Failed
 async def assert_retrying(tc: Client, queue: str, name: str, error_type: str,
                           kind: str = c.PROVIDER) -> c.PackageStatusResult:
     """The package workflow retries with backoff, saying when the next attempt comes."""
-    status = await settled_failed(tc, queue, name, "Retrying", kind)
+    status = await settled(tc, queue, name, "Retrying", kind)
     assert status.last_error_type == error_type and status.retry_attempt >= 1, status
     assert status.next_retry_at, status
     return status
@@ -193,7 +196,7 @@ async def assert_retrying(tc: Client, queue: str, name: str, error_type: str,
 async def assert_failed_permanently(tc: Client, queue: str, name: str, error_type: str,
                                     workflow_id: str, activity: str) -> None:
     """The package workflow runs on, idle with no retry timer; the activity ran once."""
-    status = await settled_failed(tc, queue, name)
+    status = await settled(tc, queue, name)
     assert (status.last_error_type, status.retry_attempt) == (error_type, 0), status
     attempts = await failed_attempts(tc, workflow_id, activity)
     # Non-retryable: each failing schedule of the activity got exactly one attempt.
@@ -208,7 +211,7 @@ async def look_again_keeps_the_failure(stack: Stack, tc: Client, name: str,
     the new pass still carries ``cause`` (the bug was ``Package revision health is
     "Unknown"`` hiding it).
     """
-    before = await settled_failed(tc, stack.task_queue, name, phase)
+    before = await settled(tc, stack.task_queue, name, phase)
     start = stack.get_package("Provider", name)
     assert start is not None
     handle = tc.get_workflow_handle(c.package_workflow_id(c.PROVIDER, name, stack.task_queue))
@@ -684,8 +687,8 @@ async def test_registry_down_then_back_ends_healthy(stack: Stack, tmp_path: Path
         proc = restart_registry(root, port)
         stack.wait_healthy("Provider", name, timeout=90)
         assert crd_exists(stack, f"gadgets.{group}") is not None
-        status = await package_status(tc, stack.task_queue, name)
-        assert (status.phase, status.retry_attempt, status.last_error) == ("Healthy", 0, "")
+        status = await settled(tc, stack.task_queue, name, "Healthy")
+        assert (status.retry_attempt, status.last_error) == (0, ""), status
     finally:
         registry_fixture.stop(proc)
 

@@ -237,6 +237,8 @@ HEALTHY = ("True", "HealthyPackageRevision", "")
 
 @pytest.mark.parametrize("pkg, status, ok, message", [
     (package(ACTIVE, HEALTHY), None, True, "provider/p is installed and healthy (revision p-1)"),
+    (package(ACTIVE, HEALTHY), Status("Healthy"), True,
+     "provider/p is installed and healthy (revision p-1)"),
     (package(INACTIVE, UNKNOWN), Status("Inactive"), True,
      ("provider/p: revision p-1 is installed inactive; approve it with: "
      "lockwright approve provider/p p-1")),
@@ -255,6 +257,8 @@ def test_the_wait_is_over(pkg: Obj | None, status: Any, ok: bool, message: str) 
     (package(UNPACKING, UNKNOWN), Status("Failed", idle=False)),  # not settled yet
     (package(INACTIVE, UNKNOWN), Status("Installing")),
     (package(ACTIVE, UNKNOWN), Status("Unhealthy")),  # the runtime may still come up
+    # Healthy from the install's child, its parent's pass not ended: its steps to come.
+    (package(ACTIVE, HEALTHY), Status("Installing", idle=False)),
 ])
 def test_the_wait_goes_on(pkg: Obj, status: Any) -> None:
     assert verdict(pkg, status, REF) is None
