@@ -62,10 +62,10 @@ class RbacActivities:
             return c.EnsureRbacResult()
         with ThreadPoolExecutor(len(roles) + 2) as pool:  # each its own round trips
             listed = pool.submit(self.binding_subjects, inp, rev, uid)
-            reader = pool.submit(self.apply_package_role, inp, rev, refs)
+            read_role = pool.submit(self.apply_package_role, inp, rev, refs)
             applied = list(pool.map(lambda r: self.apply_owned(r, uid), roles))
             subjects = listed.result()
-            reader.result()
+            read_role.result()
         changed = [meta(r)["name"] for r, done in zip(roles, applied, strict=True) if done]
         if changed:
             self.reader.event(rev, NORMAL, "ApplyClusterRoles",
