@@ -53,16 +53,16 @@ class RbacActivities:
         rev = self.reader.revision(inp.kind, inp.revision)
         uid = str(meta(rev)["uid"])
         requests = self.accepted_requests(inp, rev)
-        refs = (rev.get("status") or {}).get("objectRefs") or []
+        resources = rbac.defined_resources((rev.get("status") or {}).get("objectRefs") or [])
         capabilities = getattr(self.contents.summary(inp.kind, rev, inp.digest).meta,
                                "capabilities", ())
-        roles = rbac.render_cluster_roles(inp.revision, uid, rbac.defined_resources(refs),
-                                          requests, safe_start=safe_start(capabilities))
+        roles = rbac.render_cluster_roles(inp.revision, uid, resources, requests,
+                                          safe_start=safe_start(capabilities))
         if not roles:
             return c.EnsureRbacResult()
         with ThreadPoolExecutor(len(roles) + 2) as pool:  # each its own round trips
             listed = pool.submit(self.binding_subjects, inp, rev, uid)
-            read_role = pool.submit(self.apply_package_role, inp, rev, refs)
+            read_role = pool.submit(self.apply_package_role, inp, rev, resources)
             applied = list(pool.map(lambda r: self.apply_owned(r, uid), roles))
             subjects = listed.result()
             read_role.result()
@@ -80,15 +80,14 @@ class RbacActivities:
         return c.EnsureRbacResult(cluster_roles=len(roles), bindings=1)
 
     def apply_package_role(self, inp: c.EnsureRbacInput, rev: Obj,
-                           refs: list[dict[str, Any]]) -> None:
+                           resources: list[tuple[str, str]]) -> None:
         """lockwright's read of the Provider's types, from its active revision (see
         :func:`rbac.render_package_role`); nothing for an inactive one, or a revision no
         Provider owns."""
         owner = rbac.provider_owner(meta(rev)) if inp.active else None
         if owner is None:
             return
-        role = rbac.render_package_role(*owner, inp.revision, str(meta(rev)["uid"]),
-                                        rbac.defined_resources(refs))
+        role = rbac.render_package_role(*owner, inp.revision, str(meta(rev)["uid"]), resources)
         if role is not None:
             self.apply_owned(role, owner[1])
 
