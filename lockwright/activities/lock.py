@@ -8,24 +8,26 @@ waiting in one worker are written together, one compare-and-swap for all of them
 **Claims.** The Lock's ``packages[]`` schema (Crossplane's) has no room for objects, so a
 revision's claim is its ``status.objectRefs``, written *before* its Lock entry. A claim
 counts only while its revision has an entry (``lockwright.objects.claims`` decides on
-them; :class:`LockKeeper` reads and writes). Two packages wanting the same objects race
-on the Lock: the first CAS wins; the loser's retry re-reads the Lock, finds the winner's
-entry and claim, raises ``ConflictError`` naming who holds which object, and withdraws its
-own claim. It has written no package object, so exactly one wins, every time. In one
-group commit the first in the batch's order wins, and the others lose to it the same way.
+them; :class:`LockKeeper` reads and writes). A claim is written only once the Lock as
+the committer holds it lets it win, just before the entry. Two packages wanting the same
+objects race on the Lock: the first CAS wins; the loser's retry re-reads the Lock, finds
+the winner's entry and claim, and raises ``ConflictError`` naming who holds which object,
+having written nothing (a claim left by an earlier attempt is withdrawn). It has written
+no package object, so exactly one wins, every time. In one group commit the first in the
+batch's order wins, and the others lose to it the same way.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lockwright import contracts as c
 from lockwright.activities.api_dependencies import ApiNeeds
-from lockwright.activities.base import PKG_V1, kind_of, log, meta, revision_kind, spec
+from lockwright.activities.base import PKG_V1, kind_of, living, log, meta, revision_kind, spec
 from lockwright.activities.contents import Contents
 from lockwright.activities.errors import defn, edge
 from lockwright.activities.lockcommit import PARALLEL, WRITERS, LockCommitter
@@ -33,7 +35,8 @@ from lockwright.activities.reads import PackageReader
 from lockwright.contracts import metrics
 from lockwright import conditions
 from lockwright.dependencies.graph import Report, report
-from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict
+from lockwright.dependencies.apis import required as required_apis
+from lockwright.errors import ConflictError, KubeAlreadyExists, KubeConflict, KubeNotFound
 from lockwright.identity import record
 from lockwright.k8s import WARNING, Kube, Obj
 from lockwright.managed.convert import reserved
@@ -143,10 +146,12 @@ class LockKeeper:
             try:
                 with WRITERS:  # this process's writers take turns; others may still race
                     current = self.read_lock()
+                    self.committer.saw(current)
                     wanted = change(current)
                     if wanted is None:
                         return str(meta(current).get("resourceVersion", "")), attempt
                     written = self.kube.update(wanted)
+                    self.committer.saw(written)
             except KubeConflict:
                 metrics.lock_cas_conflict(metrics.activity_meter())
                 # Jitter spreads out a herd of writers that all lost the same round.
@@ -201,18 +206,13 @@ class LockActivities:
         if inp.check_only:
             declared = 0 if inp.skip_dependencies else len(summary.meta.depends_on)
             return self.check_lock(inp, rev, refs, declared)
-        lock = self.keeper.read_lock()
         claim = self.keeper.claim(inp.kind, rev, refs)
-        claim.prefetch(lock)  # outside the writers' turns
-        deps, unmet_apis = self.dependencies(inp, summary, lock, claim.claims.others)
+        deps, unmet_apis = self.dependencies(inp, summary, claim)
         entry = lk.lock_entry(inp.revision, kind, str(spec(rev).get("image", "")), deps)
         # The API identity parse_package recorded on the revision (lockwright's fields).
         entry.update(record.lock_fields(meta(rev).get("annotations")))
-        try:
-            if lk.find_entry(lock, inp.revision) is None:
-                # Counts for nothing until its entry is written; off the turn.
-                claim.write_unless_held(lock, inp.package)
-            prepared = time.monotonic()
+        prepared = time.monotonic()
+        try:  # the committer writes the claim once it has won
             version, attempts = self.keeper.take(claim, inp.package, entry)
         except ConflictError as err:
             claim.withdraw()
@@ -227,17 +227,23 @@ class LockActivities:
             committed_s=round(time.monotonic() - prepared, 3))
         return self.taken(rev, version, attempts, inp.revision, len(deps), unmet_apis)
 
-    def dependencies(self, inp: c.TakeLockInput, summary: PackageSummary, lock: Obj,
-                     claims: Mapping[str, cl.Claim]) -> tuple[list[Obj], str]:
+    def dependencies(self, inp: c.TakeLockInput, summary: PackageSummary,
+                     claim: _Claim) -> tuple[list[Obj], str]:
         """The entry's dependencies (``dependsOn``, then those its required APIs add) in
-        ``dependsOn`` form, and why some required API has none ("" when all do)."""
+        ``dependsOn`` form, and why some required API has none ("" when all do). Only
+        required APIs need the Lock and its entries' claims read here."""
         if inp.skip_dependencies:
             # skipDependencyResolution: in the Lock (its claim counts), no dependencies.
             return [], ""
-        declared = summary.meta.depends_on
-        needs = self.apis.needs(summary.meta.annotations, [d.package for d in declared],
-                                lock, inp.revision, claims)
-        return [*(cl.dependency_meta(d) for d in declared), *needs.dependencies], needs.message
+        declared = [*(cl.dependency_meta(d) for d in summary.meta.depends_on)]
+        if not required_apis(summary.meta.annotations):
+            return declared, ""
+        lock = self.keeper.read_lock()
+        claim.prefetch(lock)
+        needs = self.apis.needs(summary.meta.annotations,
+                                [d.package for d in summary.meta.depends_on], lock,
+                                inp.revision, claim.claims.others)
+        return [*declared, *needs.dependencies], needs.message
 
     def taken(self, rev: Obj, version: str, attempts: int, revision: str,
               dependencies: int, unmet_apis: str = "") -> c.TakeLockResult:
@@ -294,20 +300,25 @@ class _Claim:
         self.before = (rev.get("status") or {}).get("objectRefs")
         self.written = False
 
-    def still_active(self) -> None:
-        """Read the revision again after the Lock, before writing its entry.
+    def confirm(self, won: bool) -> None:
+        """After the Lock the committer decides on was current: write the claim of a take
+        that won, else read the revision again; either answer is the revision as it is now.
 
         Whoever retires a revision marks it (Inactive, or deleting) before removing its
-        entry; so a revision still Active here was not retired before the Lock read, and a
-        removal since then makes this write's compare-and-swap fail. A take that read the
-        revision long ago (a cancelled install's step, still running) cannot put back the
-        entry of a revision retired meanwhile.
+        entry; so a revision still Active here was not retired before that Lock, and a
+        removal since then makes the committer's compare-and-swap fail. A take that read
+        the revision long ago (a cancelled install's step, still running) cannot put back
+        the entry of a revision retired meanwhile.
 
         Raises:
             ObjectGone: the revision is gone or being deleted.
             _Retired: it is no longer Active.
         """
-        rev = self.keeper.reader.revision(self.kind, str(meta(self.rev)["name"]))
+        name = str(meta(self.rev)["name"])
+        if won and not self.in_place:
+            rev = living(self._write(), f"{revision_kind(self.kind)} {name}")
+        else:
+            rev = self.keeper.reader.revision(self.kind, name)
         if spec(rev).get("desiredState") != c.ACTIVE:
             raise _Retired
 
@@ -339,25 +350,15 @@ class _Claim:
         :func:`lockwright.managed.convert.reserved`)."""
         return self.written or cl.keys_of(self.refs) <= cl.keys_of(self.before or [])
 
-    def write(self) -> None:
-        """The revision's claim (``status.objectRefs``), before its entry, once."""
-        if self.in_place:
-            return
-        self._patch(self.refs)
+    def _write(self) -> Obj | None:
+        """The revision's claim (``status.objectRefs``), before its entry, once; the
+        revision as written (None: gone)."""
+        try:
+            rev = self._patch(self.refs)
+        except KubeNotFound:
+            return None
         self.written = True
-
-    def write_unless_held(self, lock: Obj, package: str) -> None:
-        """Write the claim, unless ``lock`` (its entries' claims read) already shows another
-        package holding some of its objects: then refuse, having written nothing. A loser
-        retries until the holder goes; it must not write and withdraw a claim each time.
-
-        Raises:
-            ConflictError: naming who holds which object.
-        """
-        conflicts = self.claims.conflicts(lock, package)
-        if conflicts:
-            raise ConflictError(lk.conflicts_message(conflicts))
-        self.write()
+        return rev
 
     def withdraw(self) -> None:
         """Put the claim back to what the revision holds, after losing the Lock.
@@ -373,6 +374,6 @@ class _Claim:
         if self.written or held != self.before:
             self._patch(held)
 
-    def _patch(self, refs: list[Any]) -> None:
-        self.keeper.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),
+    def _patch(self, refs: list[Any]) -> Obj:
+        return self.keeper.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),
                                {"status": {"objectRefs": refs}}, subresource="status")

@@ -1,15 +1,16 @@
 """Group commit for the Lock: every claim waiting in this worker, one compare-and-swap.
 
-``take_lock`` prepares its claim in its own thread (the revision, the Lock, the other
-revisions' claims, its dependencies, its claim written while it has no entry), then hands
-it to this worker's :class:`LockCommitter` and waits. The committer's one thread takes
-every claim waiting, takes the Lock as it last wrote it (or reads it), reads again each
-waiting revision and the claims of entries added since the claims looked (in parallel),
-decides them all with the pure :func:`lockwright.objects.claims.decide_batch` in a fixed
-order, writes the winners' claims not written yet, then the Lock once, by compare-and-swap
-on ``metadata.resourceVersion`` (docs/design.md invariant 4). Each waiting take gets its
-own answer: its Lock's version, or the conflict that refuses only it. A 409 (another
-worker or step wrote first) decides the whole batch again on the Lock read afresh.
+``take_lock`` prepares its claim in its own thread (the revision, its objects, its entry
+and dependencies), then hands it to this worker's :class:`LockCommitter` and waits. The
+committer's one thread takes every claim waiting, takes the Lock as it last wrote it (or
+reads it), learns the claims of its entries (those it decided itself or read before, kept
+while their entries stay; the others read, in parallel), decides them all with the pure
+:func:`lockwright.objects.claims.decide_batch` in a fixed order, confirms each take side by
+side (a winner writes its claim, and the write's answer is its revision as it is now; any
+other reads its revision again), then writes the Lock once, by compare-and-swap on
+``metadata.resourceVersion`` (docs/design.md invariant 4). Each waiting take gets its own
+answer: its Lock's version, or the conflict that refuses only it. A 409 (another worker or
+step wrote first) decides the whole batch again on the Lock read afresh.
 
 Nothing is answered before the Lock is written, and the Lock changes only by that write:
 a worker that dies between deciding and writing has changed no entry, and the takes it
@@ -26,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from temporalio.common import MetricMeter
@@ -42,6 +44,14 @@ Obj = dict[str, Any]
 WRITERS = threading.Lock()
 #: Reads and claim writes of one batch at once (one round trip for many claims).
 PARALLEL = 8
+#: How long the committer trusts a claim it decided or read (seconds). A claim is whole
+#: once its entry is in, but grows when its revision establishes (an MRD's CRD name,
+#: ``lockwright.managed.convert.reserved``): a take's own read of it was never older than
+#: the take, and a burst of takes is a few seconds.
+KNOWN_FOR_S = 5.0
+#: How many times a batch's entries are written onto a Lock whose other fields changed
+#: (each time read again) before the batch is decided again.
+REBASES = 3
 
 
 class Claimant(Protocol):
@@ -53,11 +63,10 @@ class Claimant(Protocol):
     def in_place(self) -> bool:
         """Whether the claim is written already (or covered by what the revision holds)."""
 
-    def still_active(self) -> None:
-        """Raise when the revision is gone or no longer Active."""
-
-    def write(self) -> None:
-        """Write the revision's claim (``status.objectRefs``), once."""
+    def confirm(self, won: bool) -> None:
+        """After the Lock being decided on was current: write the claim of a take that won
+        (``status.objectRefs``, once), else read the revision again; raise when the
+        write's answer or the read shows the revision gone or no longer Active."""
 
 
 class Keeper(Protocol):
@@ -101,6 +110,10 @@ class LockCommitter:
         # The Lock as this committer last wrote it: the next round decides on it without
         # reading it again; a 409 says it is stale, and the round reads it.
         self._lock: Obj | None = None
+        # The claims of the Lock's entries as this committer decided or read them, by
+        # revision name, with when: a claim is written whole before its entry, so it holds
+        # while its entry stays, for KNOWN_FOR_S; one whose entry is gone is forgotten.
+        self._known: dict[str, tuple[float, cl.Claim]] = {}
 
     def commit(self, claimant: Claimant, package: str, entry: Obj,
                meter: MetricMeter = MetricMeter.noop) -> tuple[str, int]:
@@ -117,6 +130,12 @@ class LockCommitter:
         if start:  # the thread ends when nothing waits; the next take starts another
             threading.Thread(target=self._drain, name="lock-commit", daemon=True).start()
         return waiter.answer.result()
+
+    def saw(self, lock: Obj) -> None:
+        """The Lock as another writer of this worker read or wrote it in its turn
+        (``WRITERS``): the next batch decides on it rather than lose a compare-and-swap
+        to that writer."""
+        self._lock = lock
 
     def _drain(self) -> None:
         while batch := self._take_pending():
@@ -140,8 +159,8 @@ class LockCommitter:
                 with WRITERS:
                     self.round(open_(batch), attempt)
                 return
-            except KubeConflict:
-                self._lock = None
+            except KubeConflict as exc:
+                self._lock = exc.lock if isinstance(exc, EntriesChanged) else None
                 metrics.lock_cas_conflict(batch[0].meter)
                 # Jitter spreads out workers that all lost the same round.
                 time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
@@ -149,17 +168,18 @@ class LockCommitter:
             f"the Lock kept changing: gave up after {self.keeper.attempts} attempts"))
 
     def round(self, batch: list[Waiter], attempt: int) -> None:
-        """Read, decide, write claims, write the Lock; then answer every take."""
+        """Read, decide, confirm the takes, write the Lock; then answer every take."""
         marks = [time.monotonic()]
         lock = self._lock or self.keeper.read_lock()
         marks.append(time.monotonic())
-        live = self.reread(batch, lock)
+        self.learn(batch, lock)
         marks.append(time.monotonic())
-        decided, live = self.claim(lock, live)
+        decided, live = self.claim(lock, batch)
         marks.append(time.monotonic())
-        written = self.keeper.write_lock(decided.lock) if decided.lock is not None else lock
+        written = self.write(lock, decided.lock) if decided.lock is not None else lock
         marks.append(time.monotonic())
         self._lock = written
+        self.remember(written, decided.held)
         version = str(meta(written).get("resourceVersion", ""))
         for waiter, decision in zip(live, decided.decisions, strict=True):
             answer(waiter, decision, version, attempt)
@@ -168,40 +188,71 @@ class LockCommitter:
                    took_s=round(marks[-1] - marks[0], 3),
                    steps_s=[round(b - a, 3) for a, b in zip(marks, marks[1:])])
 
-    def reread(self, batch: list[Waiter], lock: Obj) -> list[Waiter]:
-        """After ``lock`` was current, read each revision again (a take whose revision was
-        retired meanwhile drops out, answered) and, once for every take, the claims of
-        entries some take has not seen; all at once. The takes still in."""
-        learnt: dict[str, cl.Claim] = {}
+    def write(self, base: Obj, wanted: Obj) -> Obj:
+        """Write ``wanted`` (``base`` with the batch's entries) by compare-and-swap. When
+        the Lock changed since ``base`` but not its entries (the resolver wrote its
+        finalizer, annotation or condition), the batch's decision still holds: its entries
+        are written onto the Lock as it is now, keeping what the other writer wrote.
+
+        Raises:
+            EntriesChanged: the Lock's entries changed; the batch is decided again.
+        """
+        for _ in range(REBASES):
+            try:
+                return self.keeper.write_lock(wanted)
+            except KubeConflict:
+                now = self.keeper.read_lock()
+                if now.get("packages") != base.get("packages"):
+                    raise EntriesChanged(now) from None
+                base, wanted = now, {**now, "packages": wanted.get("packages")}
+        raise EntriesChanged(self.keeper.read_lock())
+
+    def learn(self, batch: list[Waiter], lock: Obj) -> None:
+        """Tell every take the claims of ``lock``'s entries: those this committer knows,
+        and, read once for all of them, those some take still has not seen."""
+        self.remember(lock, {})
+        tell(batch, {name: claim for name, (_, claim) in self._known.items()})
         unknown = unseen(batch, lock)
-        reads = [w.claimant.still_active for w in batch]
         if unknown:
-            reads.append(lambda: learnt.update(self.keeper.claims_of(unknown)))
-        errors = each(reads)
-        if unknown and errors[-1] is not None:
-            raise errors[-1]
-        for waiter, exc in zip(batch, errors, strict=False):
-            if exc is not None:
-                refused(waiter, exc)
-            for name, claim in learnt.items():
-                waiter.claimant.claims.others.setdefault(name, claim)
-        return [w for w, exc in zip(batch, errors, strict=False) if exc is None]
+            learnt = self.keeper.claims_of(unknown)
+            # A revision read as gone holds nothing now; it is read again next time.
+            self.remember(lock, {n: c for n, c in learnt.items() if c[0] is not None})
+            tell(batch, learnt)
+
+    def remember(self, lock: Obj, claims: dict[str, cl.Claim]) -> None:
+        """Know ``claims`` from now; keep the known claims of ``lock``'s entries younger
+        than KNOWN_FOR_S, and forget the rest."""
+        now, names = time.monotonic(), cl.entry_kinds(lock)
+        known = {**self._known, **{n: (now, claim) for n, claim in claims.items()}}
+        self._known = {n: (at, claim) for n, (at, claim) in known.items()
+                       if n in names and now - at < KNOWN_FOR_S}
 
     def claim(self, lock: Obj, batch: list[Waiter]) -> tuple[cl.Batch, list[Waiter]]:
-        """Decide the batch and write its winners' claims; a take whose claim cannot be
-        written drops out, and the rest are decided again without it."""
+        """Decide the batch and confirm each take (a winner's claim written, any other's
+        revision read again), side by side; a take that fails its confirmation (retired,
+        gone, a write refused) drops out, and the rest are decided again without it."""
+        confirmed: set[int] = set()
         while True:
             decided = cl.decide_batch(lock, [w.ask() for w in batch])
-            winners = [w for w, d in zip(batch, decided.decisions, strict=True)
-                       if d.won and not w.claimant.in_place]
-            errors = each([w.claimant.write for w in winners])
-            if not any(errors):
+            due = [(w, d.won) for w, d in zip(batch, decided.decisions, strict=True)
+                   if id(w) not in confirmed or (d.won and not w.claimant.in_place)]
+            errors = each([partial(w.claimant.confirm, won) for w, won in due])
+            confirmed.update(id(w) for w, _ in due)
+            failed = {id(w) for (w, _), exc in zip(due, errors, strict=True) if exc is not None}
+            if not failed:
                 return decided, batch
-            failed = {id(w) for w, exc in zip(winners, errors, strict=True) if exc is not None}
-            for waiter, exc in zip(winners, errors, strict=True):
+            for (waiter, _), exc in zip(due, errors, strict=True):
                 if exc is not None:
                     refused(waiter, exc)
             batch = [w for w in batch if id(w) not in failed]
+
+
+class EntriesChanged(KubeConflict):
+    """The Lock's entries changed since the batch read them; the Lock as it is now."""
+
+    def __init__(self, lock: Obj) -> None:
+        super().__init__("the Lock's entries changed since they were read")
+        self.lock = lock
 
 
 def answer(waiter: Waiter, decision: cl.Decision, version: str, attempt: int) -> None:
@@ -223,6 +274,13 @@ def refuse(batch: Iterable[Waiter], exc: BaseException) -> None:
     """Answer every take of ``batch`` with ``exc``."""
     for waiter in batch:
         waiter.answer.set_exception(exc)
+
+
+def tell(batch: list[Waiter], claims: dict[str, cl.Claim]) -> None:
+    """Give every take of ``batch`` the ``claims`` it has not read itself."""
+    for waiter in batch:
+        for name, claim in claims.items():
+            waiter.claimant.claims.others.setdefault(name, claim)
 
 
 def refused(waiter: Waiter, exc: Exception) -> None:

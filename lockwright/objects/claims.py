@@ -166,10 +166,12 @@ class Batch:
     Attributes:
         decisions: each ask's decision, in the order the asks were given.
         lock: the Lock to write; None when it already says everything the winners want.
+        held: each winner's claim, by revision name, as the next batch would read it.
     """
 
     decisions: list[Decision]
     lock: Obj | None
+    held: dict[str, Claim] = field(default_factory=dict)
 
 
 def decide_batch(lock: Obj, asks: Sequence[Ask]) -> Batch:
@@ -189,4 +191,4 @@ def decide_batch(lock: Obj, asks: Sequence[Ask]) -> Batch:
             owner = lk.Owner(claims.package_kind, ask.package, claims.revision)
             won[claims.revision] = (owner, claims.keys)
     return Batch([decisions[i] for i in range(len(asks))],
-                 None if current is lock else current)
+                 None if current is lock else current, won)

@@ -416,15 +416,14 @@ def test_first_install_whose_webhooks_share_a_name_ends_with_its_objects_in_plac
                     f"crossplane-provider-{name}")
 
 
-def test_a_claim_written_after_the_loser_looked_still_makes_it_lose(
-        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loser lists the other claims before its turn; the winner writes its claim and
-    its entry just after. The loser must not trust what it listed for a revision the Lock
-    did not name yet: it loses, naming the winner (docs/design.md invariant 4)."""
-    from lockwright.activities import lock as lock_mod
-
-    bystander = unique("bystander")  # a Provider entry in the Lock: its kind is listed
+def test_a_claim_another_worker_wrote_after_this_one_last_looked_still_makes_it_lose(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
+    """This worker's committer keeps the Lock as it last wrote it, and the claims it knows;
+    another worker then writes a winner's claim and entry. The loser must not trust what
+    its committer knew: its compare-and-swap fails, it reads the Lock and the new entry's
+    claim, and loses, naming the winner, holding nothing (the claim it wrote on the Lock
+    it kept is withdrawn; docs/design.md invariant 4)."""
+    bystander = unique("bystander")  # this worker's last Lock write, and a claim it knows
     apply_package(kube, "Provider", bystander, provider.ref)
     install(acts, c.PROVIDER, bystander, until="ensure_tls")
     group = f"{unique('g')}.example.org"
@@ -434,20 +433,13 @@ def test_a_claim_written_after_the_loser_looked_still_makes_it_lose(
         apply_package(kube, "Provider", name, p.ref)
     steps = [install(acts, c.PROVIDER, name, until="take_lock")[2] for name in names]
     takes = [next(arg for fn, arg in s if fn.__name__ == "take_lock") for s in steps]
-    for inp in takes:  # neither has claimed anything yet
-        kube.patch(PKG, "ProviderRevision", inp.revision, {"status": {"objectRefs": []}},
-                   subresource="status")
-    real = lock_mod._Claim.prefetch
-
-    def winner_between(claim: Any, lock: dict[str, Any]) -> None:
-        real(claim, lock)
-        if claim.rev["metadata"]["name"] == takes[0].revision:
-            run(acts.take_lock, takes[1])  # the other takes the Lock right after the look
-
-    monkeypatch.setattr(lock_mod._Claim, "prefetch", winner_between)
+    other = Activities(acts.settings, kube, PackageCache(acts.settings.cache_dir))
+    run(other.take_lock, takes[1])  # another worker: its own committer
     with pytest.raises(ApplicationError) as lost:
         run(acts.take_lock, takes[0])
     assert lost.value.type == "ConflictError" and names[1] in lost.value.message
+    after = kube.get(PKG, "ProviderRevision", takes[0].revision) or {}
+    assert not (after.get("status") or {}).get("objectRefs"), after.get("status")
 
 
 def test_a_candidate_plan_loses_to_a_claim_whose_objects_are_not_created_yet(
@@ -536,24 +528,36 @@ def test_lock_compare_and_swap_loses_no_entry_under_10_concurrent_writers(
     assert sum(r.cas_attempts for r in results) >= 10
 
 
-def test_a_take_that_read_the_revision_before_it_was_retired_leaves_no_entry(
+@pytest.mark.parametrize("meanwhile", ["retired", "deleted"])
+def test_a_take_that_read_the_revision_before_it_went_leaves_no_entry(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """take_lock read the revision Active; it is retired (marked Inactive, its entry
-    removed) before the take reaches the Lock: the take writes nothing."""
+        monkeypatch: pytest.MonkeyPatch, meanwhile: str) -> None:
+    """take_lock read the revision Active; it is retired (marked Inactive) or deleted
+    before the take reaches the Lock: the take leaves no entry, and a retired revision
+    keeps no claim (the committer's write of it answered that it was Inactive)."""
     pushed = push(registry, DATA / "function", tmp_path)
     name = unique("fn")
     apply_package(kube, "Function", name, pushed.ref)
     rev, digest, _ = install(acts, c.FUNCTION, name, until="take_lock")
-    real_read = acts.keeper.read_lock
+    real_take = acts.keeper.take
 
-    def retired_meanwhile() -> Any:  # the first Lock read: the claims' prefetch
-        kube.patch(PKG, "FunctionRevision", rev, {"spec": {"desiredState": "Inactive"}})
-        return real_read()
+    def gone_meanwhile(*args: Any) -> Any:  # after the take's read, before its turn
+        if meanwhile == "retired":
+            kube.patch(PKG, "FunctionRevision", rev, {"spec": {"desiredState": "Inactive"}})
+        else:
+            kube.delete(PKG, "FunctionRevision", rev)
+        return real_take(*args)
 
-    monkeypatch.setattr(acts.keeper, "read_lock", retired_meanwhile)
-    taken = run(acts.take_lock, c.TakeLockInput(c.FUNCTION, name, rev, pushed.ref, digest))
-    assert taken == c.TakeLockResult()
+    monkeypatch.setattr(acts.keeper, "take", gone_meanwhile)
+    inp = c.TakeLockInput(c.FUNCTION, name, rev, pushed.ref, digest)
+    if meanwhile == "retired":
+        assert run(acts.take_lock, inp) == c.TakeLockResult()
+        left = kube.get(PKG, "FunctionRevision", rev) or {}
+        assert not (left.get("status") or {}).get("objectRefs"), left.get("status")
+    else:
+        with pytest.raises(ApplicationError) as gone:
+            run(acts.take_lock, inp)
+        assert gone.value.type == "ObjectGone", gone.value
     lock = kube.get("pkg.crossplane.io/v1beta1", "Lock", "lock") or {}
     assert rev not in {e["name"] for e in lock.get("packages") or []}
 

@@ -189,3 +189,74 @@ def test_what_a_revision_holds_is_what_names_it_an_owner(
     missing = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                "name": f"nothings.{unique('g')}.example.org"}
     assert acts.keeper.held(rev, [*refs, missing]) == [refs[0]]
+
+
+def test_the_committer_decides_on_the_claims_it_knows_for_a_while(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A take right after another is decided on the claim the committer wrote for the
+    first, not a read of it; a claim known longer than ``KNOWN_FOR_S`` is read again (it
+    grows once its revision establishes MRDs)."""
+    names = [unique(p) for p in ("gk0", "gk1", "gk2")]
+    takes = prepared(acts, kube, registry, tmp_path,
+                     {n: f"{unique('g')}.example.org" for n in names})
+    read: list[str] = []
+    real = acts.keeper.claims_of
+
+    def counted(found: list[dict[str, Any]]) -> Any:
+        read.extend(str(e["name"]) for e in found)
+        return real(found)
+
+    monkeypatch.setattr(acts.keeper, "claims_of", counted)
+    first = takes[names[0]].revision
+    run(acts.take_lock, takes[names[0]])
+    run(acts.take_lock, takes[names[1]])
+    assert first not in read
+    monkeypatch.setattr(lockcommit, "KNOWN_FOR_S", 0.0)
+    run(acts.take_lock, takes[names[2]])
+    assert first in read
+    assert {takes[n].revision for n in names} <= entries(kube)
+
+
+def test_a_lock_write_lands_on_what_another_writer_changed_beside_the_entries(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolver writes the Lock's annotation (or finalizer, or condition) between the
+    batch's decision and its write: the decision still holds, so the entries are written
+    onto the Lock as it is now, in the same round, and the annotation stays. When the
+    entries changed, the batch is decided again (the other tests here)."""
+    name = unique("gcr")
+    take_in = prepared(acts, kube, registry, tmp_path, {name: f"{unique('g')}.example.org"})
+    key = f"test.lockwright.dev/{unique('a')}"
+    real_write = acts.keeper.write_lock
+    writes: list[str] = []
+
+    def resolver_first(lock: dict[str, Any]) -> Any:
+        if not writes:
+            kube.patch(*LOCK, {"metadata": {"annotations": {key: "resolver"}}})
+        writes.append(lock["metadata"]["resourceVersion"])
+        return real_write(lock)
+
+    monkeypatch.setattr(acts.keeper, "write_lock", resolver_first)
+    taken = run(acts.take_lock, take_in[name])
+    assert len(writes) >= 2 and writes[0] != writes[1]
+    assert taken.cas_attempts == 1
+    lock = kube.get(*LOCK) or {}
+    assert lock["metadata"]["annotations"][key] == "resolver"
+    assert take_in[name].revision in entries(kube)
+    kube.patch(*LOCK, {"metadata": {"annotations": {key: None}}})
+
+
+def test_a_take_after_a_removal_in_the_same_worker_decides_on_the_lock_it_left(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
+    """A step of this worker removes an entry (a finished switch's retirement): the
+    committer decides the next batch on the Lock that removal wrote, not on the one it
+    wrote itself before, so the batch's compare-and-swap is its first."""
+    old, new = (unique(p) for p in ("gcl0", "gcl1"))
+    takes = prepared(acts, kube, registry, tmp_path,
+                     {old: f"{unique('g')}.example.org", new: f"{unique('g')}.example.org"})
+    run(acts.take_lock, takes[old])
+    assert acts.keeper.leave_lock(takes[old].revision) == 1
+    taken = run(acts.take_lock, takes[new])
+    assert taken.cas_attempts == 1
+    assert takes[new].revision in entries(kube) and takes[old].revision not in entries(kube)

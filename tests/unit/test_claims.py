@@ -159,3 +159,10 @@ def test_decide_batch_is_the_same_in_any_arrival_order() -> None:
     assert first.lock == again.lock
     assert outcome(first) == list(reversed(outcome(again)))
     assert outcome(first) == ["lost to a,b", "won", "won", "lost to b"]
+
+
+def test_decide_batch_hands_on_the_winners_claims() -> None:
+    """What each winner holds, as a reader of its revision would find it: the committer
+    keeps them for its next batch instead of reading them back."""
+    batch = cl.decide_batch(lock(), [ask("a", "x"), ask("b", "xy"), ask("c", "z")])
+    assert batch.held == {"a-1": holder("a", "x"), "c-1": holder("c", "z")}
