@@ -375,5 +375,6 @@ class _Claim:
             self._patch(held)
 
     def _patch(self, refs: list[Any]) -> Obj:
-        return self.keeper.kube.patch(PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),
-                               {"status": {"objectRefs": refs}}, subresource="status")
+        return self.keeper.kube.patch(
+            PKG_V1, revision_kind(self.kind), str(meta(self.rev)["name"]),
+            {"status": {"objectRefs": refs}}, subresource="status")

@@ -160,7 +160,8 @@ class LockCommitter:
                     self.round(open_(batch), attempt)
                 return
             except KubeConflict as exc:
-                self._lock = exc.lock if isinstance(exc, EntriesChanged) else None
+                if not isinstance(exc, EntriesChanged):  # else the round kept what it read
+                    self._lock = None
                 metrics.lock_cas_conflict(batch[0].meter)
                 # Jitter spreads out workers that all lost the same round.
                 time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
@@ -195,17 +196,19 @@ class LockCommitter:
         are written onto the Lock as it is now, keeping what the other writer wrote.
 
         Raises:
-            EntriesChanged: the Lock's entries changed; the batch is decided again.
+            EntriesChanged: the Lock's entries changed; the batch is decided again on the
+                Lock as read here.
         """
         for _ in range(REBASES):
             try:
                 return self.keeper.write_lock(wanted)
             except KubeConflict:
-                now = self.keeper.read_lock()
+                self._lock = now = self.keeper.read_lock()
                 if now.get("packages") != base.get("packages"):
-                    raise EntriesChanged(now) from None
+                    raise EntriesChanged("the Lock's entries changed since they were read"
+                                         ) from None
                 base, wanted = now, {**now, "packages": wanted.get("packages")}
-        raise EntriesChanged(self.keeper.read_lock())
+        raise EntriesChanged("the Lock kept changing beside its entries")
 
     def learn(self, batch: list[Waiter], lock: Obj) -> None:
         """Tell every take the claims of ``lock``'s entries: those this committer knows,
@@ -248,11 +251,7 @@ class LockCommitter:
 
 
 class EntriesChanged(KubeConflict):
-    """The Lock's entries changed since the batch read them; the Lock as it is now."""
-
-    def __init__(self, lock: Obj) -> None:
-        super().__init__("the Lock's entries changed since they were read")
-        self.lock = lock
+    """The Lock changed since the batch read it, its entries with it."""
 
 
 def answer(waiter: Waiter, decision: cl.Decision, version: str, attempt: int) -> None:
