@@ -9,6 +9,7 @@ servers after :func:`normalize`.
 from __future__ import annotations
 
 import copy
+import json
 import re
 import time
 from collections.abc import Callable
@@ -405,14 +406,17 @@ UIDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 def normalize(value: Any) -> Any:
     """What must differ between servers made equal: ids, versions, times, big numbers in
-    messages (resourceVersions); the order of a list of named objects."""
+    messages (resourceVersions); the order of a list of named objects; the order of
+    ``managedFields``, which both servers sort by time to the second, then by manager: two
+    writes a replay makes within one second on one server and across a second on the
+    other come back in different orders (``lockwright.devcluster.managedfields``)."""
     value = copy.deepcopy(value)
     return _norm(value)
 
 
 def _norm(value: Any) -> Any:
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in value.items():
             if k == "continue" and v == "":
                 continue  # an empty continue token is no token
@@ -420,6 +424,8 @@ def _norm(value: Any) -> Any:
                 out[k] = "<volatile>"
             elif k in TIMES:
                 out[k] = "<time>"
+            elif k == "managedFields" and isinstance(v, list):
+                out[k] = sorted((_norm(e) for e in v), key=lambda e: json.dumps(e, sort_keys=True))
             else:
                 out[k] = _norm(v)
         return out
