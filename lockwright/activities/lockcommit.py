@@ -107,8 +107,9 @@ class LockCommitter:
         self._pending: list[Waiter] = []
         self._guard = threading.Lock()
         self._running = False
-        # The Lock as this committer last wrote it: the next round decides on it without
-        # reading it again; a 409 says it is stale, and the round reads it.
+        # The Lock as this committer last wrote or read it, or as another writer of this
+        # worker left it (``saw``): the next round decides on it without reading it again;
+        # a 409 says it is stale, and the round reads it.
         self._lock: Obj | None = None
         # The claims of the Lock's entries as this committer decided or read them, by
         # revision name, with when: a claim is written whole before its entry, so it holds
