@@ -235,7 +235,7 @@ class LockActivities:
         if inp.skip_dependencies:
             # skipDependencyResolution: in the Lock (its claim counts), no dependencies.
             return [], ""
-        declared = [*(cl.dependency_meta(d) for d in summary.meta.depends_on)]
+        declared = [cl.dependency_meta(d) for d in summary.meta.depends_on]
         if not required_apis(summary.meta.annotations):
             return declared, ""
         lock = self.keeper.read_lock()
