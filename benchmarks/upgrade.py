@@ -564,6 +564,7 @@ def measure_small(b: Bench, floor: UpgradeFloor, pkgs: list[Pkg], fpkgs: list[Pk
     b.notes.append("10-CRD: " + ", ".join(f"{x:.2f}" for x in secs) + " s; floor: "
                    + ", ".join(f"{x:.2f}" for x in fsecs) + " s")
     print_history(b, f"history of {pkgs[-1].name} (10-CRD)", pkgs[-1].name, ours[-1])
+    print_phases(b, "10-CRD", pkgs, ours)
 
 
 def measure_big(b: Bench, floor: UpgradeFloor, pkgs: list[Pkg], fpkgs: list[Pkg],
@@ -635,6 +636,33 @@ async def switch_history(client: Any, name: str, since: float,
         runs.append({"start": _t(at[child.initiated_event_id]), "done": done,
                      "acts": dict(acts), "timers": timers})
     return {"signal": signal, "runs": runs}
+
+
+def phases(info: dict[str, Any], switch: Switch) -> dict[str, float] | None:
+    """A switch-over's phases in seconds, from ``switch_history``; None without the two runs."""
+    runs = info["runs"]
+    if len(runs) != 2:
+        return None
+    prep, sw = runs
+    return {"watcher→signal": info["signal"] - switch.wall,
+            "read/resolve/ensure": prep["start"] - info["signal"],
+            "prepare": prep["done"] - prep["start"], "hand-off": sw["start"] - prep["done"],
+            "switch": sw["done"] - sw["start"],
+            "finish→seen": switch.wall + switch.seconds - sw["done"]}
+
+
+def print_phases(b: Bench, label: str, pkgs: list[Pkg], ours: list[Switch]) -> None:
+    """Each phase's p50 over every round, from the rounds' histories."""
+    seen: list[dict[str, float]] = []
+    for pkg, switch in zip(pkgs, ours, strict=True):
+        fut = asyncio.run_coroutine_threadsafe(
+            switch_history(b.temporal, pkg.name, switch.wall, b.settings.task_queue), b.loop)
+        got = phases(fut.result(120), switch)
+        if got is not None:
+            seen.append(got)
+    if seen:
+        print(f"{label} phases, p50 of {len(seen)} rounds: " + " + ".join(
+            f"{k} {statistics.median(p[k] for p in seen) * 1000:.0f} ms" for k in seen[0]))
 
 
 def print_history(b: Bench, title: str, name: str, switch: Switch) -> None:
