@@ -41,6 +41,9 @@ class InstallRevisionInput:
     # before, so it neither fetches nor parses again (None: it does both).
     parsed: ParsePackageResult | None = None
     size: int = 0
+    # Ended healthy and active, and wrote the package's Healthy beside the revision's
+    # status: a switch's parent need not write it again before retiring the old revision.
+    package_healthy: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,9 @@ class InstallRevisionResult:
     # Preparing: its parse and the package's size, for the switch to take.
     parsed: ParsePackageResult | None = None
     size: int = 0
+    # Ended healthy and active, and wrote the package's Healthy beside the revision's
+    # status: a switch's parent need not write it again before retiring the old revision.
+    package_healthy: bool = False
 
 
 

@@ -99,6 +99,11 @@ PATCH_PREPARE_TOGETHER = "prepare-together"
 # and version-checked moments before in the same pass. Runs before (and a switch handed
 # no parse): fetch, parse and check again.
 PATCH_SWITCH_TAKES_PARSE = "switch-takes-parse"
+# A switch that ends healthy writes the package's Healthy beside its revision's status, as
+# an install does (PATCH_PACKAGE_HEALTHY_BESIDE), and says so in its result
+# (``package_healthy``): its parent then goes straight to retiring the old revision
+# (docs/design.md, "Health as it happens"). Runs before: the parent wrote it first.
+PATCH_SWITCH_HEALTHY_BESIDE = "switch-healthy-beside"
 _EPSILON_S = 1e-6
 
 
@@ -183,14 +188,15 @@ class InstallRevision:
             health = (c.CheckHealthResult(healthy=True, message=MSG_AWAITING_ACTIVATION)
                       if ensured.scaled_to_zero else await self._wait_healthy(
                           inp, ensured.deployment))
-        await self._write_outcome(inp, status.revision_ok(runtime, health.healthy,
-                                                          health.message),
-                                  health, established.objects, parsed.capabilities)
+        beside = await self._write_outcome(inp, status.revision_ok(runtime, health.healthy,
+                                                                   health.message),
+                                           health, established.objects, parsed.capabilities)
         workflow.set_current_details(f"**installed** `{inp.revision}` healthy={health.healthy}")
         return c.InstallRevisionResult(revision=inp.revision, digest=inp.digest,
                                        objects=established.objects, dependencies=dependencies,
                                        healthy=health.healthy, message=health.message,
-                                       active_definitions=established.active_definitions)
+                                       active_definitions=established.active_definitions,
+                                       package_healthy=beside)
 
     async def _contents(self, inp: c.InstallRevisionInput) -> c.ParsePackageResult:
         """Fetch, parse and lint, check Crossplane's version; or, a switch handed its
@@ -452,19 +458,21 @@ class InstallRevision:
 
     async def _write_outcome(self, inp: c.InstallRevisionInput, conditions: list[c.Condition],
                              health: c.CheckHealthResult, objects: int,
-                             capabilities: list[str]) -> None:
-        """The revision's status; an active install's healthy end, the package's too, side
-        by side (``PATCH_PACKAGE_HEALTHY_BESIDE``): the parent's write after it then finds
-        nothing to change. Both are awaited before a failure is raised, the revision's
-        first."""
+                             capabilities: list[str]) -> bool:
+        """The revision's status; an active install's or switch's healthy end, the
+        package's too, side by side (``PATCH_PACKAGE_HEALTHY_BESIDE``,
+        ``PATCH_SWITCH_HEALTHY_BESIDE``): the parent's write after an install then finds
+        nothing to change, and a switch's parent makes none. Both are awaited before a
+        failure is raised, the revision's first. Returns whether the package's was
+        written."""
         revision = self._write(inp, conditions, objects=objects, capabilities=capabilities)
-        if not (inp.active and health.healthy and not inp.health_deadline_s
-                and workflow.patched(PATCH_PACKAGE_HEALTHY_BESIDE)):
+        if not (inp.active and health.healthy and _package_beside(inp)):
             await revision
-            return
+            return False
         step = self._step  # a status write that fails is reported as the last step
         await self._side_by_side([(step, revision), (step, self._write_package(
             inp, health.message, healthy=True))])
+        return True
 
     async def _write_package(self, inp: c.InstallRevisionInput, runtime_message: str,
                              healthy: bool = False) -> None:
@@ -486,6 +494,15 @@ class InstallRevision:
             # The API is likely down too; the parent's status and retry still report it.
             workflow.logger.warning("could not write failure status revision=%s", inp.revision,
                                     extra=_log_fields(inp))
+
+
+def _package_beside(inp: c.InstallRevisionInput) -> bool:
+    """Whether a healthy end writes the package's status beside the revision's: an
+    install's since PATCH_PACKAGE_HEALTHY_BESIDE, a switch's since
+    PATCH_SWITCH_HEALTHY_BESIDE."""
+    if inp.health_deadline_s:
+        return workflow.patched(PATCH_SWITCH_HEALTHY_BESIDE)
+    return workflow.patched(PATCH_PACKAGE_HEALTHY_BESIDE)
 
 
 def _mode(inp: c.InstallRevisionInput) -> str:

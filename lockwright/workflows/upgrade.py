@@ -65,6 +65,10 @@ PATCH_LOCAL_HAND_OFF = "local-hand-off"
 # then the old revision is retired, as Crossplane's package copies its current revision's
 # health (docs/crossplane.md §9 step 10). Runs before wrote the status after retiring it.
 PATCH_HEALTHY_BEFORE_RETIRE = "healthy-before-retire"
+# workflow.patched() id: a small package's finish (the old revision's runtime removed, its
+# objects released, its Lock entry dropped) is a local step, as its hand-off is. Runs before
+# queued it.
+PATCH_LOCAL_FINISH = "local-finish"
 
 
 @dataclass(frozen=True)
@@ -279,22 +283,25 @@ class Upgrader:
             await self._revert(pkg, new, result.message)
             _switched(self._kind, began, "reverted")
             return
-        await self._finish(pkg, new, result.active_definitions)
+        await self._finish(pkg, new, result)
         _switched(self._kind, began, "finished")
 
     async def _finish(self, pkg: c.ReadPackageResult, new: Install,
-                      active_definitions: int = 0) -> None:
-        """``new`` is healthy: the package says so, then the old revision lets go of the
-        rest and leaves."""
+                      result: c.InstallRevisionResult) -> None:
+        """``new`` is healthy: the package says so (the switch said so already when its
+        result says ``package_healthy``), then the old revision lets go of the rest and
+        leaves."""
         host = self._host
         healthy_first = workflow.patched(PATCH_HEALTHY_BEFORE_RETIRE)
-        if healthy_first:
+        if healthy_first and not result.package_healthy:
             await host.write_status(conditions.package_ok(True, True, ""), new.source)
         await self._set_active(new.revision, keep_runtime=False,
-                               why=f"finish the switch to {new.revision}", finish=True)
+                               why=f"finish the switch to {new.revision}", finish=True,
+                               small=0 < new.size <= self._tuning.local_max_bytes)
         host.state = replace(host.state, installed_key=f"{new.revision}/{pkg.generation}/active",
                              healthy=True, health_message="", installs=host.state.installs + 1,
-                             active_revision=new.revision, active_definitions=active_definitions)
+                             active_revision=new.revision,
+                             active_definitions=result.active_definitions)
         await host.collect(pkg, new.revision)
         if not healthy_first:
             await host.write_status(conditions.package_ok(True, True, ""), new.source)
@@ -331,10 +338,13 @@ class Upgrader:
         host.state = replace(host.state, phase="Reverted", healthy=False, wake_after_s=0.0)
 
     async def _set_active(self, rev: str, keep_runtime: bool, why: str,
-                          finish: bool = False) -> None:
+                          finish: bool = False, small: bool = False) -> None:
         """Mark ``rev`` Active, the others Inactive (``finish``: drop what it no longer
-        ships)."""
-        small = keep_runtime and workflow.patched(PATCH_LOCAL_HAND_OFF)
+        ships; ``small``: of a package within ``Tuning.local_max_bytes``)."""
+        if keep_runtime:
+            small = workflow.patched(PATCH_LOCAL_HAND_OFF)
+        elif finish:
+            small = small and workflow.patched(PATCH_LOCAL_FINISH)
         await self._host.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
             kind=self._kind, package=self._name, revision=rev, keep_runtime=keep_runtime,
             drop_unshipped=finish), c.SetActiveRevisionResult, why, small=small)

@@ -506,7 +506,7 @@ async def test_new_version_upgrades_and_collects(
     assert cluster.revision_status[revisions[2]][-1].capabilities == ["example.org/capability"]
     await record(temporal_client, handle.id, "package_upgrade")
     await record(temporal_client, c.revision_workflow_id(pkg.kind, revisions[2], task_queue),
-                 "revision_switch_takes_parse", last=True)
+                 "revision_switch_healthy_beside", last=True)
 
 
 async def test_upgrade_whose_runtime_never_becomes_healthy_reverts(

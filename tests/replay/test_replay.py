@@ -92,6 +92,13 @@ SHAPES |= {"revision_planned_in_turn"}
 # Since PATCH_SWITCH_TAKES_PARSE a switch takes its preparation's parse; the switch of
 # "revision_switch_awaits_dependencies" is from before (it fetched and parsed again).
 SHAPES |= {"revision_switch_takes_parse"}
+# Since PATCH_SWITCH_HEALTHY_BESIDE a switch that ends healthy writes the package's Healthy
+# beside its revision's status, and its parent retires the old revision straight away, as a
+# local step for a small package since PATCH_LOCAL_FINISH. "revision_switch_takes_parse"
+# and "package_upgrade_queued_finish" are from before (the parent wrote the package's
+# Healthy, then queued the finish).
+SHAPES |= {"revision_switch_healthy_beside", "package_upgrade_queued_finish"}
+QUEUE_IDS |= {"package_upgrade_queued_finish"}
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -140,20 +147,23 @@ def steps_of(history: WorkflowHistory, name: str) -> tuple[int, int]:
     return where.count(RUN_LOCAL), where.count(RUN_QUEUED)
 
 
-@pytest.mark.parametrize(("shape", "before", "since"), [
+@pytest.mark.parametrize(("shape", "runs"), [
     # Before: the first install's activation (local), the switch's hand-off, its finish.
-    # Since: the first revision is created Active (PATCH_FIRST_REVISION_ACTIVE).
-    ("package_upgrade", (1, 2), (1, 1)),
+    ("package_upgrade_queued_hand_off", (1, 2)),
+    # Since PATCH_LOCAL_HAND_OFF and PATCH_FIRST_REVISION_ACTIVE (the first revision is
+    # created Active): the hand-off local, the finish queued.
+    ("package_upgrade_queued_finish", (1, 1)),
+    # Since PATCH_LOCAL_FINISH: a small package's finish is local too.
+    ("package_upgrade", (2, 0)),
     # And the revert's first step (v1 Active again, v2 keeping its runtime), then the
-    # retirement of v2.
-    ("package_upgrade_reverted", (1, 3), (2, 1))])
-def test_a_hand_off_runs_locally_since_the_patch(shape: str, before: tuple[int, int],
-                                                 since: tuple[int, int]) -> None:
+    # retirement of v2, which stays queued: a revert is no finish.
+    ("package_upgrade_reverted_queued_hand_off", (1, 3)),
+    ("package_upgrade_reverted", (2, 1))])
+def test_a_hand_off_runs_locally_since_the_patch(shape: str, runs: tuple[int, int]) -> None:
     """A switch's hand-off, and a revert's first step, only flip desiredState: local
-    steps since PATCH_LOCAL_HAND_OFF; (local, queued) runs of set_active_revision. What
-    retires a revision stays queued."""
-    assert steps_of(load(f"{shape}_queued_hand_off"), c.SET_ACTIVE_REVISION) == before
-    assert steps_of(load(shape), c.SET_ACTIVE_REVISION) == since
+    steps since PATCH_LOCAL_HAND_OFF; so is a small package's finish since
+    PATCH_LOCAL_FINISH; (local, queued) runs of set_active_revision."""
+    assert steps_of(load(shape), c.SET_ACTIVE_REVISION) == runs
 
 
 @pytest.mark.parametrize(("shape", "runs"), [("revision_planned", (1, 0)),
@@ -167,12 +177,15 @@ def test_a_small_package_is_planned_locally_since_the_patch(shape: str,
 
 
 @pytest.mark.parametrize(("shape", "first"), [
-    ("package_upgrade", [c.WRITE_PACKAGE_STATUS, c.SET_ACTIVE_REVISION]),
+    ("package_upgrade", [c.SET_ACTIVE_REVISION]),
+    ("package_upgrade_queued_finish", [c.WRITE_PACKAGE_STATUS, c.SET_ACTIVE_REVISION]),
     ("package_upgrade_queued_hand_off", [c.SET_ACTIVE_REVISION, c.WRITE_PACKAGE_STATUS])])
 def test_the_package_is_healthy_before_its_old_revision_is_retired(shape: str,
                                                                   first: list[str]) -> None:
     """Once the switch's child is healthy the package says so, then v1 is retired
-    (PATCH_HEALTHY_BEFORE_RETIRE); runs before retired it first."""
+    (PATCH_HEALTHY_BEFORE_RETIRE); runs before retired it first. Since
+    PATCH_SWITCH_HEALTHY_BESIDE the child says so (the test below), and the parent retires
+    v1 straight away."""
     names = step_names(load(shape))
     after_switch = names[len(names) - names[::-1].index(CHILD_STARTED):]
     finish = [n for n in after_switch if n in (c.WRITE_PACKAGE_STATUS, c.SET_ACTIVE_REVISION)]
@@ -183,12 +196,15 @@ def test_the_package_is_healthy_before_its_old_revision_is_retired(shape: str,
     ("revision_install_provider", [c.WRITE_REVISION_STATUS, c.WRITE_PACKAGE_STATUS]),
     ("revision_awaiting_activation", [c.WRITE_REVISION_STATUS, c.WRITE_PACKAGE_STATUS]),
     ("revision_install_provider_revision_status_only", [c.WRITE_REVISION_STATUS]),
-    ("revision_awaiting_activation_revision_status_only", [c.WRITE_REVISION_STATUS])])
+    ("revision_awaiting_activation_revision_status_only", [c.WRITE_REVISION_STATUS]),
+    ("revision_switch_healthy_beside", [c.WRITE_REVISION_STATUS, c.WRITE_PACKAGE_STATUS]),
+    ("revision_switch_takes_parse", [c.WRITE_REVISION_STATUS])])
 def test_an_active_install_says_healthy_on_the_package_beside_the_revision(
         shape: str, last: list[str]) -> None:
     """The steps after the runtime: since PATCH_PACKAGE_HEALTHY_BESIDE the child writes the
-    package's Healthy beside the revision's status (healthy, or safe-start at zero);
-    runs before wrote the revision's only and left the package to the parent."""
+    package's Healthy beside the revision's status (healthy, or safe-start at zero), and
+    a switch's since PATCH_SWITCH_HEALTHY_BESIDE; runs before wrote the revision's only and
+    left the package to the parent."""
     names = step_names(load(shape))
     assert names[names.index(c.ENSURE_RUNTIME) + 1:] in (
         [c.CHECK_HEALTH, *last], last), names
