@@ -1,5 +1,6 @@
-"""What ``establish_objects``' checking pass gathered over every batch (:class:`Checked`),
-the refusal it ends in when anything forbids writing, and a preparation's result.
+"""What ``establish_objects``' checking pass gathered over every batch (:class:`Checked`)
+and what it read around them (:class:`Surroundings`), the refusal it ends in when
+anything forbids writing, and a preparation's result.
 
 A preparation's is kept by its worker for the switch that follows
 (:class:`lockwright.activities.trust.Kept`).
@@ -15,6 +16,15 @@ from lockwright.k8s import Obj
 from lockwright.objects import crdcheck, holders
 from lockwright.objects import establish as est
 from lockwright.objects.lock import Conflict, ObjectKey
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What an establish reads besides its revision and objects, side by side."""
+
+    package: Obj
+    lock: Obj  # {} when there is none yet
+    target: tuple[bytes | None, str]  # the webhooks' CA bundle and Service
 
 
 @dataclass

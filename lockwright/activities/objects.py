@@ -57,8 +57,9 @@ from lockwright.activities.base import (
 from lockwright.activities.contents import Contents
 from lockwright.activities.definitions import Definitions
 from lockwright.activities import trust
-from lockwright.activities.checked import Checked, dry_run_result, refuse
+from lockwright.activities.checked import Checked, Surroundings, dry_run_result, refuse
 from lockwright.activities.errors import defn, edge
+from lockwright.activities.lock import LOCK_API
 from lockwright.activities.reads import PackageReader, RuntimeConfigs
 from lockwright.activities.release import Release
 from lockwright import names
@@ -76,7 +77,7 @@ from lockwright.managed.policy import MSG_ACTIVATED, REASON_ACTIVATED
 from lockwright.objects import crdcheck, holders
 from lockwright.objects import establish as est
 from lockwright.objects.establish import Ref
-from lockwright.objects.lock import ObjectKey
+from lockwright.objects.lock import LOCK_NAME, ObjectKey
 from lockwright.runtime import tls
 
 BATCH = 100
@@ -139,19 +140,21 @@ class Establisher:
         """All or nothing: see the module."""
         rev = self.reader.revision(inp.kind, inp.revision)
         documents = self.contents.cached(inp.kind, rev, inp.digest).documents
-        revision = replace(self.est_revision(inp, rev), conversion=self.definitions.conversion(
-            inp.kind, rev, inp.digest, documents))
-        ca, service = self.webhook_target(inp, rev)
-        with ThreadPoolExecutor(self.workers) as pool, self.saying_why(rev):
-            fresh = self._fresh(pool, inp, revision, documents, (ca, service))
-            if fresh is not None:
-                (refs, counts), checked = fresh, Checked()
-            else:
-                refs, checked = self._checked_or_kept(pool, inp, revision, documents,
-                                                      (ca, service))
-                if inp.dry_run:  # preparing an upgrade: everything checked, nothing written
-                    return dry_run_result(refs, checked)
-                counts = self._write_all(pool, revision, documents, checked, (ca, service))
+        with ThreadPoolExecutor(self.workers) as pool:
+            around = self.surroundings(pool, inp, rev)
+            revision = replace(self.est_revision(inp, rev, around.package),
+                               conversion=self.definitions.conversion(inp.kind, rev, inp.digest,
+                                                                      documents))
+            with self.saying_why(rev):
+                fresh = self._fresh(pool, inp, revision, documents, around.target)
+                if fresh is not None:
+                    (refs, counts), checked = fresh, Checked()
+                else:
+                    refs, checked = self._checked_or_kept(pool, inp, revision, documents,
+                                                          around)
+                    if inp.dry_run:  # preparing an upgrade: all checked, nothing written
+                        return dry_run_result(refs, checked)
+                    counts = self._write_all(pool, revision, documents, checked, around.target)
         self.say_adopted(rev, checked.stale)
         activated = self.say_activated(revision.conversion)
         refs, (definitions, active) = self._record(inp, rev, revision, refs)
@@ -171,17 +174,27 @@ class Establisher:
                                         from_preparation=checked.kept,
                                         rechecked=checked.rechecked)
 
+    def surroundings(self, pool: ThreadPoolExecutor, inp: c.EstablishObjectsInput,
+                     rev: Obj) -> Surroundings:
+        """The package, the Lock and the webhook target, read side by side: none depends
+        on another, and one after another they were a quarter of a small switch's
+        establish."""
+        package = pool.submit(self.reader.package, inp.kind, inp.package)
+        lock = pool.submit(self.kube.get, LOCK_API, "Lock", LOCK_NAME)
+        target = pool.submit(self.webhook_target, inp, rev)
+        return Surroundings(package=package.result(), lock=lock.result() or {},
+                            target=target.result())
+
     def _checked_or_kept(self, pool: ThreadPoolExecutor, inp: c.EstablishObjectsInput,
-                         revision: est.Revision, documents: Path,
-                         target: tuple[bytes | None, str]
+                         revision: est.Revision, documents: Path, around: Surroundings
                          ) -> tuple[list[dict[str, str]], Checked]:
         """The checking pass. A switch takes its preparation's, kept by this worker, when
         it was checked over the same revision, webhook target, basis and fingerprints
         (:class:`lockwright.activities.trust.Kept`): its writes carry the
         ``resourceVersion`` read then, so an object changed since is refused and checked
         again on its own. A preparation's is kept for its switch."""
-        start = trust.basis(self.kube, self.reader.package(inp.kind, inp.package),
-                            inp.digest, inp.revision)
+        start = trust.basis(around.package, around.lock, inp.digest, inp.revision)
+        target = around.target
         key, over = (inp.kind, inp.package, inp.revision, inp.digest), (revision, target, start)
         kept = (self.kept.take(key, (*over, tuple(inp.trust)))
                 if inp.trust and not inp.dry_run else None)
@@ -266,16 +279,16 @@ class Establisher:
         inp = c.EstablishObjectsInput(kind=kind, package=package, digest=digest, control=True,
                                       revision=str(meta(rev)["name"]))
         documents = self.contents.cached(kind, rev, digest).documents
-        revision = replace(self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}}),
+        revision = replace(self.est_revision(inp, {**rev, "metadata": {"uid": CANDIDATE_UID}},
+                                             self.reader.package(kind, package)),
                            conversion=self.definitions.conversion(kind, rev, digest, documents))
         ca, service = self.webhook_target(inp, rev)
         with ThreadPoolExecutor(self.workers) as pool:
             refs, _ = self._check(pool, revision, documents, ca, service)
         return len(refs)
 
-    def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj) -> est.Revision:
-        """The revision as ``lockwright.objects.establish`` sees it."""
-        pkg = self.reader.package(inp.kind, inp.package)
+    def est_revision(self, inp: c.EstablishObjectsInput, rev: Obj, pkg: Obj) -> est.Revision:
+        """The revision of package ``pkg`` as ``lockwright.objects.establish`` sees it."""
         return est.Revision(
             name=inp.revision, uid=str(meta(rev)["uid"]), kind=revision_kind(inp.kind),
             package_kind=kind_of(inp.kind), package_name=inp.package,
@@ -308,14 +321,15 @@ class Establisher:
                ) -> tuple[list[dict[str, str]], dict[est.Op, int]] | None:
         """A first install's objects created straight away, or None to check first.
 
-        Taken when the revision takes control and the package's first object does not
-        exist (a first install, most likely): then every write is a create, and the
+        Taken when the revision takes control, no preparation checked its writes (a
+        switch's did: it reads nothing more here), and the package's first object does
+        not exist (a first install, most likely): then every write is a create, and the
         checking pass (a read and a dry run per object) would double the work. All or
         nothing still holds: a create the API refuses, or a name found taken, deletes
         what this attempt created; a refusal then fails as the checking pass would, a
         taken name falls back to it (it names who holds what).
         """
-        if (not inp.control or inp.dry_run
+        if (not inp.control or inp.dry_run or inp.trust
                 or self._first_exists(revision, documents)):
             return None
         created: list[Address] = []  # addresses only: 2,000 CRDs are 100 MB of objects

@@ -36,11 +36,10 @@ from typing import Generic, TypeVar
 
 import orjson
 
-from lockwright.k8s import Kube, Obj
+from lockwright.k8s import Obj
 from lockwright.objects import establish as est
-from lockwright.objects.lock import LOCK_NAME, ObjectKey
+from lockwright.objects.lock import ObjectKey
 
-LOCK_API = "pkg.crossplane.io/v1beta1"
 #: Hex digits kept of each SHA-256: small in history, far beyond any collision by chance.
 PRINT_HEX = 32
 #: Preparations a worker keeps for their switch: upgrades in flight at once on one worker.
@@ -74,18 +73,17 @@ class Kept(Generic[T]):
         return kept[1] if kept is not None and kept[0] == over else None
 
 
-def basis(kube: Kube, package: Obj, digest: str, revision: str) -> bytes:
+def basis(package: Obj, lock: Obj, digest: str, revision: str) -> bytes:
     """What every batch's fingerprint starts from: the package and the Lock as they are.
 
     Args:
-        kube: the connection (one read, of the Lock).
         package: the package object, as establish read it.
+        lock: the Lock, as establish read it ({} when there is none).
         digest: the revision's package digest.
         revision: the revision's name; its own Lock entry is left out, since the switch
             writes it between the preparation and its establish.
     """
     meta = package.get("metadata") or {}
-    lock = kube.get(LOCK_API, "Lock", LOCK_NAME) or {}
     others = sorted((e for e in lock.get("packages") or [] if e.get("name") != revision),
                     key=lambda e: str(e.get("name")))
     return orjson.dumps([digest, meta.get("uid"), meta.get("generation"), others],

@@ -95,16 +95,27 @@ def controller(kube: Kube, group: str) -> str:
 
 
 def test_a_switch_right_after_its_preparation_dry_runs_nothing_again(
-        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed) -> None:
-    """Nothing changed since the preparation: every write is made, none dry-run again."""
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path, provider: Pushed,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing changed since the preparation: every write is made, none dry-run again,
+    and no object is read (not even the first, which a first install looks for)."""
     name = unique("trust")
     resolved, rev, prepared = prepare(acts, kube, registry, tmp_path, provider, name)
     assert prepared.checked and prepared.trusted == 0
+    reads: list[str] = []
+    real_get = kube.get
 
+    def counting_get(api_version: str, kind: str, name_: str, *rest: Any, **kw: Any) -> Any:
+        if kind == "CustomResourceDefinition":
+            reads.append(name_)
+        return real_get(api_version, kind, name_, *rest, **kw)
+
+    monkeypatch.setattr(kube, "get", counting_get)
     done = switch(acts, name, rev, resolved, prepared.checked)
 
     assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
     assert (done.from_preparation, done.rechecked) == (True, 0)
+    assert reads == []
     assert controller(kube, provider.group) == rev  # and the writes were made
 
 
