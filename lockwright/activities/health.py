@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from lockwright.errors import LockwrightError
-from lockwright.k8s import Kube, Obj
+from lockwright.k8s import NOT_OLDER_THAN, Kube, Obj
 from lockwright.k8s import watch as kwatch
 from lockwright.runtime import manifests as runtime
 
@@ -43,7 +43,8 @@ def judged(deployment: Obj | None, kind: str) -> tuple[bool, str]:
     return healthy, message
 
 
-def watch_health(kube: Kube, namespace: str, name: str, kind: str, window_s: float) -> Seen:
+def watch_health(kube: Kube, namespace: str, name: str, kind: str, window_s: float,
+                 not_older_than: str = "") -> Seen:
     """Wait at most ``window_s`` for Deployment ``name`` to be Available.
 
     Args:
@@ -52,6 +53,9 @@ def watch_health(kube: Kube, namespace: str, name: str, kind: str, window_s: flo
         name: the Deployment.
         kind: ``Provider`` or ``Function`` (in the runtime's message).
         window_s: the deadline, seconds from now.
+        not_older_than: the Deployment's ``resourceVersion`` as applied: the first list
+            includes that write (``resourceVersionMatch=NotOlderThan``), so the API server
+            answers from its watch cache; empty: a consistent list.
 
     Returns:
         Healthy at the first event that says so; otherwise the last state seen when the
@@ -60,7 +64,10 @@ def watch_health(kube: Kube, namespace: str, name: str, kind: str, window_s: flo
     deadline = time.monotonic() + window_s
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
     selector = f"metadata.name={name}"
-    page = next(kube.list_pages(path, [("fieldSelector", selector)]))
+    query = [("fieldSelector", selector)]
+    if not_older_than:
+        query += [("resourceVersion", not_older_than), NOT_OLDER_THAN]
+    page = next(kube.list_pages(path, query))
     items = page.get("items") or []
     state = _State(items[0] if items else None, str(page["metadata"]["resourceVersion"]))
     try:

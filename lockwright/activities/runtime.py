@@ -11,6 +11,7 @@ wrote as ``RuntimeHealthy`` (docs/crossplane.md §13, :mod:`lockwright.runtime.e
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -146,15 +147,22 @@ class RuntimeActivities:
         deployment = runtime.render_deployment(rin, drc, awaiting_activation=zero)
         service = runtime.render_service(rin, drc)
         if runtime.manages_service_account(deployment, sa):
-            self.kube.apply(sa, force=True)
-        for obj in (service, deployment):
-            self.kube.apply(obj, force=True)
+            self.kube.apply(sa, force=True)  # before the pods that run as it
+        version = meta(self.apply_side_by_side([service, deployment])[1]).get("resourceVersion")
         self.runtime_status(inp, rev, service, chosen)
         log(package=inp.package, revision=inp.revision, digest=inp.digest).info(
             "runtime.applied", deployment=deployment["metadata"]["name"])
         return c.EnsureRuntimeResult(deployment=deployment["metadata"]["name"],
                                      service_account=sa["metadata"]["name"],
-                                     service=service["metadata"]["name"], scaled_to_zero=zero)
+                                     service=service["metadata"]["name"], scaled_to_zero=zero,
+                                     resource_version=str(version or ""))
+
+    def apply_side_by_side(self, objs: list[Obj]) -> list[Obj]:
+        """Server-side apply ``objs`` at once (none refers to another's existence), each
+        awaited; their answers, in order."""
+        with ThreadPoolExecutor(len(objs)) as pool:
+            done = [pool.submit(self.kube.apply, obj, force=True) for obj in objs]
+            return [d.result() for d in done]
 
     def runtime_input(self, inp: c.EnsureRuntimeInput, rev: Obj,
                       resolution: imageconfig.Resolution) -> runtime.RuntimeInput:
@@ -211,7 +219,7 @@ class RuntimeActivities:
             inp.revision, self.runtime_configs.runtime_config(rev, required=False)[0])
         if inp.watch_s > 0:
             seen = health.watch_health(self.kube, self.namespace, name, kind_of(inp.kind),
-                                       inp.watch_s)
+                                       inp.watch_s, inp.not_older_than)
             return c.CheckHealthResult(healthy=seen.healthy, message=seen.message,
                                        watched=seen.watched)
         deployment = self.observed_deployment(name)

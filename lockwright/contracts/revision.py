@@ -274,6 +274,8 @@ class EnsureRuntimeResult:
     service: str = ""
     # Safe-start: the Deployment runs no replica, awaiting the first Active MRD.
     scaled_to_zero: bool = False
+    # The Deployment's resourceVersion as applied: the health watch lists it no older.
+    resource_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -282,7 +284,10 @@ class CheckHealthInput:
     a watch of it until it is Available or ``watch_s`` seconds have passed.
 
     ``deployment``: its name, as ``ensure_runtime`` just applied it (empty: found from the
-    revision's runtime config, as before).
+    revision's runtime config, as before). ``not_older_than``: its ``resourceVersion`` as
+    applied; the watch's first list is then served from the API server's watch cache
+    once the cache holds that version, instead of waiting for it to reach etcd's latest
+    (empty: a consistent list, as before).
     """
 
     kind: str = ""
@@ -290,6 +295,7 @@ class CheckHealthInput:
     revision: str = ""
     watch_s: float = 0.0
     deployment: str = ""
+    not_older_than: str = ""
 
 
 @dataclass(frozen=True)

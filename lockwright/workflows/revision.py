@@ -186,8 +186,7 @@ class InstallRevision:
                 f"runtime for {inp.package}" + (" (awaiting activation)" if awaiting else ""))
             # Safe-start at zero replicas counts as healthy (Crossplane's AwaitingActivation).
             health = (c.CheckHealthResult(healthy=True, message=MSG_AWAITING_ACTIVATION)
-                      if ensured.scaled_to_zero else await self._wait_healthy(
-                          inp, ensured.deployment))
+                      if ensured.scaled_to_zero else await self._wait_healthy(inp, ensured))
         beside = await self._write_outcome(inp, status.revision_ok(runtime, health.healthy,
                                                                    health.message),
                                            health, established.objects, parsed.capabilities)
@@ -374,13 +373,14 @@ class InstallRevision:
                                        dependencies_unmet=True)
 
     async def _wait_healthy(self, inp: c.InstallRevisionInput,
-                            deployment: str = "") -> c.CheckHealthResult:
+                            ensured: c.EnsureRuntimeResult) -> c.CheckHealthResult:
+        deployment = ensured.deployment
         polls = max(1, inp.tuning.health_polls)
         if inp.health_deadline_s:  # a switch's health gate
             polls = max(1, math.ceil(inp.health_deadline_s / inp.tuning.health_poll_s))
         if workflow.patched(PATCH_HEALTH_WATCH):
             return await self._watch_healthy(inp, (polls - 1) * inp.tuning.health_poll_s,
-                                             deployment)
+                                             ensured)
         shown = ""
         health = c.CheckHealthResult()
         for poll in range(polls):
@@ -403,10 +403,11 @@ class InstallRevision:
         return health
 
     async def _watch_healthy(self, inp: c.InstallRevisionInput, budget_s: float,
-                             deployment: str = "") -> c.CheckHealthResult:
+                             ensured: c.EnsureRuntimeResult) -> c.CheckHealthResult:
         """The health wait since PATCH_HEALTH_WATCH: ``check_health`` watches the runtime
         for windows of at most ``HEALTH_WATCH_S`` until it is healthy or ``budget_s`` (the
         polls' span) is spent; a window it could not watch is followed by one poll's timer.
+        Each window lists the Deployment no older than its apply (``not_older_than``).
 
         The budget is counted from the results, not ``workflow.now()``: local activities in
         one workflow task do not move the workflow's clock.
@@ -417,7 +418,7 @@ class InstallRevision:
             window += 1
             health = await self._run(inp, c.CHECK_HEALTH, c.CheckHealthInput(
                 kind=inp.kind, package=inp.package, revision=inp.revision, watch_s=watch_s,
-                deployment=deployment),
+                deployment=ensured.deployment, not_older_than=ensured.resource_version),
                 c.CheckHealthResult, f"health of {inp.revision} (watch {window})")
             left -= watch_s if health.watched else 0.0
             if health.healthy or left <= _EPSILON_S:  # sums of floats: 0.3 - 3 × 0.1 > 0

@@ -50,14 +50,19 @@ def unavailable(kube: Kube) -> tuple[str, str]:
 
 
 class Listed(Kube):
-    """The real connection; ``listed`` is set once the watch's opening list answered."""
+    """The real connection; ``listed`` is set once the watch's opening list answered,
+    ``asked`` holds its query and ``pages`` its answers."""
 
     def __init__(self, kube: Kube) -> None:
         self.__dict__.update(kube.__dict__)
         self.listed = threading.Event()
+        self.asked: list[Any] = []
+        self.pages: list[Obj] = []
 
     def list_pages(self, *args: Any, **kwargs: Any) -> Iterator[Obj]:
+        self.asked.append(args[1] if len(args) > 1 else kwargs.get("query"))
         for page in super().list_pages(*args, **kwargs):
+            self.pages.append(page)
             self.listed.set()
             yield page
 
@@ -77,6 +82,22 @@ def test_the_watch_sees_the_deployment_become_available(
             "annotations": {SIMULATE: None}}}}}, namespace)
         result = seen.result(60)
     assert (result.healthy, result.watched) == (True, True)
+
+
+def test_the_opening_list_includes_the_apply_it_is_asked_no_older_than(
+        kube: Kube, unavailable: tuple[str, str]) -> None:
+    """Given the Deployment's version as applied, the opening list asks for nothing older
+    (served from the watch cache once it holds that write) and shows that write."""
+    namespace, name = unavailable
+    written = kube.patch("apps/v1", "Deployment", name, {"spec": {"template": {"metadata": {
+        "annotations": {SIMULATE: None}}}}}, namespace)
+    listed = Listed(kube)
+    result = health.watch_health(listed, namespace, name, "Provider", 30.0,
+                                 not_older_than=written["metadata"]["resourceVersion"])
+    assert (result.healthy, result.watched) == (True, True)
+    assert ("resourceVersionMatch", "NotOlderThan") in listed.asked[0]
+    first = listed.pages[0]["items"][0]["metadata"]
+    assert first["generation"] == written["metadata"]["generation"]
 
 
 def test_a_window_without_availability_ends_unhealthy_with_the_runtime_message(
