@@ -162,12 +162,14 @@ class PackageActivities:
         """Tag → digest after ImageConfig rewrites, with the package's pull secrets; then
         the signature check an ImageConfig asks for, before anything is fetched."""
         pkg = self.reader.package(inp.kind, inp.name)
-        resolution = self.registries.resolution(inp.source or str(spec(pkg).get("package", "")))
+        configs = self.registries.image_configs()  # one read: the rewrite and verification
+        source = inp.source or str(spec(pkg).get("package", ""))
+        resolution = imageconfig.resolve(configs, source)
         digest = ""
         try:
             digest = self.digest_of(pkg, parse(resolution.resolved), resolution)
-            outcome = self.verifier.verify(resolution, digest,
-                                  self.registries.registry(pull_secrets(pkg, resolution)))
+            outcome = self.verifier.verify(resolution, digest, self.registries.registry(
+                pull_secrets(pkg, resolution)), configs)
         except LockwrightError as err:
             self.reader.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
             if isinstance(err, VerificationFailed):

@@ -69,14 +69,19 @@ class Verifier:
         self.cache = cache
         self.enabled = enabled
 
-    def verify(self, resolution: Resolution, digest: str,
-               client: RegistryClient) -> Outcome | None:
+    def verify(self, resolution: Resolution, digest: str, client: RegistryClient,
+               configs: list[Obj] | None = None) -> Outcome | None:
         """Verify ``digest`` as the ImageConfigs ask; None when none asks.
+
+        ``configs``: the ImageConfigs ``resolution`` was resolved from, read consistently
+        (None: read them here), so the rewrite and the verification are decided on one read.
 
         Raises:
             VerificationFailed: no authority passed; the message gives each one's reason.
         """
-        plan = verification.policy(self.registries.image_configs(), resolution.resolved)
+        if configs is None:
+            configs = self.registries.image_configs()
+        plan = verification.policy(configs, resolution.resolved)
         if plan is None:
             return None
         if not self.enabled:
