@@ -3,10 +3,12 @@
 Run by ``parse_package``, the step every install and every upgrade's preparation makes
 before the Lock and before any object is written:
 
-- :meth:`Identity.record` puts ``lockwright.dev/api-digest``, ``base-layer`` and
-  ``controller-digest`` on the revision (``lockwright.identity.record``). The API digest
-  comes from the package's summary, which took each type digest in the parse's one pass
-  over ``documents.jsonl``; the base layer from the cache entry (what the fetch read);
+- :meth:`Identity.annotations` gives ``lockwright.dev/api-digest``, ``base-layer`` and
+  ``controller-digest`` that moved, which the parse writes on the revision with the
+  package's own labels and annotations, in one write (``lockwright.identity.record``).
+  The API digest comes from the package's summary, which took each type digest in the
+  parse's one pass over ``documents.jsonl``; the base layer from the cache entry (what the
+  fetch read);
   the controller digest is the runtime image's: the package digest when the package image
   is the runtime, else the image a DeploymentRuntimeConfig or ``spec.controller.image``
   names, resolved through the registry with the package's ImageConfig rewrite and pull
@@ -22,13 +24,13 @@ before the Lock and before any object is written:
 from __future__ import annotations
 
 from lockwright import contracts as c
-from lockwright.activities.base import kind_of, log, meta, revision_kind, secret_names, spec
+from lockwright.activities.base import kind_of, log, meta, secret_names, spec
 from lockwright.activities.contents import Contents
 from lockwright.activities.reads import PackageReader, Registries, RuntimeConfigs
 from lockwright.errors import LockwrightError, PreflightError
 from lockwright.identity import names, pin, record
 from lockwright.k8s import Kube, Obj
-from lockwright.names import LABEL_PACKAGE, PKG_API_VERSION
+from lockwright.names import LABEL_PACKAGE
 from lockwright.oci.reference import parse
 from lockwright.runtime.manifests import runtime_image
 from lockwright.xpkg.parse import PackageSummary
@@ -45,18 +47,19 @@ class Identity:
         self.registries = registries
         self.runtime_configs = runtime_configs
 
-    def record(self, kind: str, rev: Obj, digest: str, summary: PackageSummary) -> None:
-        """Write the revision's API, base-layer and controller digests (when they moved)."""
+    def annotations(self, kind: str, rev: Obj, digest: str,
+                    summary: PackageSummary) -> dict[str, str | None]:
+        """The revision's API, base-layer and controller digests that moved, as annotations
+        to merge-patch (None removes one; {} when none moved); the caller writes them with
+        the rest of the revision's metadata."""
         base = self.contents.base_layer(kind, rev, digest)
         body = record.revision_patch(meta(rev).get("annotations"), summary.api_digest, base,
                                      self.controller_digest(kind, rev, digest, summary))
-        if body:
-            self.kube.patch(PKG_API_VERSION, revision_kind(kind), str(meta(rev)["name"]),
-                            {"metadata": {"annotations": body}})
         if body and not base:
             log(revision=meta(rev).get("name"), digest=digest).info(
                 "identity.no_base_layer", reason="the package marks no base layer: its "
                 "package.yaml was read from all its layers")
+        return body
 
     def controller_digest(self, kind: str, rev: Obj, digest: str,
                           summary: PackageSummary) -> str:

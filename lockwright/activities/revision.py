@@ -87,8 +87,9 @@ class RevisionActivities:
             raise
         for warning in summary.warnings[:FIRST_WARNINGS]:
             self.reader.event(rev, WARNING, "LintPackage", warning)
-        self.copy_meta(inp.kind, rev, summary)
-        self.hold_to_identity(inp, rev, summary)
+        self.copy_meta(inp.kind, rev, summary,
+                       self.identity.annotations(inp.kind, rev, inp.digest, summary))
+        self.hold_to_pin(inp, rev, summary)
         kind = kind_of(inp.kind)
         objects = sum(1 for s in summary.summaries if installable(kind, s.api_version, s.kind))
         return c.ParsePackageResult(
@@ -99,19 +100,20 @@ class RevisionActivities:
             first_warnings=[w[:300] for w in summary.warnings[:FIRST_WARNINGS]],
             capabilities=capabilities(summary))
 
-    def hold_to_identity(self, inp: c.ParsePackageInput, rev: Obj,
-                         summary: PackageSummary) -> None:
-        """Record the revision's API identity, then refuse it if its package pins another
-        API (before the Lock and any object: ``activities.identity``)."""
-        self.identity.record(inp.kind, rev, inp.digest, summary)
+    def hold_to_pin(self, inp: c.ParsePackageInput, rev: Obj,
+                    summary: PackageSummary) -> None:
+        """Refuse the revision, its API identity recorded, if its package pins another API
+        (before the Lock and any object: ``activities.identity``)."""
         try:
             self.identity.check_pin(inp.kind, rev, summary)
         except PreflightError as err:
             self.reader.event(rev, WARNING, "PinnedAPI", err.message)
             raise
 
-    def copy_meta(self, kind: str, rev: Obj, summary: PackageSummary) -> None:
-        """Meta labels and annotations onto the revision; v1.x permissionRequests to status."""
+    def copy_meta(self, kind: str, rev: Obj, summary: PackageSummary,
+                  identity: dict[str, str | None]) -> None:
+        """Meta labels and annotations onto the revision, with the ``identity`` annotations
+        that moved, in one write; v1.x permissionRequests to status."""
         labels, annotations = names.from_metadata(dict(summary.meta.labels),
                                                   dict(summary.meta.annotations))
         current = meta(rev)
@@ -120,6 +122,8 @@ class RevisionActivities:
             body["labels"] = labels
         if any((current.get("annotations") or {}).get(k) != v for k, v in annotations.items()):
             body["annotations"] = annotations
+        if identity:  # the identity's keys after the package's own, as written second before
+            body["annotations"] = {**body.get("annotations", {}), **identity}
         name = str(current["name"])
         if body:
             self.kube.patch(PKG_V1, revision_kind(kind), name, {"metadata": body})

@@ -34,6 +34,7 @@ from temporalio.testing import ActivityEnvironment
 
 from lockwright import contracts as c
 from lockwright import names as revision_names
+from lockwright.identity import names as identity_names
 from lockwright.activities.objects import DRY_RUN_ATTEMPTS
 from lockwright.errors import KubeAlreadyExists
 from lockwright.k8s import Kube
@@ -193,6 +194,31 @@ def finish(acts: Activities, kind: str, name: str, rev: str) -> c.CheckHealthRes
     run(acts.write_package_status, c.WritePackageStatusInput(
         kind, name, 1, rev, "", "", wst.package_ok(True, True, "")))
     return health
+
+
+def test_the_parse_writes_the_packages_meta_and_the_identity_in_one_write(
+        acts: Activities, kube: Kube, provider: Pushed, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new revision's metadata (the package's annotations and its API identity) is one
+    write, and the revision then holds both."""
+    name = unique("meta")
+    apply_package(kube, "Provider", name, provider.ref)
+    rev_name, digest, _ = install(acts, c.PROVIDER, name, until="parse_package")
+    writes: list[Any] = []
+    real_patch = kube.patch
+
+    def counting_patch(api_version: str, kind: str, name_: str, body: Any, *rest: Any,
+                       **kw: Any) -> Any:
+        if kind == "ProviderRevision" and not kw.get("subresource"):
+            writes.append(body)
+        return real_patch(api_version, kind, name_, body, *rest, **kw)
+
+    monkeypatch.setattr(kube, "patch", counting_patch)
+    run(acts.parse_package, c.ParsePackageInput(c.PROVIDER, rev_name, digest))
+
+    assert len(writes) == 1, writes
+    annotations = (kube.get(PKG, "ProviderRevision", rev_name) or {})["metadata"]["annotations"]
+    assert annotations["meta.crossplane.io/maintainer"] == "Lockwright Tests <tests@example.org>"
+    assert annotations[identity_names.API_DIGEST].startswith("sha256:")
 
 
 def test_provider_installs_step_by_step(acts: Activities, kube: Kube, provider: Pushed) -> None:
