@@ -5,8 +5,8 @@ installed twice at once. Steps, each an idempotent activity: fetch into the cach
 validate, lint → Crossplane version check (a switch takes its preparation's, moments old)
 → take the Lock (dependencies recorded) → TLS (active Providers/Functions), establish
 objects and RBAC (Providers), side by side → runtime → wait healthy → write the revision's
-status (an active install that ends healthy writes the package's Healthy beside it; the
-parent's write then finds nothing to change).
+status (an active install or switch that ends healthy writes the package's Healthy beside
+it; an install's parent's write then finds nothing to change, a switch's parent makes none).
 
 **Health wait.** ``check_health`` watches the runtime's Deployment for a window of at most
 ``HEALTH_WATCH_S`` and answers as soon as it is Available, again until the polls' span
@@ -87,8 +87,8 @@ PATCH_ESTABLISH_TOGETHER = "establish-together"
 # An active install that ends healthy writes the package's Healthy beside the revision's,
 # as Crossplane's package follows its current revision's health (docs/crossplane.md §9
 # step 10), instead of leaving it to the parent once the child has ended (docs/design.md,
-# "Health as it happens"). A switch's parent still writes it, before it retires the old
-# revision. Runs before: the revision's status only.
+# "Health as it happens"). A switch's since PATCH_SWITCH_HEALTHY_BESIDE. Runs before: the
+# revision's status only.
 PATCH_PACKAGE_HEALTHY_BESIDE = "package-healthy-beside"
 # An upgrade's preparation runs the Lock's check, the dry run and the plan side by side:
 # none writes anything (docs/design.md, "One dry run per switch-over"). Runs before: one

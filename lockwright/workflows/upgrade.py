@@ -14,8 +14,10 @@ upgraded without ever leaving the cluster without a working runtime
    objects (from the old revision, within the package) and starts the new runtime, and
    waits for it at most the switch deadline.
 3. **Finish** when it is healthy: the package says so (``PATCH_HEALTHY_BEFORE_RETIRE``;
-   before it, only once the old revision was gone), then the old revision's runtime is
-   removed, and it releases what it still holds and leaves the Lock. Otherwise
+   before it, only once the old revision was gone; since ``PATCH_SWITCH_HEALTHY_BESIDE``
+   the switch's child says so beside its revision's status), then the old revision's
+   runtime is removed, and it releases what it still holds and leaves the Lock (a local
+   step for a small package, ``PATCH_LOCAL_FINISH``). Otherwise
    **revert**: the old revision takes control back (its runtime never stopped), the new
    one is retired and stays Inactive, the package says why (and an Event names both),
    and the same revision is not tried again until the package's spec changes.
