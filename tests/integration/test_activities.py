@@ -179,6 +179,20 @@ def install(acts: Activities, kind: str, name: str,
     return ensured.revision, resolved.digest, steps
 
 
+def crd_reads(kube: Kube, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the CRDs ``kube`` reads one by one from now on, as they are read."""
+    reads: list[str] = []
+    real_get = kube.get
+
+    def counting_get(api_version: str, kind: str, name_: str, *rest: Any, **kw: Any) -> Any:
+        if kind == "CustomResourceDefinition":
+            reads.append(name_)
+        return real_get(api_version, kind, name_, *rest, **kw)
+
+    monkeypatch.setattr(kube, "get", counting_get)
+    return reads
+
+
 def owner(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
     refs = (obj or {})["metadata"].get("ownerReferences") or []
     return next(r for r in refs if r["kind"] == kind)
@@ -697,15 +711,7 @@ def test_after_fetch_no_activity_decodes_yaml_and_establish_reads_each_object_on
         raise AssertionError("package.yaml decoded again after fetch")
 
     monkeypatch.setattr(yaml, "load_all", no_yaml)
-    reads: list[str] = []
-    real_get = kube.get
-
-    def counting_get(api_version: str, kind: str, name_: str, *rest: Any, **kw: Any) -> Any:
-        if kind == "CustomResourceDefinition":
-            reads.append(name_)
-        return real_get(api_version, kind, name_, *rest, **kw)
-
-    monkeypatch.setattr(kube, "get", counting_get)
+    reads = crd_reads(kube, monkeypatch)
     steps = install_steps(fresh, c.PROVIDER, name, digest, provider.ref)[2:]
     for fn, arg in steps:
         run(fn, arg)

@@ -34,6 +34,7 @@ from tests.integration.test_activities import (  # noqa: F401 - fixtures used by
     Pushed,
     acts,
     apply_package,
+    crd_reads,
     install,
     kube,
     provider,
@@ -102,15 +103,7 @@ def test_a_switch_right_after_its_preparation_dry_runs_nothing_again(
     name = unique("trust")
     resolved, rev, prepared = prepare(acts, kube, registry, tmp_path, provider, name)
     assert prepared.checked and prepared.trusted == 0
-    reads: list[str] = []
-    real_get = kube.get
-
-    def counting_get(api_version: str, kind: str, name_: str, *rest: Any, **kw: Any) -> Any:
-        if kind == "CustomResourceDefinition":
-            reads.append(name_)
-        return real_get(api_version, kind, name_, *rest, **kw)
-
-    monkeypatch.setattr(kube, "get", counting_get)
+    reads = crd_reads(kube, monkeypatch)
     done = switch(acts, name, rev, resolved, prepared.checked)
 
     assert (done.trusted, done.objects) == (prepared.objects, prepared.objects)
