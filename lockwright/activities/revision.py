@@ -122,7 +122,7 @@ class RevisionActivities:
             body["labels"] = labels
         if any((current.get("annotations") or {}).get(k) != v for k, v in annotations.items()):
             body["annotations"] = annotations
-        if identity:  # the identity's keys after the package's own, as written second before
+        if identity:  # its keys win over the package's own, as when they were written second
             body["annotations"] = {**body.get("annotations", {}), **identity}
         name = str(current["name"])
         if body:

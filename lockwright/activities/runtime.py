@@ -11,8 +11,8 @@ wrote as ``RuntimeHealthy`` (docs/crossplane.md §13, :mod:`lockwright.runtime.e
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from lockwright import contracts as c
