@@ -41,9 +41,6 @@ class InstallRevisionInput:
     # before, so it neither fetches nor parses again (None: it does both).
     parsed: ParsePackageResult | None = None
     size: int = 0
-    # Ended healthy and active, and wrote the package's Healthy beside the revision's
-    # status: a switch's parent need not write it again before retiring the old revision.
-    package_healthy: bool = False
 
 
 @dataclass(frozen=True)
