@@ -186,7 +186,7 @@ def test_a_type_not_served_yet_waits_for_its_crd_to_be_written(
         streaming.stream.wake()  # type: ignore[attr-defined]
         # The watch's event, not its request: the fake counts a watch as it arrives, and
         # the stream stopped at once could drop the event it was still reading (a flake:
-        # the README's suite at 8fa4615).
+        # the README's suite at f71efd1).
         wait_for(lambda: any(isinstance(m, Changed) for m in msgs), timeout=10,
                  what="the type listed and watched once woken, its event seen")
     assert kinds().count("list") == 1 + int(in_discovery)
