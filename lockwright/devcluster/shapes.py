@@ -104,13 +104,15 @@ def fixture_kind(kind: str) -> str:
 
 def query_shape(query: dict[str, str]) -> dict[str, str]:
     """Each parameter's name, with its value where it chooses behaviour, a selector's keys
-    and operators, ``0`` for a resourceVersion of 0, else ``<set>``."""
+    and operators (sorted: every term must hold, in any order, and kubectl orders a
+    describe's event selector as a Go map iterates, differently each time), ``0`` for a
+    resourceVersion of 0, else ``<set>``."""
     out: dict[str, str] = {}
     for key, value in query.items():
         if key in KEPT_VALUES:
             out[key] = value
         elif key in SELECTORS:
-            out[key] = ",".join(_term(t) for t in _TERMS.split(value) if t.strip())
+            out[key] = ",".join(sorted(_term(t) for t in _TERMS.split(value) if t.strip()))
         elif key == "resourceVersion":
             out[key] = "0" if value == "0" else ("" if not value else "<set>")
         else:

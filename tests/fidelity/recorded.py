@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lockwright.devcluster.shapes import fixture_kind, names_free
+from lockwright.devcluster.shapes import SELECTORS, fixture_kind, names_free
 
 SNAPSHOT = Path(__file__).with_name("recorded.jsonl")
 ENV_DIR = "LOCKWRIGHT_SHAPES_DIR"
@@ -40,8 +40,10 @@ def load(path: Path) -> list[Shape]:
 
 def _canonical(shape: Shape) -> Shape:
     """A shape recorded before devcluster replaced test-unique names and a test package's
-    group, resource and kind, as it does now."""
-    out = {**shape, "path": names_free(shape["path"])}
+    group, resource and kind, and sorted a selector's terms, as it does now."""
+    query = {k: ",".join(sorted(v.split(","))) if k in SELECTORS and v else v
+             for k, v in (shape.get("query") or {}).items()}
+    out = {**shape, "path": names_free(shape["path"]), "query": query}
     return {**out, "body": fixture_kind(shape["body"])} if "body" in shape else out
 
 

@@ -51,8 +51,17 @@ def test_query_keeps_behaviour_and_drops_values() -> None:
                               "fieldSelector": "metadata.name==p", "resourceVersion": "0",
                               "limit": "500"})
     assert got == {"watch": "true", "dryRun": "All", "fieldManager": "<set>",
-                   "labelSelector": "app=,!gone,tier in", "fieldSelector": "metadata.name==",
+                   "labelSelector": "!gone,app=,tier in", "fieldSelector": "metadata.name==",
                    "resourceVersion": "0", "limit": "<set>"}
+
+
+def test_a_selectors_terms_in_any_order_are_one_shape() -> None:
+    """kubectl describe orders its events' field selector as a Go map iterates: every
+    order is the same request."""
+    orders = ["involvedObject.name=a,involvedObject.uid=u,involvedObject.kind=K",
+              "involvedObject.kind=K,involvedObject.name=a,involvedObject.uid=u"]
+    assert len({shapes.query_shape({"fieldSelector": o})["fieldSelector"]
+                for o in orders}) == 1
 
 
 def test_body_kind_of_json_yaml_patch_and_protobuf() -> None:
