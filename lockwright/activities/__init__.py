@@ -73,7 +73,7 @@ def collaborators(settings: Settings, kube: Kube, cache: PackageCache) -> Collab
     definitions = Definitions(kube, reader, contents, settings.managed_resource_definitions)
     return Collaborators(
         reader, registries, contents, runtime_configs,
-        Verifier(reader, registries, cache, settings.signature_verification),
+        Verifier(reader, settings.system_namespace, cache, settings.signature_verification),
         LockKeeper(kube, reader),
         Establisher(kube, reader, contents, runtime_configs, definitions,
                     settings.system_namespace),

@@ -68,14 +68,14 @@ class RegistryCatalog:
 
     def _dependencies(self, source: str, version: str) -> tuple[Requirement, ...]:
         ref = _reference(source, version)
-        resolution = self.registries.resolution(ref)
+        resolution, configs = self.registries.for_pull(ref)
         secrets = [resolution.pull_secret] if resolution.pull_secret else []
         client = self.registries.registry(secrets)
         with heartbeating(), self.registries.naming_missing_secrets(secrets):
             pinned = parse(resolution.resolved)
             digest = pinned.digest or client.resolve(pinned)
             # Verified before anything of it is fetched, as an install would be.
-            self.verifier.verify(resolution, digest, client)
+            self.verifier.verify(resolution, digest, client, configs)
             fetched = fetch_package(str(pinned.with_digest(digest)), client, self.contents.cache)
         summary = fetched.summary or self.contents.summary_of(fetched.digest, fetched.entry)
         parent = f"{source}@{version}"

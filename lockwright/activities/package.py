@@ -162,9 +162,8 @@ class PackageActivities:
         """Tag → digest after ImageConfig rewrites, with the package's pull secrets; then
         the signature check an ImageConfig asks for, before anything is fetched."""
         pkg = self.reader.package(inp.kind, inp.name)
-        configs = self.registries.image_configs()  # one read: the rewrite and verification
-        source = inp.source or str(spec(pkg).get("package", ""))
-        resolution = imageconfig.resolve(configs, source)
+        resolution, configs = self.registries.for_pull(
+            inp.source or str(spec(pkg).get("package", "")))
         digest = ""
         try:
             digest = self.digest_of(pkg, parse(resolution.resolved), resolution)
@@ -173,7 +172,7 @@ class PackageActivities:
         except LockwrightError as err:
             self.reader.event(pkg, WARNING, "UnpackPackage", f"cannot unpack package: {err.message}")
             if isinstance(err, VerificationFailed):
-                self.refuse(inp, pkg, self.verifier.refusal(resolution, err), digest)
+                self.refuse(inp, pkg, self.verifier.refusal(resolution, err, configs), digest)
             raise
         self.record_applied(inp.kind, pkg, resolution, outcome)
         self.verifier.say_verified(inp.kind, pkg, outcome, f"{resolution.resolved}@{digest}")

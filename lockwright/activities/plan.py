@@ -110,10 +110,10 @@ class PlanActivities:
         if not inp.candidate:
             return self.reader.revision(inp.kind, inp.revision), inp.digest
         pkg = self.reader.package(inp.kind, inp.package)
-        resolution = self.registries.resolution(inp.candidate)
+        resolution, configs = self.registries.for_pull(inp.candidate)
         client = self.registries.registry(pull_secrets(pkg, resolution))
         digest = client.resolve(parse(resolution.resolved))
-        self.verifier.verify(resolution, digest, client)
+        self.verifier.verify(resolution, digest, client, configs)
         rev = {"metadata": {"name": self._candidate_name(inp, pkg, digest)},
                "spec": revision_spec(inp.kind, pkg, inp.candidate,
                                      self.package_runtime)}

@@ -88,6 +88,13 @@ class Registries:
         ``cached`` as for :meth:`image_configs`."""
         return imageconfig.resolve(self.image_configs(cached=cached), image)
 
+    def for_pull(self, image: str) -> tuple[imageconfig.Resolution, list[Obj]]:
+        """What the ImageConfigs say about ``image`` to be pulled, and the ImageConfigs,
+        read once and consistently: its rewrite and its verification (:meth:`Verifier.verify`)
+        are decided on one view of them."""
+        configs = self.image_configs()
+        return imageconfig.resolve(configs, image), configs
+
     def registry(self, pull_secrets: list[str]) -> RegistryClient:
         """A registry client holding the credentials of ``pull_secrets`` (system namespace)."""
         return secrets.registry_client(self.secret, self.namespace, pull_secrets, self.insecure)

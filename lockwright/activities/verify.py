@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from lockwright import contracts as c
 from lockwright.activities import status as st
 from lockwright.activities.base import PKG_V1, kind_of, meta, revision_kind
-from lockwright.activities.reads import PackageReader, Registries
+from lockwright.activities.reads import PackageReader
 from lockwright import conditions
 from lockwright.errors import VerificationFailed
 from lockwright.images import secrets, verification
@@ -55,32 +55,32 @@ class Outcome:
 class Verifier:
     """verify(): the gate every digest passes before it is fetched."""
 
-    def __init__(self, reader: PackageReader, registries: Registries, cache: PackageCache,
+    def __init__(self, reader: PackageReader, namespace: str, cache: PackageCache,
                  enabled: bool = True) -> None:
-        """Verify as ``registries``' ImageConfigs ask, remembering verdicts in ``cache``.
+        """Verify as the ImageConfigs a pull was resolved from ask, remembering verdicts in
+        ``cache``.
 
         Args:
+            namespace: where the keys' Secrets live (the system namespace).
             enabled: verify at all (off: such packages install unverified, and say so).
         """
         self.reader = reader
         self.kube = reader.kube
-        self.registries = registries
-        self.namespace = registries.namespace
+        self.namespace = namespace
         self.cache = cache
         self.enabled = enabled
 
     def verify(self, resolution: Resolution, digest: str, client: RegistryClient,
-               configs: list[Obj] | None = None) -> Outcome | None:
+               configs: list[Obj]) -> Outcome | None:
         """Verify ``digest`` as the ImageConfigs ask; None when none asks.
 
-        ``configs``: the ImageConfigs ``resolution`` was resolved from, read consistently
-        (None: read them here), so the rewrite and the verification are decided on one read.
+        ``configs``: the ImageConfigs ``resolution`` was resolved from
+        (``Registries.for_pull``), so the rewrite and the verification are decided on
+        one read.
 
         Raises:
             VerificationFailed: no authority passed; the message gives each one's reason.
         """
-        if configs is None:
-            configs = self.registries.image_configs()
         plan = verification.policy(configs, resolution.resolved)
         if plan is None:
             return None
@@ -98,9 +98,11 @@ class Verifier:
         self.cache.record_verified(digest, fingerprint, done.authority, done.evidence)
         return Outcome(plan.image_config, done.authority, done.evidence)
 
-    def refusal(self, resolution: Resolution, err: VerificationFailed) -> Outcome:
-        """The outcome of a verification :meth:`verify` refused, for the condition."""
-        plan = verification.policy(self.registries.image_configs(), resolution.resolved)
+    def refusal(self, resolution: Resolution, err: VerificationFailed,
+                configs: list[Obj]) -> Outcome:
+        """The outcome of a verification :meth:`verify` refused over ``configs``, for the
+        condition."""
+        plan = verification.policy(configs, resolution.resolved)
         return Outcome(plan.image_config if plan else "",
                        failed=err.message.removeprefix(verification.PREFIX))
 
