@@ -342,14 +342,13 @@ class Upgrader:
     async def _set_active(self, rev: str, keep_runtime: bool, why: str,
                           finish: bool = False, small: bool = False) -> None:
         """Mark ``rev`` Active, the others Inactive (``finish``: drop what it no longer
-        ships; ``small``: of a package within ``Tuning.local_max_bytes``)."""
-        if keep_runtime:
-            small = workflow.patched(PATCH_LOCAL_HAND_OFF)
-        elif finish:
-            small = small and workflow.patched(PATCH_LOCAL_FINISH)
+        ships; ``small``: of a package within ``Tuning.local_max_bytes``). A hand-off runs
+        locally, so does a small package's finish; any other retirement is queued."""
+        local = (workflow.patched(PATCH_LOCAL_HAND_OFF) if keep_runtime
+                 else finish and small and workflow.patched(PATCH_LOCAL_FINISH))
         await self._host.activity(c.SET_ACTIVE_REVISION, c.SetActiveRevisionInput(
             kind=self._kind, package=self._name, revision=rev, keep_runtime=keep_runtime,
-            drop_unshipped=finish), c.SetActiveRevisionResult, why, small=small)
+            drop_unshipped=finish), c.SetActiveRevisionResult, why, small=local)
 
 
 def _switched(kind: str, began: float, outcome: str) -> None:
