@@ -563,8 +563,9 @@ def measure_small(b: Bench, floor: UpgradeFloor, pkgs: list[Pkg], fpkgs: list[Pk
               f"{ratio(ours_q, floor_q):.2f}x", "", True)
     b.notes.append("10-CRD: " + ", ".join(f"{x:.2f}" for x in secs) + " s; floor: "
                    + ", ".join(f"{x:.2f}" for x in fsecs) + " s")
-    print_history(b, f"history of {pkgs[-1].name} (10-CRD)", pkgs[-1].name, ours[-1])
-    print_phases(b, "10-CRD", pkgs, ours)
+    infos = [history_of(b, pkg.name, switch) for pkg, switch in zip(pkgs, ours, strict=True)]
+    print_history(f"history of {pkgs[-1].name} (10-CRD)", ours[-1], infos[-1])
+    print_phases("10-CRD", ours, infos)
 
 
 def measure_big(b: Bench, floor: UpgradeFloor, pkgs: list[Pkg], fpkgs: list[Pkg],
@@ -579,7 +580,8 @@ def measure_big(b: Bench, floor: UpgradeFloor, pkgs: list[Pkg], fpkgs: list[Pkg]
           + ", ".join(f"{x:.1f}" for x in secs) + " s)", fmt_s(med), fmt_s(fmed),
           f"{ratio(med, fmed):.2f}x", "", True)
     b.notes.append(f"{label} floor: " + ", ".join(f"{x:.1f}" for x in fsecs) + " s")
-    print_history(b, f"history of {pkgs[0].name} ({label})", pkgs[0].name, ours[0])
+    print_history(f"history of {pkgs[0].name} ({label})", ours[0],
+                  history_of(b, pkgs[0].name, ours[0]))
 
 
 def summary_rows(b: Bench, res: Results) -> None:
@@ -638,8 +640,22 @@ async def switch_history(client: Any, name: str, since: float,
     return {"signal": signal, "runs": runs}
 
 
+def history_of(b: Bench, name: str, switch: Switch) -> dict[str, Any]:
+    """``switch_history`` of package ``name``'s switch-over ``switch``."""
+    return asyncio.run_coroutine_threadsafe(switch_history(
+        b.temporal, name, switch.wall, b.settings.task_queue), b.loop).result(120)
+
+
+#: Each phase of a switch-over, as the one history printed names it.
+PHASES = {"watcher→signal": "watcher→signal",
+          "read/resolve/ensure": "read/resolve/ensure revision", "prepare": "prepare",
+          "hand-off": "hand-off (v2 Active, v1 Inactive)",
+          "switch": "switch", "finish→seen": "finish (v1 runtime deleted, Lock, status) → seen"}
+
+
 def phases(info: dict[str, Any], switch: Switch) -> dict[str, float] | None:
-    """A switch-over's phases in seconds, from ``switch_history``; None without the two runs."""
+    """A switch-over's phases in seconds (:data:`PHASES`), from ``switch_history``; None
+    without a prepare and a switch run."""
     runs = info["runs"]
     if len(runs) != 2:
         return None
@@ -651,41 +667,28 @@ def phases(info: dict[str, Any], switch: Switch) -> dict[str, float] | None:
             "finish→seen": switch.wall + switch.seconds - sw["done"]}
 
 
-def print_phases(b: Bench, label: str, pkgs: list[Pkg], ours: list[Switch]) -> None:
+def print_phases(label: str, ours: list[Switch], infos: list[dict[str, Any]]) -> None:
     """Each phase's p50 over every round, from the rounds' histories."""
-    seen: list[dict[str, float]] = []
-    for pkg, switch in zip(pkgs, ours, strict=True):
-        fut = asyncio.run_coroutine_threadsafe(
-            switch_history(b.temporal, pkg.name, switch.wall, b.settings.task_queue), b.loop)
-        got = phases(fut.result(120), switch)
-        if got is not None:
-            seen.append(got)
+    seen = [p for switch, info in zip(ours, infos, strict=True)
+            if (p := phases(info, switch)) is not None]
     if seen:
         print(f"{label} phases, p50 of {len(seen)} rounds: " + " + ".join(
-            f"{k} {statistics.median(p[k] for p in seen) * 1000:.0f} ms" for k in seen[0]))
+            f"{k} {statistics.median(p[k] for p in seen) * 1000:.0f} ms" for k in PHASES))
 
 
-def print_history(b: Bench, title: str, name: str, switch: Switch) -> None:
+def print_history(title: str, switch: Switch, info: dict[str, Any]) -> None:
     """Prepare vs switch vs finish of one switch-over, and the slowest steps of each."""
-    fut = asyncio.run_coroutine_threadsafe(switch_history(b.temporal, name, switch.wall,
-                                                          b.settings.task_queue),
-                                           b.loop)
-    info = fut.result(120)
-    runs, end = info["runs"], switch.wall + switch.seconds
-    if len(runs) != 2:
-        print(f"\n{title}: expected a prepare and a switch run, found {len(runs)}")
+    took = phases(info, switch)
+    if took is None:
+        print(f"\n{title}: expected a prepare and a switch run, found {len(info['runs'])}")
         return
-    prep, sw = runs
 
-    def ms(a: float, z: float) -> str:
-        return f"{(z - a) * 1000:.0f} ms" if z - a < 1 else f"{z - a:.2f} s"
+    def ms(s: float) -> str:
+        return f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s"
 
-    print(f"\n{title}: patch→done {switch.seconds:.2f}s = watcher→signal "
-          f"{ms(switch.wall, info['signal'])} + read/resolve/ensure revision "
-          f"{ms(info['signal'], prep['start'])} + prepare {ms(prep['start'], prep['done'])}"
-          f" + hand-off (v2 Active, v1 Inactive) {ms(prep['done'], sw['start'])} + switch "
-          f"{ms(sw['start'], sw['done'])} + finish (v1 runtime deleted, Lock, status) → "
-          f"seen {ms(sw['done'], end)}")
+    print(f"\n{title}: patch→done {switch.seconds:.2f}s = "
+          + " + ".join(f"{PHASES[k]} {ms(s)}" for k, s in took.items()))
+    prep, sw = info["runs"]
     for label, run in (("prepare", prep), ("switch", sw)):
         top = sorted(run["acts"].items(), key=lambda kv: -kv[1][1])
         print(f"  {label}: " + "; ".join(f"{k} x{int(v[0])} {v[1] * 1000:.0f} ms"
