@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from lockwright.errors import LockwrightError
-from lockwright.k8s import NOT_OLDER_THAN, Kube, Obj
+from lockwright.k8s import Kube, Obj, no_older_than
 from lockwright.k8s import watch as kwatch
 from lockwright.runtime import manifests as runtime
 
@@ -64,10 +64,8 @@ def watch_health(kube: Kube, namespace: str, name: str, kind: str, window_s: flo
     deadline = time.monotonic() + window_s
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
     selector = f"metadata.name={name}"
-    query = [("fieldSelector", selector)]
-    if not_older_than:
-        query += [("resourceVersion", not_older_than), NOT_OLDER_THAN]
-    page = next(kube.list_pages(path, query))
+    page = next(kube.list_pages(path, [("fieldSelector", selector),
+                                       *no_older_than(not_older_than)]))
     items = page.get("items") or []
     state = _State(items[0] if items else None, str(page["metadata"]["resourceVersion"]))
     try:

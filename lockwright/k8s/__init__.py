@@ -8,8 +8,8 @@ import-linter contract in pyproject.toml holds to it); activities, the worker an
 watcher take a :class:`Kube`.
 """
 
-from lockwright.k8s.client import NOT_OLDER_THAN, Kube, Obj, deleting
+from lockwright.k8s.client import Kube, Obj, deleting, no_older_than
 from lockwright.k8s.discovery import Resource
 from lockwright.k8s.events import NORMAL, WARNING
 
-__all__ = ["NORMAL", "NOT_OLDER_THAN", "WARNING", "Kube", "Obj", "Resource", "deleting"]
+__all__ = ["NORMAL", "WARNING", "Kube", "Obj", "Resource", "deleting", "no_older_than"]

@@ -78,6 +78,13 @@ Timeout = float | tuple[float, float]
 Query = list[tuple[str, str]]
 
 
+def no_older_than(version: str) -> Query:
+    """The query of a list that must include the write of ``version``
+    (``resourceVersionMatch=NotOlderThan``): served from the watch cache once it holds that
+    write; empty for no ``version``."""
+    return [("resourceVersion", version), NOT_OLDER_THAN] if version else []
+
+
 #: One page of a list (a module-level name: ``Kube.list`` shadows ``list`` in the class).
 Page = list[Obj]
 
@@ -308,8 +315,7 @@ class Kube:
         path = self.resource(api_version, kind).path(namespace)
         query = [("labelSelector", label_selector)] if label_selector else []
         query += [CACHED] if cached else []
-        if not_older_than:
-            query += [("resourceVersion", not_older_than), NOT_OLDER_THAN]
+        query += no_older_than(not_older_than)
         for page in self.list_pages(path, query, limit=limit):
             yield [{"apiVersion": api_version, "kind": kind, **item}
                    for item in page.get("items") or []]
