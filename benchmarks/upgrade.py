@@ -668,12 +668,24 @@ def phases(info: dict[str, Any], switch: Switch) -> dict[str, float] | None:
 
 
 def print_phases(label: str, ours: list[Switch], infos: list[dict[str, Any]]) -> None:
-    """Each phase's p50 over every round, from the rounds' histories."""
+    """Each phase's p50 over every round, and each activity's of the prepare and switch
+    runs, from the rounds' histories."""
     seen = [p for switch, info in zip(ours, infos, strict=True)
             if (p := phases(info, switch)) is not None]
     if seen:
         print(f"{label} phases, p50 of {len(seen)} rounds: " + " + ".join(
             f"{k} {statistics.median(p[k] for p in seen) * 1000:.0f} ms" for k in PHASES))
+    for i, run in enumerate(("prepare", "switch")):
+        print(f"  {run}, p50 of each activity: " + "; ".join(
+            f"{n} {t * 1000:.0f} ms" for n, t in activity_p50s(
+                [info["runs"][i]["acts"] for info in infos if len(info["runs"]) == 2])))
+
+
+def activity_p50s(runs: list[dict[str, list[float]]]) -> list[tuple[str, float]]:
+    """Each activity's p50 run time (seconds) over the runs that ran it, longest first."""
+    names = {n for acts in runs for n in acts}
+    took = {n: statistics.median(acts[n][1] for acts in runs if n in acts) for n in names}
+    return sorted(took.items(), key=lambda kv: -kv[1])
 
 
 def print_history(title: str, switch: Switch, info: dict[str, Any]) -> None:
