@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lockwright import contracts as c
-from lockwright.activities.base import log, meta
+from lockwright.activities.base import heartbeating, log, meta
 from lockwright.activities.errors import defn, edge
 from lockwright.errors import KubeNotFound
 from lockwright.k8s import Kube, Obj, deleting
@@ -40,6 +40,12 @@ class ProtectionActivities:
     @edge
     def protect_providers(self, inp: c.ProtectProvidersInput) -> c.ProtectProvidersResult:
         """Apply or delete the usages, and the policy; see the module."""
+        # Asking a 2,000-type Provider's types (an access review and a list each) outlasts
+        # the heartbeat timeout on a busy API server.
+        with heartbeating():
+            return self._pass()
+
+    def _pass(self) -> c.ProtectProvidersResult:
         existing = [str(meta(o).get("name", "")) for o in self.kube.list(
             p.USAGE_API_VERSION, p.USAGE_KIND, label_selector=f"{p.PROTECTION_LABEL}=true")]
         if not self.enabled:

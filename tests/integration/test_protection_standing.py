@@ -7,6 +7,7 @@ usage goes (docs/design.md, "Provider deletion protection")."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,3 +85,26 @@ def test_the_types_of_a_provider_being_deleted_are_not_asked_and_lose_their_usag
     for name in (standing, going):
         kube.patch(PKG, "Provider", name, {"metadata": {"finalizers": None}})
         kube.delete(PKG, "Provider", name)
+
+
+def test_a_pass_heartbeats_while_it_asks_the_types(
+        kube: Kube, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking a 2,000-type Provider's types is thousands of requests (an access review and
+    a list each); on a busy kube-apiserver that outlasted the activity's 30 s heartbeat
+    timeout, and a pass that never heartbeats was retried from the start, again and again
+    (the upgrade benchmark's 2,000-CRD switch-overs, 2026-12-02). Here each question waits
+    for the activity's first heartbeat."""
+    crd_name, _ = provider_type(kube, unique("hb"))
+    beat, real = threading.Event(), kube.can_i
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beat.set()
+
+    def after_a_heartbeat(*args: Any) -> bool:
+        if not beat.wait(30):
+            raise AssertionError("the pass asked the types for 30 s without a heartbeat")
+        return real(*args)
+
+    monkeypatch.setattr(kube, "can_i", after_a_heartbeat)
+    result = env.run(ProtectionActivities(kube, True).protect_providers,
+                     c.ProtectProvidersInput())
+    assert result.in_use >= 1 and p.usage_name(crd_name) in usages(kube)
