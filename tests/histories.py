@@ -40,6 +40,19 @@ def _step(event: HistoryEvent) -> tuple[str, str]:
     return "", ""
 
 
+def scheduled_locally(history: WorkflowHistory) -> list[str]:
+    """The local activities of ``history`` in the order they were scheduled (their markers
+    are in the order they ended)."""
+    found = []
+    for event in history.events:
+        attrs = event.marker_recorded_event_attributes
+        if (event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+                and attrs.marker_name == "core_local_activity"):
+            data = json.loads(attrs.details["data"].payloads[0].data)
+            found.append((int(data["seq"]), str(data["activity_type"])))
+    return [name for _, name in sorted(found)]
+
+
 def steps_after_clean_up(history: WorkflowHistory) -> list[str]:
     """The steps from the first ``cleanup_package`` on ([] when there was none)."""
     names = step_names(history)

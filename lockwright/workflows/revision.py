@@ -7,6 +7,9 @@ validate, lint → Crossplane version check (a switch takes its preparation's, m
 objects and RBAC (Providers), side by side → runtime → wait healthy → write the revision's
 status (an active install or switch that ends healthy writes the package's Healthy beside
 it; an install's parent's write then finds nothing to change, a switch's parent makes none).
+An upgrade's preparation (``prepare``) writes nothing but the revision's metadata and status:
+fetch → the parse (then the version check and the Lock's check) beside the dry run of every
+write and the plan → the revision's status.
 
 **Health wait.** ``check_health`` watches the runtime's Deployment for a window of at most
 ``HEALTH_WATCH_S`` and answers as soon as it is Available, again until the polls' span
@@ -104,7 +107,20 @@ PATCH_SWITCH_TAKES_PARSE = "switch-takes-parse"
 # (``package_healthy``): its parent then goes straight to retiring the old revision
 # (docs/design.md, "Health as it happens"). Runs before: the parent wrote it first.
 PATCH_SWITCH_HEALTHY_BESIDE = "switch-healthy-beside"
+# An upgrade's preparation parses beside the dry run and the plan, which read the fetched
+# contents and nothing the parse writes; Crossplane's version and the Lock's check follow
+# the parse, whose summary they read (docs/design.md, "One dry run per switch-over"). Runs
+# before: the parse and the version check first, then the other three side by side.
+PATCH_PREPARE_BESIDE_PARSE = "prepare-beside-parse"
 _EPSILON_S = 1e-6
+
+
+@dataclass
+class _Lane:
+    """Steps run one after another beside others: a failure is named after the one it
+    failed in."""
+
+    step: str = ""
 
 
 @dataclass(frozen=True)
@@ -158,6 +174,8 @@ class InstallRevision:
                                  workflow.time() - self._began, error_type)
 
     async def _install(self, inp: c.InstallRevisionInput) -> c.InstallRevisionResult:
+        if inp.prepare and workflow.patched(PATCH_PREPARE_BESIDE_PARSE):
+            return await self._prepared_beside_parse(inp)
         parsed = await self._contents(inp)
         if inp.prepare and workflow.patched(PATCH_PREPARE_TOGETHER):
             return await self._prepared_together(inp, parsed)
@@ -204,23 +222,38 @@ class InstallRevision:
             self._size = inp.size
             self._small = inp.size <= inp.tuning.local_max_bytes
             return inp.parsed
+        parsed = await self._parse(inp, await self._fetch(inp))
+        await self._check_crossplane(inp, parsed)
+        return parsed
+
+    async def _fetch(self, inp: c.InstallRevisionInput) -> str:
+        """Fetch the package into the worker's cache; its digest. Whether it is small
+        follows from its size."""
         fetched = await self._run(inp, c.FETCH_PACKAGE, c.FetchPackageInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, source=inp.source,
             digest=inp.digest), c.FetchPackageResult, f"fetch {inp.digest[:19]}")
         self._size = fetched.size
         self._small = fetched.size <= inp.tuning.local_max_bytes
+        return fetched.digest
+
+    async def _parse(self, inp: c.InstallRevisionInput, digest: str) -> c.ParsePackageResult:
+        """Parse and lint the fetched package; its lint warnings go to the log."""
         parsed = await self._run(inp, c.PARSE_PACKAGE, c.ParsePackageInput(
-            kind=inp.kind, revision=inp.revision, digest=fetched.digest),
+            kind=inp.kind, revision=inp.revision, digest=digest),
             c.ParsePackageResult, f"parse and lint {inp.revision}")
         if parsed.warnings:
             workflow.logger.info("lint warnings revision=%s count=%d first=%s",
                                  inp.revision, parsed.warnings, parsed.first_warnings[:1],
                                  extra=_log_fields(inp))
+        return parsed
+
+    async def _check_crossplane(self, inp: c.InstallRevisionInput,
+                                parsed: c.ParsePackageResult) -> None:
+        """The package's Crossplane version constraint, unless told to ignore it."""
         if parsed.crossplane_constraint and not inp.ignore_crossplane_constraints:
             await self._run(inp, c.CHECK_CROSSPLANE_VERSION, c.CheckCrossplaneVersionInput(
                 revision=inp.revision, constraint=parsed.crossplane_constraint),
                 c.CheckCrossplaneVersionResult, f"crossplane {parsed.crossplane_constraint}")
-        return parsed
 
     def _establish_steps(self, inp: c.InstallRevisionInput, parsed: c.ParsePackageResult,
                          runtime: bool) -> list[_Step]:
@@ -258,13 +291,14 @@ class InstallRevision:
             for s in steps])
         return next(r for r in results if isinstance(r, c.EstablishObjectsResult))
 
-    async def _side_by_side(self, steps: list[tuple[str, Awaitable[Any]]]) -> list[Any]:
+    async def _side_by_side(self, steps: list[tuple[str | _Lane, Awaitable[Any]]]
+                            ) -> list[Any]:
         """Await ``steps`` at once, each to its end; then raise the first failure in their
-        order, naming its step."""
+        order, naming its step (a lane's: the step it failed in)."""
         results = await asyncio.gather(*(aw for _, aw in steps), return_exceptions=True)
         for (name, _), result in zip(steps, results, strict=True):
             if isinstance(result, BaseException):
-                self._step = name
+                self._step = name.step if isinstance(name, _Lane) else name
                 raise result
         return list(results)
 
@@ -286,13 +320,38 @@ class InstallRevision:
         return await self._record_prepared(inp, parsed, cast(c.EstablishObjectsResult, checked),
                                            cast(Plan | None, plan))
 
+    async def _prepared_beside_parse(self, inp: c.InstallRevisionInput
+                                     ) -> c.InstallRevisionResult:
+        """An upgrade's preparation: the fetch, then the parse (Crossplane's version and the
+        Lock's check after it), the dry run and the plan side by side, each awaited to its
+        end; a failure is named as :meth:`_prepared_together` names one, the parse's lane
+        first (docs/design.md, "One dry run per switch-over")."""
+        digest, lane = await self._fetch(inp), _Lane()
+        parsed, checked, plan = await self._side_by_side([
+            (lane, self._parsed_and_checked(inp, digest, lane)),
+            (c.ESTABLISH_OBJECTS, self._dry_run(inp)), (c.PLAN_REVISION, self._plan(inp))])
+        return await self._record_prepared(inp, cast(c.ParsePackageResult, parsed),
+                                           cast(c.EstablishObjectsResult, checked),
+                                           cast(Plan | None, plan))
+
+    async def _parsed_and_checked(self, inp: c.InstallRevisionInput, digest: str,
+                                  lane: _Lane) -> c.ParsePackageResult:
+        """The parse, then Crossplane's version and the Lock's check, in ``lane``."""
+        lane.step = c.PARSE_PACKAGE
+        parsed = await self._parse(inp, digest)
+        lane.step = c.CHECK_CROSSPLANE_VERSION
+        await self._check_crossplane(inp, parsed)
+        lane.step = c.TAKE_LOCK
+        await self._take_lock(inp)
+        return parsed
+
     async def _dry_run(self, inp: c.InstallRevisionInput,
-                       parsed: c.ParsePackageResult) -> c.EstablishObjectsResult:
+                       parsed: c.ParsePackageResult | None = None) -> c.EstablishObjectsResult:
         """Every object write of the revision dry-run, as if it were active."""
         return await self._run(inp, c.ESTABLISH_OBJECTS, c.EstablishObjectsInput(
             kind=inp.kind, package=inp.package, revision=inp.revision, digest=inp.digest,
             control=True, dry_run=True), c.EstablishObjectsResult,
-            f"dry-run {parsed.objects} objects (control)")
+            f"dry-run {parsed.objects if parsed else 'the'} objects (control)")
 
     async def _record_prepared(self, inp: c.InstallRevisionInput,
                                parsed: c.ParsePackageResult,

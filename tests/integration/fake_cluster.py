@@ -83,6 +83,7 @@ class FakeCluster:
     package_status_from: dict[str, list[str]] = field(default_factory=dict)
     revision_status: dict[str, list[c.WriteRevisionStatusInput]] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
+    order: list[str] = field(default_factory=list)  # every activity entered, in order
     established: Counter[str] = field(default_factory=Counter)
     failures: dict[str, list[BaseException]] = field(default_factory=dict)
     health: dict[str, c.CheckHealthResult] = field(default_factory=dict)
@@ -122,8 +123,11 @@ class FakeCluster:
     # When set, ensure_tls, establish_objects and ensure_rbac each wait here (10 s at most)
     # until all the parties have come: they pass only if they run side by side.
     side_by_side: asyncio.Barrier | None = None
-    # The same for an upgrade's preparation: take_lock's check, the dry run and the plan.
+    # The same for an upgrade's preparation: those of its steps ``prepare_parties`` names
+    # (take_lock's check, the dry run and the plan unless told otherwise).
     prepare_side_by_side: asyncio.Barrier | None = None
+    prepare_parties: frozenset[str] = frozenset({c.TAKE_LOCK, c.ESTABLISH_OBJECTS,
+                                                 c.PLAN_REVISION})
 
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
@@ -154,12 +158,16 @@ class FakeCluster:
 
     def _enter(self, name: str) -> None:
         self.calls[name] += 1
+        self.order.append(name)
         queued = self.failures.get(name)
         if queued:
             raise queued.pop(0)
 
-    async def _meet(self, preparing: bool = False) -> None:
-        barrier = self.prepare_side_by_side if preparing else self.side_by_side
+    async def _meet(self, preparing: str = "") -> None:
+        """Wait at the barrier: ``preparing``, a preparation's step of that name, at its
+        own if it is one of ``prepare_parties``."""
+        barrier = (self.prepare_side_by_side if preparing in self.prepare_parties else None
+                   ) if preparing else self.side_by_side
         if barrier is not None:
             await asyncio.wait_for(barrier.wait(), 10)
 
@@ -273,6 +281,7 @@ class FakeCluster:
 
     @activity.defn(name=c.PARSE_PACKAGE)
     async def parse_package(self, inp: c.ParsePackageInput) -> c.ParsePackageResult:
+        await self._meet(preparing=c.PARSE_PACKAGE)
         self._enter(c.PARSE_PACKAGE)
         rev = self.revisions.get(inp.revision)
         return c.ParsePackageResult(meta_name="provider-nop", crossplane_constraint=">=v1.0.0",
@@ -289,7 +298,7 @@ class FakeCluster:
     @activity.defn(name=c.TAKE_LOCK)
     async def take_lock(self, inp: c.TakeLockInput) -> c.TakeLockResult:
         if inp.check_only:
-            await self._meet(preparing=True)
+            await self._meet(preparing=c.TAKE_LOCK)
         self._enter(c.TAKE_LOCK)
         self.locks_taken.append(inp)
         reports = self.lock_reports.get(inp.package) or [c.TakeLockResult(resource_version="7")]
@@ -305,7 +314,7 @@ class FakeCluster:
     @activity.defn(name=c.ESTABLISH_OBJECTS)
     async def establish_objects(
             self, inp: c.EstablishObjectsInput) -> c.EstablishObjectsResult:
-        await self._meet(preparing=inp.dry_run)
+        await self._meet(preparing=c.ESTABLISH_OBJECTS if inp.dry_run else "")
         self._enter(c.ESTABLISH_OBJECTS)
         mode = "dry-run" if inp.dry_run else "control" if inp.control else "owner"
         self.established[f"{inp.revision}/{mode}"] += 1
@@ -360,7 +369,7 @@ class FakeCluster:
 
     @activity.defn(name=c.PLAN_REVISION)
     async def plan_revision(self, inp: c.PlanRevisionInput) -> Plan:
-        await self._meet(preparing=True)
+        await self._meet(preparing=c.PLAN_REVISION)
         self._enter(c.PLAN_REVISION)
         self.planned.append(inp)
         return replace(self.plans.get(inp.package, Plan()), revision=inp.revision,

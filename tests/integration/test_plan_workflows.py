@@ -102,6 +102,26 @@ async def test_the_preparation_checks_the_lock_dry_runs_and_plans_side_by_side(
     assert [t.check_only for t in cluster.locks_taken] == [False, True, False]
 
 
+async def test_the_preparation_parses_beside_the_dry_run_and_the_plan(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """The parse, the dry run and the plan each wait at a barrier of three
+    (PATCH_PREPARE_BESIDE_PARSE): parsed first, as before, the parse would wait alone and
+    fail. Crossplane's version and the Lock's check still follow the parse."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.prepare_side_by_side = asyncio.Barrier(3)
+    cluster.prepare_parties = frozenset({c.PARSE_PACKAGE, c.ESTABLISH_OBJECTS,
+                                         c.PLAN_REVISION})
+    begun = len(cluster.order)
+    st = await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Healthy")
+    assert st.active_revision != v1 and cluster.established[f"{st.active_revision}/dry-run"] == 1
+    prepared = cluster.order[begun:]
+    parsed = prepared.index(c.PARSE_PACKAGE)
+    assert parsed < prepared.index(c.CHECK_CROSSPLANE_VERSION) < prepared.index(c.TAKE_LOCK)
+    assert prepared.count(c.PARSE_PACKAGE) == 1  # the switch takes the preparation's parse
+
+
 async def test_manual_approval_of_a_breaking_plan_fails_until_it_accepts_the_plan(
         temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
     pkg = cluster.add(provider(policy=c.MANUAL))

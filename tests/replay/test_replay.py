@@ -21,6 +21,7 @@ from tests.histories import (
     CHILD_STARTED,
     RUN_LOCAL,
     RUN_QUEUED,
+    scheduled_locally,
     step_names,
     steps,
     steps_after_clean_up,
@@ -99,6 +100,9 @@ SHAPES |= {"revision_switch_takes_parse"}
 # Healthy, then queued the finish).
 SHAPES |= {"revision_switch_healthy_beside", "package_upgrade_queued_finish"}
 QUEUE_IDS |= {"package_upgrade_queued_finish"}
+# Recorded before PATCH_PREPARE_BESIDE_PARSE: a preparation parsed and checked Crossplane's
+# version first, then checked the Lock, dry-ran and planned side by side.
+SHAPES |= {"revision_planned_parse_first"}
 
 
 def load(shape: str) -> WorkflowHistory:
@@ -220,6 +224,20 @@ def test_a_switch_takes_its_preparations_parse(shape: str, first: str) -> None:
     assert names[0] == first, names
     if first == c.TAKE_LOCK:
         assert {c.FETCH_PACKAGE, c.PARSE_PACKAGE, c.CHECK_CROSSPLANE_VERSION}.isdisjoint(names)
+
+
+@pytest.mark.parametrize(("shape", "order"), [
+    ("revision_planned", [c.PARSE_PACKAGE, c.ESTABLISH_OBJECTS, c.PLAN_REVISION,
+                          c.CHECK_CROSSPLANE_VERSION, c.TAKE_LOCK, c.WRITE_REVISION_STATUS]),
+    ("revision_planned_parse_first", [c.PARSE_PACKAGE, c.CHECK_CROSSPLANE_VERSION, c.TAKE_LOCK,
+                                      c.ESTABLISH_OBJECTS, c.PLAN_REVISION,
+                                      c.WRITE_REVISION_STATUS])])
+def test_a_preparation_parses_beside_its_dry_run_and_plan(shape: str,
+                                                          order: list[str]) -> None:
+    """Since PATCH_PREPARE_BESIDE_PARSE the dry run and the plan are scheduled with the
+    parse, and Crossplane's version and the Lock's check once it has ended; runs before
+    scheduled the dry run and the plan after those."""
+    assert scheduled_locally(load(shape)) == order
 
 
 @workflow.defn(name="InstallRevision")
