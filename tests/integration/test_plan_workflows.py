@@ -19,8 +19,9 @@ import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 from lockwright import contracts as c
+from lockwright.conditions import MSG_RESOLVE_DEPENDENCIES
 from lockwright.upgrade.plan import Plan
-from tests.integration.fake_cluster import FakeCluster, FakePackage
+from tests.integration.fake_cluster import FakeCluster, FakePackage, permanent
 from tests.integration.test_workflows import (  # noqa: F401 - the fixture
     Handle,
     activate,
@@ -120,6 +121,26 @@ async def test_the_preparation_parses_beside_the_dry_run_and_the_plan(
     parsed = prepared.index(c.PARSE_PACKAGE)
     assert parsed < prepared.index(c.CHECK_CROSSPLANE_VERSION) < prepared.index(c.TAKE_LOCK)
     assert prepared.count(c.PARSE_PACKAGE) == 1  # the switch takes the preparation's parse
+
+
+@pytest.mark.parametrize(("step", "error", "prefix"), [
+    (c.TAKE_LOCK, permanent("ConflictError", "widgets.example.org is held by provider-b"),
+     MSG_RESOLVE_DEPENDENCIES),
+    (c.PARSE_PACKAGE, permanent("LintError", "object is not a CRD"), "")])
+async def test_a_preparation_that_fails_in_the_parses_lane_is_named_after_its_step(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster, step: str,
+        error: Exception, prefix: str) -> None:
+    """The parse's lane runs the parse, Crossplane's version and the Lock's check one after
+    another beside the dry run and the plan: the revision's status names the step that
+    failed (Crossplane's prefix for the Lock's), not the lane's first; v1 keeps control."""
+    pkg = cluster.add(provider())
+    handle = await start(temporal_client, task_queue, pkg)
+    v1 = (await settled(handle, "Healthy", signals=1)).current_revision
+    cluster.fail(step, error)
+    st = await upgrade(handle, cluster, pkg, "v0.2.0", 2, "Failed")
+    [cond] = cluster.revision_status[st.current_revision][-1].conditions
+    assert cond.message == prefix + error.message, cond  # type: ignore[attr-defined]
+    assert st.active_revision == v1 and cluster.revisions[v1].desired_state == c.ACTIVE
 
 
 async def test_manual_approval_of_a_breaking_plan_fails_until_it_accepts_the_plan(
