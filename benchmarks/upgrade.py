@@ -676,13 +676,15 @@ def print_phases(label: str, ours: list[Switch], infos: list[dict[str, Any]]) ->
         print(f"{label} phases, p50 of {len(seen)} rounds: " + " + ".join(
             f"{k} {statistics.median(p[k] for p in seen) * 1000:.0f} ms" for k in PHASES))
     for i, run in enumerate(("prepare", "switch")):
-        print(f"  {run}, p50 of each activity: " + "; ".join(
+        print(f"  {run}, each activity's p50 (from the end of the step before): " + "; ".join(
             f"{n} {t * 1000:.0f} ms" for n, t in activity_p50s(
                 [info["runs"][i]["acts"] for info in infos if len(info["runs"]) == 2])))
 
 
 def activity_p50s(runs: list[dict[str, list[float]]]) -> list[tuple[str, float]]:
-    """Each activity's p50 run time (seconds) over the runs that ran it, longest first."""
+    """Each activity's p50 run time (seconds) over the runs that ran it, longest first. A
+    local activity's is from the end of the step before it (its history has no start), so
+    of steps side by side the first to end is given their common wait."""
     names = {n for acts in runs for n in acts}
     took = {n: statistics.median(acts[n][1] for acts in runs if n in acts) for n in names}
     return sorted(took.items(), key=lambda kv: -kv[1])
