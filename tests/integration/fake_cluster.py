@@ -364,7 +364,8 @@ class FakeCluster:
         by = inp.by or f"identity of the {inp.via}"
         if not inp.by and self.approver is not None:
             by = await self.approver(inp)
-        self.approved_by[inp.revision + ("/plan" if inp.plan else "")] = (by, activity.info().workflow_run_id or "")
+        key = inp.revision + ("/plan" if inp.plan else "")
+        self.approved_by[key] = (by, activity.info().workflow_run_id or "")
         return c.RecordApprovalResult(by=by, at=inp.at)
 
     @activity.defn(name=c.PLAN_REVISION)
