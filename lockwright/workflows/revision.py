@@ -7,9 +7,9 @@ validate, lint → Crossplane version check (a switch takes its preparation's, m
 objects and RBAC (Providers), side by side → runtime → wait healthy → write the revision's
 status (an active install or switch that ends healthy writes the package's Healthy beside
 it; an install's parent's write then finds nothing to change, a switch's parent makes none).
-An upgrade's preparation (``prepare``) writes nothing but the revision's metadata and status:
-fetch → the parse (then the version check and the Lock's check) beside the dry run of every
-write and the plan → the revision's status.
+An upgrade's preparation (``prepare``) changes nothing but the revision's metadata and
+status: fetch → the parse (then the version check and the Lock's check) beside the dry run
+of every write and the plan → the revision's status.
 
 **Health wait.** ``check_health`` watches the runtime's Deployment for a window of at most
 ``HEALTH_WATCH_S`` and answers as soon as it is Available, again until the polls' span

@@ -166,8 +166,10 @@ class FakeCluster:
     async def _meet(self, preparing: str = "") -> None:
         """Wait at the barrier: ``preparing``, a preparation's step of that name, at its
         own if it is one of ``prepare_parties``."""
-        barrier = (self.prepare_side_by_side if preparing in self.prepare_parties else None
-                   ) if preparing else self.side_by_side
+        if not preparing:
+            barrier = self.side_by_side
+        else:
+            barrier = self.prepare_side_by_side if preparing in self.prepare_parties else None
         if barrier is not None:
             await asyncio.wait_for(barrier.wait(), 10)
 
