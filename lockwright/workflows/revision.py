@@ -108,9 +108,10 @@ PATCH_SWITCH_TAKES_PARSE = "switch-takes-parse"
 # (docs/design.md, "Health as it happens"). Runs before: the parent wrote it first.
 PATCH_SWITCH_HEALTHY_BESIDE = "switch-healthy-beside"
 # An upgrade's preparation parses beside the dry run and the plan, which read the fetched
-# contents and nothing the parse writes; Crossplane's version and the Lock's check follow
-# the parse, whose summary they read (docs/design.md, "One dry run per switch-over"). Runs
-# before: the parse and the version check first, then the other three side by side.
+# contents and nothing the parse writes; Crossplane's version (the parse's) and the Lock's
+# check (only of a package that parsed) follow the parse in its lane (docs/design.md, "One
+# dry run per switch-over"). Runs before: the parse and the version check first, then the
+# other three side by side.
 PATCH_PREPARE_BESIDE_PARSE = "prepare-beside-parse"
 _EPSILON_S = 1e-6
 
