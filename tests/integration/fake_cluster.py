@@ -82,7 +82,6 @@ class FakeCluster:
     # Which workflow type wrote each of package_status's entries, in the same order.
     package_status_from: dict[str, list[str]] = field(default_factory=dict)
     revision_status: dict[str, list[c.WriteRevisionStatusInput]] = field(default_factory=dict)
-    calls: Counter[str] = field(default_factory=Counter)
     order: list[str] = field(default_factory=list)  # every activity entered, in order
     established: Counter[str] = field(default_factory=Counter)
     failures: dict[str, list[BaseException]] = field(default_factory=dict)
@@ -129,6 +128,11 @@ class FakeCluster:
     prepare_parties: frozenset[str] = frozenset({c.TAKE_LOCK, c.ESTABLISH_OBJECTS,
                                                  c.PLAN_REVISION})
 
+    @property
+    def calls(self) -> Counter[str]:
+        """How many times each activity was entered (``order``, counted)."""
+        return Counter(self.order)
+
     # --- test controls ------------------------------------------------------------------
     def add(self, pkg: FakePackage) -> FakePackage:
         """Create or replace a package object."""
@@ -157,7 +161,6 @@ class FakeCluster:
                 self.plan_revision, self.activate_definitions, self.protect_providers]
 
     def _enter(self, name: str) -> None:
-        self.calls[name] += 1
         self.order.append(name)
         queued = self.failures.get(name)
         if queued:
