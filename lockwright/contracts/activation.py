@@ -23,6 +23,8 @@ class ActivationState:
     retry_attempt: int = 0
     wake_after_s: float = 0.0
     last_message: str = ""
+    deferred: bool = False  # a deferrable look_again came since the last pass began
+    deferred_until: float = 0.0  # when (POSIX seconds) a pass for those alone may start
 
 
 @dataclass(frozen=True)

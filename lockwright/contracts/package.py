@@ -93,12 +93,17 @@ class PackageResult:
 class LookAgainInput:
     """Signal ``look_again``: something about the package may have changed.
 
-    The fields are for logs only; the workflow re-reads the object, so a lost, repeated or
-    reordered signal changes nothing (docs/design.md invariant 1).
+    The fields are for logs only, but for ``deferrable``, which says when to look, not what
+    is seen: the workflow re-reads the object, so a lost, repeated or reordered signal
+    changes nothing (docs/design.md invariant 1).
     """
 
     generation: int = 0
     reason: str = ""
+    # Only an MRD's CRD was written while an activation policy waits: the activation
+    # workflow may start its pass later (docs/design.md, "Activation passes deferred
+    # while a policy waits").
+    deferrable: bool = False
 
 
 @dataclass(frozen=True)

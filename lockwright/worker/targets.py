@@ -42,9 +42,11 @@ the :class:`Target` list to signal (``look_again``, with signal-with-start). Rul
   A CRD of an MRD's name written (its ``Established`` condition among the writes) targets
   it only while some policy is not ``Established``: once all are, a pass reads no CRD, so
   a write changes nothing it decides (a 2,000-CRD provider's switch-over writes every CRD,
-  and sent 2,639 signals). A policy whose ``Established`` condition stops being True (a
-  pass found new MRDs for it) targets it too, so a CRD Established before the watcher
-  saw the policy wait is looked at again.
+  and sent 2,639 signals). Such a target is ``deferrable``: kube-apiserver establishes a
+  big provider's CRDs one by one over minutes, and a pass per write ran back to back. A
+  policy whose ``Established`` condition stops being True (a pass found new MRDs for it)
+  targets it too, so a CRD Established before the watcher saw the policy wait is looked
+  at again.
 - A CRD that is added or written (its ``resourceVersion`` moved: being Established is a
   status write) targets the packages whose revision waits on an API it may serve: its
   ``RevisionHealthy`` condition says ``cannot resolve package dependencies`` naming the
@@ -192,6 +194,9 @@ class Target:
     # A package whose spec no pass has answered yet (Summary.unanswered): a full list
     # signals it at once instead of in the paced lane.
     unanswered: bool = False
+    # The activation workflow, for an MRD's CRD written while a policy waits: its pass may
+    # be deferred (LookAgainInput.deferrable).
+    deferrable: bool = False
 
     @property
     def workflow_id(self) -> str:
@@ -219,7 +224,8 @@ class Target:
 
     def signal_input(self) -> LookAgainInput:
         """The ``look_again`` payload."""
-        return LookAgainInput(generation=self.generation, reason=self.reason[:200])
+        return LookAgainInput(generation=self.generation, reason=self.reason[:200],
+                              deferrable=self.deferrable)
 
 
 @dataclass(frozen=True)
@@ -445,20 +451,20 @@ class Index:
         secret = new.pull_secrets or (old.pull_secrets if old else ())
         return self._matching_images(prefixes, reason) + (self.resolver(reason) if secret else [])
 
-    def _crd_changed(self, name: str, reason: str) -> list[Target]:
+    def _crd_changed(self, name: str, reason: str, deferrable: bool = False) -> list[Target]:
         """The activation workflow for a CRD of an MRD's name; the packages waiting on an
         API the CRD may serve."""
         mrd = name in self.of("ManagedResourceDefinition") and not self._establishing(name)
-        return ([Target(ACTIVATION, self.task_queue, reason)] if mrd else []) + \
-            self._waiting_on(name, reason)
+        own = [Target(ACTIVATION, self.task_queue, reason, deferrable=deferrable)]
+        return (own if mrd else []) + self._waiting_on(name, reason)
 
     def _crd_written(self, name: str, reason: str) -> list[Target]:
-        """A CRD written: the activation workflow, for an MRD's CRD while some policy is
-        not Established (only such a policy's pass reads CRDs); the packages waiting on an
-        API it may serve."""
+        """A CRD written: the activation workflow, deferrable, for an MRD's CRD while some
+        policy is not Established (only such a policy's pass reads CRDs); the packages
+        waiting on an API it may serve."""
         policies = self.of("ManagedResourceActivationPolicy").values()
         if any(not p.established for p in policies):
-            return self._crd_changed(name, reason)
+            return self._crd_changed(name, reason, deferrable=True)
         return self._waiting_on(name, reason)
 
     def _establishing(self, mrd: str) -> bool:

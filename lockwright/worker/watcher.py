@@ -491,6 +491,8 @@ class Watcher:
             self._held.pop(wid, None)
             if wid not in self._pending:
                 self._queue.put_nowait(wid)
+            elif not self._pending[wid].deferrable:
+                target = replace(target, deferrable=False)  # one not to defer stays so
             self._pending[wid] = target
 
     async def _pacer(self) -> None:

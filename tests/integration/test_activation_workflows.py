@@ -116,3 +116,57 @@ async def test_a_failed_pass_is_retried(temporal_client: Client, task_queue: str
     st = await idle_after(activation, 2)
     assert st.retry_attempt == 0 and cluster.calls[c.ACTIVATE_DEFINITIONS] == 3
     await activation.terminate("test over")
+
+
+async def start_deferring(client: Client, task_queue: str, defer_s: float) -> Activation:
+    """The activation workflow with ``activation_defer_s`` at ``defer_s``, one pass done."""
+    handle = await client.start_workflow(
+        ActivateDefinitions.run, c.ActivationInput(tuning=c.Tuning(activation_defer_s=defer_s)),
+        id=c.activation_workflow_id(task_queue), task_queue=task_queue,
+        start_signal=c.SIGNAL_LOOK_AGAIN, start_signal_args=[c.LookAgainInput(reason="test")])
+    await idle_after(handle, 1)
+    return handle
+
+
+async def deferral_timers(handle: Activation) -> list[float]:
+    """The seconds of every timer the workflow started so far."""
+    history = await handle.fetch_history()
+    return [e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+            .total_seconds() for e in history.events
+            if e.HasField("timer_started_event_attributes")]
+
+
+async def test_deferrable_signals_wait_for_their_deferral_and_one_not_to_defer_does_not(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """docs/design.md, "Activation passes deferred while a policy waits": CRDs written
+    while a policy waits start one pass after the deferral, however many; a policy's
+    change meanwhile starts it at once, and takes their place."""
+    handle = await start_deferring(temporal_client, task_queue, 3600)
+    for n in range(3):
+        await handle.signal(c.SIGNAL_LOOK_AGAIN,
+                            c.LookAgainInput(reason=f"CRD {n} written", deferrable=True))
+
+    async def deferring() -> list[float] | None:
+        return await deferral_timers(handle) or None
+    timers = await wait_for_async(deferring, timeout=20, what="the deferral's timer")
+    assert timers is not None and len(timers) == 1 and 3500 < timers[0] <= 3600, timers
+    st = await handle.query(ActivateDefinitions.status)
+    assert (st.passes, st.signals_seen, st.idle) == (1, 4, False)
+
+    await handle.signal(c.SIGNAL_LOOK_AGAIN, c.LookAgainInput(reason="a policy changed"))
+    st = await idle_after(handle, 2)
+    assert (st.passes, cluster.calls[c.ACTIVATE_DEFINITIONS]) == (2, 2)
+    assert len(await deferral_timers(handle)) == 1  # the CRDs' pass was that one
+    await handle.terminate("test over")
+    await record(temporal_client, handle.id, "activation_deferred")
+
+
+async def test_a_deferrable_signal_alone_still_starts_a_pass(
+        temporal_client: Client, task_queue: str, cluster: FakeCluster) -> None:
+    """With the production deferral (a second): the pass comes, only later."""
+    handle = await start_deferring(temporal_client, task_queue, c.Tuning().activation_defer_s)
+    await handle.signal(c.SIGNAL_LOOK_AGAIN,
+                        c.LookAgainInput(reason="CRD written", deferrable=True))
+    st = await idle_after(handle, 2)
+    assert (st.passes, cluster.calls[c.ACTIVATE_DEFINITIONS]) == (2, 2)
+    await handle.terminate("test over")

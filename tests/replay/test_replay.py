@@ -103,6 +103,9 @@ QUEUE_IDS |= {"package_upgrade_queued_finish"}
 # Recorded before PATCH_PREPARE_BESIDE_PARSE: a preparation parsed and checked Crossplane's
 # version first, then checked the Lock, dry-ran and planned side by side.
 SHAPES |= {"revision_planned_parse_first"}
+# CRDs written while a policy waits defer the activation workflow's pass, until a policy's
+# change starts it (ActivateDefinitions._wait_for_work).
+SHAPES |= {"activation_deferred"}
 
 
 def load(shape: str) -> WorkflowHistory:

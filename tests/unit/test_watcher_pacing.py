@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lockwright.settings import Settings
-from lockwright.worker.targets import PROTECTION, RESOURCES, Index, Target
+from lockwright.worker.targets import ACTIVATION, PROTECTION, RESOURCES, Index, Target
 from lockwright.worker.watcher import Watcher
 
 
@@ -50,6 +50,22 @@ def test_a_list_naming_a_package_already_queued_joins_it() -> None:
     w._queue_targets([a])
     w._queue_targets([provider("a", "resync")], paced=True)
     assert (list(w._held), fast(w), w._queue.qsize()) == ([], [a.workflow_id], 1)
+
+
+@pytest.mark.parametrize(("first", "then", "deferrable"), [
+    (False, True, False),  # a signal not to defer, queued: a deferrable one does not defer it
+    (True, False, False),
+    (True, True, True),
+])
+def test_a_queued_activation_signal_is_deferrable_only_if_every_one_merged_into_it_is(
+        first: bool, then: bool, deferrable: bool) -> None:
+    """Queued signals to one workflow are one signal; a policy's change followed by a CRD's
+    write must still start a pass at once (docs/design.md, "Activation passes deferred
+    while a policy waits")."""
+    w = make()
+    w._queue_targets([Target(ACTIVATION, "q", "one", deferrable=first)])
+    w._queue_targets([Target(ACTIVATION, "q", "two", deferrable=then)])
+    assert [(t.reason, t.deferrable) for t in w._pending.values()] == [("two", deferrable)]
 
 
 @pytest.mark.parametrize(("rate", "target"), [

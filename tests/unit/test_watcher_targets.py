@@ -800,6 +800,21 @@ def test_an_mrds_crd_written_signals_activation_only_while_a_policy_waits(
         RES["CustomResourceDefinition"], "MODIFIED", crd("things.x.io", rv="2"))] == expected
 
 
+def test_only_an_mrds_crd_written_while_a_policy_waits_is_deferrable() -> None:
+    """Its pass may wait (docs/design.md, "Activation passes deferred while a policy
+    waits"): kube-apiserver establishes a big provider's CRDs over minutes, a write each.
+    The CRD coming or going decides an MRD's own condition, and is not deferrable."""
+    index = Index()
+    index.on_event(RES["ManagedResourceActivationPolicy"], "ADDED", policy("p", "Unknown"))
+    index.on_event(RES["ManagedResourceDefinition"], "ADDED", obj("things.x.io"))
+    added = index.on_event(RES["CustomResourceDefinition"], "ADDED", crd("things.x.io"))
+    written = index.on_event(RES["CustomResourceDefinition"], "MODIFIED",
+                             crd("things.x.io", rv="2"))
+    gone = index.on_event(RES["CustomResourceDefinition"], "DELETED", crd("things.x.io", rv="3"))
+    assert [(t.workflow_id, t.signal_input().deferrable) for t in added + written + gone] == [
+        (ACTIVATE, False), (ACTIVATE, True), (ACTIVATE, False)]
+
+
 @pytest.mark.parametrize(("before", "after", "expected"), [
     ("True", "Unknown", [ACTIVATE]),  # waits again: a CRD may be Established already
     ("Unknown", "Unknown", []),  # still waiting (its message's count moved)
