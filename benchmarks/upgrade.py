@@ -653,13 +653,17 @@ PHASES = {"watcher→signal": "watcher→signal",
           "switch": "switch", "finish→seen": "finish (v1 runtime deleted, Lock, status) → seen"}
 
 
+def both_runs(info: dict[str, Any]) -> bool:
+    """Whether a switch-over's history has its prepare run and its switch run."""
+    return len(info["runs"]) == 2
+
+
 def phases(info: dict[str, Any], switch: Switch) -> dict[str, float] | None:
     """A switch-over's phases in seconds (:data:`PHASES`), from ``switch_history``; None
     without a prepare and a switch run."""
-    runs = info["runs"]
-    if len(runs) != 2:
+    if not both_runs(info):
         return None
-    prep, sw = runs
+    prep, sw = info["runs"]
     return {"watcher→signal": info["signal"] - switch.wall,
             "read/resolve/ensure": prep["start"] - info["signal"],
             "prepare": prep["done"] - prep["start"], "hand-off": sw["start"] - prep["done"],
@@ -678,7 +682,7 @@ def print_phases(label: str, ours: list[Switch], infos: list[dict[str, Any]]) ->
     for i, run in enumerate(("prepare", "switch")):
         print(f"  {run}, each activity's p50 (from the end of the step before): " + "; ".join(
             f"{n} {t * 1000:.0f} ms" for n, t in activity_p50s(
-                [info["runs"][i]["acts"] for info in infos if len(info["runs"]) == 2])))
+                [info["runs"][i]["acts"] for info in infos if both_runs(info)])))
 
 
 def activity_p50s(runs: list[dict[str, list[float]]]) -> list[tuple[str, float]]:

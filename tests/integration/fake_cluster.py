@@ -263,7 +263,8 @@ class FakeCluster:
         writes = self.package_status.setdefault(inp.name, [])
         changed = not writes or writes[-1] != inp
         writes.append(inp)
-        self.package_status_from.setdefault(inp.name, []).append(activity.info().workflow_type)
+        self.package_status_from.setdefault(inp.name, []).append(
+            activity.info().workflow_type or "")
         for during in self.during_status:
             await during(inp)
         return c.WritePackageStatusResult(changed=changed)
