@@ -47,6 +47,8 @@ class Checked:
     kept: bool = False
     #: Writes refused as their object changed since it was read, then checked again.
     rechecked: int = 0
+    #: The kinds whose take of control passed a dry run: no other take of theirs is.
+    takes_passed: set[est.Kind] = field(default_factory=set)
 
     def add(self, plan: est.Plan, live: dict[ObjectKey, Obj],
             findings: list[crdcheck.Finding]) -> None:

@@ -411,7 +411,8 @@ class Establisher:
                     checked.trusted += len(plan.actions)
                 else:
                     plan, live = self._dry_run(pool, dry, revision, batch, (plan, live),
-                                               (ca, service), checked.current)
+                                               (ca, service), checked.current,
+                                               checked.takes_passed)
                     findings = crdcheck.preflight(batch, live) if revision.active else []
                     prints = trust.fingerprint(start, plan.actions, live)
                 checked.prints.append(prints)
@@ -450,8 +451,7 @@ class Establisher:
     def _look_up(self, revision: est.Revision, live: dict[ObjectKey, Obj],
                  current: dict[str, str | None]) -> None:
         """Add to ``current`` the UID now of each revision a controller reference in
-        ``live`` names that decides who holds it (once each: a restored 2,000-CRD
-        provider's references all name the same revision)."""
+        ``live`` names that decides who holds it (once each, however many name it)."""
         for name in {n for o in live.values() if (n := holders.to_look_up(o, revision))}:
             if name not in current:
                 found = self.kube.get(est.PKG_API_VERSION, revision.kind, name)
@@ -459,17 +459,16 @@ class Establisher:
 
     def _dry_run(self, pool: ThreadPoolExecutor, dry: Kube, revision: est.Revision,
                  batch: list[Obj], planned: tuple[est.Plan, dict[ObjectKey, Obj]],
-                 target: tuple[bytes | None, str], current: dict[str, str | None]
-                 ) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
+                 target: tuple[bytes | None, str], current: dict[str, str | None],
+                 takes: set[est.Kind]) -> tuple[est.Plan, dict[ObjectKey, Obj]]:
         """Dry-run the planned writes of ``batch`` (of the takes of control, one of each
-        kind: :func:`lockwright.objects.establish.to_dry_run`). A write refused with 409
-        (the object changed since it was read: a busy server's controllers write a new
-        CRD's status) re-reads that object, re-plans the batch and is dry-run again, at
-        most ``DRY_RUN_ATTEMPTS`` times: a plan must not fail on a conflict a read resolves.
+        kind not in ``takes``, which gains the kinds whose take passes: ``to_dry_run``).
+        A write refused with 409 (its object changed since the read: a busy server's
+        controllers write a new CRD's status) re-reads that object, re-plans the batch and
+        is dry-run again, at most ``DRY_RUN_ATTEMPTS`` times.
 
         Returns:
-            The plan and live objects the dry runs passed with: the writes that follow
-            carry those resourceVersions.
+            The plan and live objects the dry runs passed with (the writes carry them).
 
         Raises:
             KubeConflict: an object kept changing (transient: the activity retries).
@@ -477,8 +476,9 @@ class Establisher:
         plan, live = planned
         actions = plan.actions
         for _ in range(DRY_RUN_ATTEMPTS):
-            checking = est.to_dry_run(actions)
+            checking = est.to_dry_run(actions, frozenset(takes))
             passed = list(pool.map(lambda a: self._dry_write(a, dry), checking))
+            takes |= est.takes_passed(checking, passed)
             changed = [a for a, ok in zip(checking, passed, strict=True) if not ok]
             if not changed:
                 return plan, live
@@ -544,8 +544,8 @@ class Establisher:
         """The writes of ``batch`` refused with 409, their objects changed since the check
         read them (a busy API server's controllers write a new CRD's status for minutes):
         each object read, planned, checked and dry-run again as the check does, then
-        written, at most ``DRY_RUN_ATTEMPTS`` times. The attempt used to fail there, and its
-        retry read and dry-ran every object of the package again.
+        written, at most ``DRY_RUN_ATTEMPTS`` times (not failing the attempt, whose retry
+        read and dry-ran every object again).
 
         Raises:
             ConflictError, PreflightError: what the check would raise for those objects now.
@@ -556,7 +556,7 @@ class Establisher:
             keys = {a.key for a in changed}
             subset = [o for o in batch if ObjectKey.of(o) in keys]
             plan, live = self._dry_run(pool, dry, revision, subset, self._plan(
-                pool, revision, subset, *target, current), target, current)
+                pool, revision, subset, *target, current), target, current, set())
             again = Checked()
             again.add(plan, live, crdcheck.preflight(subset, live) if revision.active else [])
             refuse(again)

@@ -318,16 +318,21 @@ def _decide(shipped: Obj, obj: Obj, live: Obj | None, rev: Revision) -> Op:
     return Op.SKIP if _unchanged(obj, live) else Op.UPDATE
 
 
-def to_dry_run(actions: list[Action]) -> list[Action]:
+Kind = tuple[str, str]  # an object's API group and kind
+
+
+def to_dry_run(actions: list[Action], passed: frozenset[Kind] = frozenset()
+               ) -> list[Action]:
     """The writes of ``actions`` whose dry run can tell something the others' do not:
-    every one but :attr:`Op.TAKE`, and of those the first of each kind.
+    every one but :attr:`Op.TAKE`, and of those the first of each kind not in ``passed``
+    (the kinds whose take passed a dry run already, in an earlier batch of the check).
 
     A take writes only an object's owner references, so the API checks no content of its
     own: what can refuse it (the patch verb, a policy or webhook on the kind, the
     references themselves, built alike for all) is the same for every object of a kind
     (docs/design.md, "One dry run per switch-over").
     """
-    kinds: set[tuple[str, str]] = set()
+    kinds: set[Kind] = set(passed)
     checked = []
     for action in actions:
         kind = (action.key.group, action.key.kind)
@@ -335,6 +340,12 @@ def to_dry_run(actions: list[Action]) -> list[Action]:
             checked.append(action)
         kinds.update([kind] if action.op is Op.TAKE else [])
     return checked
+
+
+def takes_passed(dry_run: list[Action], passed: list[bool]) -> set[Kind]:
+    """The kinds of the takes among ``dry_run`` whose dry run ``passed``."""
+    return {(a.key.group, a.key.kind) for a, ok in zip(dry_run, passed, strict=True)
+            if ok and a.op is Op.TAKE}
 
 
 def _desired(obj: Obj, live: Obj | None, rev: Revision,

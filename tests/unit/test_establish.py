@@ -142,6 +142,30 @@ def test_one_take_of_control_of_each_kind_is_dry_run(actions: list[es.Action],
     assert [a.key.name for a in es.to_dry_run(actions)] == checked
 
 
+CRD_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
+MRD_KIND = ("apiextensions.k8s.io", MRD)
+
+
+@pytest.mark.parametrize(("passed", "checked"), [
+    (frozenset(), ["a", "b", "d"]),
+    (frozenset({CRD_KIND}), ["a", "d"]),  # a CRD's take passed in an earlier batch
+    (frozenset({CRD_KIND, MRD_KIND}), ["a"]),  # only what is not a take is left
+])
+def test_a_kind_whose_take_passed_in_an_earlier_batch_has_none_dry_run_again(
+        passed: frozenset[es.Kind], checked: list[str]) -> None:
+    actions = [_action(A, name="a"), _action(T, name="b"), _action(T, name="c"),
+               _action(T, MRD, "d")]
+    assert [a.key.name for a in es.to_dry_run(actions, passed)] == checked
+
+
+def test_only_the_takes_whose_dry_run_passed_count_as_passed() -> None:
+    """A take refused (409, its object changed) is read, planned and dry-run again; until
+    one passes, the kind's other takes are not covered."""
+    dry_run = [_action(A, name="a"), _action(T, name="b"), _action(T, MRD, "d")]
+    assert es.takes_passed(dry_run, [True, True, False]) == {CRD_KIND}
+    assert es.takes_passed(dry_run, [True, False, True]) == {MRD_KIND}
+
+
 @pytest.mark.parametrize("active", [True, False])
 def test_conflict_with_other_package_plans_nothing(active: bool) -> None:
     crd2 = _crd("others.example.org")
