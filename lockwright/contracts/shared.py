@@ -37,7 +37,7 @@ class Tuning:
     switch_deadline_s: float = 300.0
     # packagePullPolicy: Always re-resolves the tag this often (an upgrade if it moved).
     pull_always_s: float = 60.0
-    # The activation workflow's passes woken only by CRDs' status writes while a policy
+    # The activation workflow's passes woken only by MRDs' CRDs written while a policy
     # waits start no sooner than this, or than the last pass lasted, after it ended.
     activation_defer_s: float = 1.0
     # Parse and establish run as local activities up to this package.yaml size (retry.py).
