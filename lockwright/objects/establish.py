@@ -24,6 +24,8 @@ from lockwright.objects.webhooks import inject_webhooks
 Obj = dict[str, Any]
 #: An object as a revision's ``status.objectRefs`` names it: apiVersion, kind, name.
 Ref = tuple[str, str, str]
+#: An object's API group and kind: what a take's dry run speaks for (``to_dry_run``).
+Kind = tuple[str, str]
 
 PKG_API_VERSION = "pkg.crossplane.io/v1"
 PACKAGE_KINDS = ("Provider", "Configuration", "Function")
@@ -84,6 +86,11 @@ class Action:
     key: ObjectKey
     object: Obj
     expect: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Kind:
+        """The API group and kind of the object written."""
+        return self.key.group, self.key.kind
 
 
 #: What an owners-only write tests the live object for: the same object (uid), the same
@@ -318,9 +325,6 @@ def _decide(shipped: Obj, obj: Obj, live: Obj | None, rev: Revision) -> Op:
     return Op.SKIP if _unchanged(obj, live) else Op.UPDATE
 
 
-Kind = tuple[str, str]  # an object's API group and kind
-
-
 def to_dry_run(actions: list[Action], passed: frozenset[Kind] = frozenset()
                ) -> list[Action]:
     """The writes of ``actions`` whose dry run can tell something the others' do not:
@@ -335,17 +339,15 @@ def to_dry_run(actions: list[Action], passed: frozenset[Kind] = frozenset()
     kinds: set[Kind] = set(passed)
     checked = []
     for action in actions:
-        kind = (action.key.group, action.key.kind)
-        if action.op is not Op.TAKE or kind not in kinds:
+        if action.op is not Op.TAKE or action.kind not in kinds:
             checked.append(action)
-        kinds.update([kind] if action.op is Op.TAKE else [])
+        kinds.update([action.kind] if action.op is Op.TAKE else [])
     return checked
 
 
 def takes_passed(dry_run: list[Action], passed: list[bool]) -> set[Kind]:
     """The kinds of the takes among ``dry_run`` whose dry run ``passed``."""
-    return {(a.key.group, a.key.kind) for a, ok in zip(dry_run, passed, strict=True)
-            if ok and a.op is Op.TAKE}
+    return {a.kind for a, ok in zip(dry_run, passed, strict=True) if ok and a.op is Op.TAKE}
 
 
 def _desired(obj: Obj, live: Obj | None, rev: Revision,
