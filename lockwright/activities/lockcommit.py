@@ -10,7 +10,8 @@ side (a winner writes its claim, and the write's answer is its revision as it is
 other reads its revision again), then writes the Lock once, by compare-and-swap on
 ``metadata.resourceVersion`` (docs/design.md invariant 4). Each waiting take gets its own
 answer: its Lock's version, or the conflict that refuses only it. A 409 (another worker or
-step wrote first) decides the whole batch again on the Lock read afresh.
+step wrote first) decides the whole batch again on the Lock read afresh, with the takes
+that arrived while it was being written.
 
 Nothing is answered before the Lock is written, and the Lock changes only by that write:
 a worker that dies between deciding and writing has changed no entry, and the takes it
@@ -93,6 +94,7 @@ class Waiter:
     entry: Obj
     meter: MetricMeter
     answer: Future[tuple[str, int]] = field(default_factory=Future)
+    joined: int = 1  # the batch's attempt this take was first decided in
 
     def ask(self) -> cl.Ask:
         """The claim as the pure batch decision takes it."""
@@ -153,6 +155,20 @@ class LockCommitter:
             self._running = bool(batch)
             return batch
 
+    def _joining(self, attempt: int) -> list[Waiter]:
+        """The takes that arrived while a batch was being written, to be decided with it in
+        its ``attempt`` (docs/design.md, "Group commit for the Lock")."""
+        with self._guard:
+            joining, self._pending = self._pending, []
+        for waiter in joining:
+            waiter.joined = attempt
+        return joining
+
+    def _waiting(self) -> bool:
+        """Whether takes arrived since the batch in hand was taken."""
+        with self._guard:
+            return bool(self._pending)
+
     def run(self, batch: list[Waiter]) -> None:
         """Commit ``batch``, deciding it again after each lost compare-and-swap."""
         for attempt in range(1, self.keeper.attempts + 1):
@@ -166,6 +182,7 @@ class LockCommitter:
                 metrics.lock_cas_conflict(batch[0].meter)
                 # Jitter spreads out workers that all lost the same round.
                 time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
+                batch = [*batch, *self._joining(attempt + 1)]
         refuse(open_(batch), KubeConflict(
             f"the Lock kept changing: gave up after {self.keeper.attempts} attempts"))
 
@@ -184,7 +201,7 @@ class LockCommitter:
         self.remember(written, decided.held)
         version = str(meta(written).get("resourceVersion", ""))
         for waiter, decision in zip(live, decided.decisions, strict=True):
-            answer(waiter, decision, version, attempt)
+            answer(waiter, decision, version, attempt - waiter.joined + 1)
         log().info("lock.batch", claims=len(batch), taken=sum(d.won for d in decided.decisions),
                    resource_version=version, cas_attempts=attempt,
                    took_s=round(marks[-1] - marks[0], 3),
@@ -194,11 +211,13 @@ class LockCommitter:
         """Write ``wanted`` (``base`` with the batch's entries) by compare-and-swap. When
         the Lock changed since ``base`` but not its entries (the resolver wrote its
         finalizer, annotation or condition), the batch's decision still holds: its entries
-        are written onto the Lock as it is now, keeping what the other writer wrote.
+        are written onto the Lock as it is now, keeping what the other writer wrote. When
+        takes arrived meanwhile, the batch is decided again with them instead, so the
+        write that follows carries them too.
 
         Raises:
-            EntriesChanged: the Lock's entries changed; the batch is decided again on the
-                Lock as read here.
+            EntriesChanged: the Lock's entries changed, or takes are waiting; the batch is
+                decided again on the Lock as read here.
         """
         for _ in range(REBASES):
             try:
@@ -208,6 +227,9 @@ class LockCommitter:
                 if now.get("packages") != base.get("packages"):
                     raise EntriesChanged("the Lock's entries changed since they were read"
                                          ) from None
+                if self._waiting():
+                    raise EntriesChanged("takes arrived while the Lock was written: decided "
+                                         "again with them") from None
                 base, wanted = now, {**now, "packages": wanted.get("packages")}
         raise EntriesChanged("the Lock kept changing beside its entries")
 

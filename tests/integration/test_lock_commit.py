@@ -247,6 +247,44 @@ def test_a_lock_write_lands_on_what_another_writer_changed_beside_the_entries(
     kube.patch(*LOCK, {"metadata": {"annotations": {key: None}}})
 
 
+def test_takes_that_arrive_while_a_lock_write_fails_are_in_the_write_that_follows(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolver writes the Lock while a batch's compare-and-swap is in flight, and
+    another take arrives meanwhile: the batch is decided again with it, and one write
+    carries both (before, the first was written alone and the second waited for a round of
+    its own). Only the first lost a compare-and-swap."""
+    first, late = unique("gcj0"), unique("gcj1")
+    takes = prepared(acts, kube, registry, tmp_path,
+                     {first: f"{unique('g')}.example.org", late: f"{unique('g')}.example.org"})
+    key = f"test.lockwright.dev/{unique('a')}"
+    committer, real_write = acts.keeper.committer, acts.keeper.write_lock
+    writes: list[set[str]] = []
+
+    with ThreadPoolExecutor(2) as pool:
+        arrived: list[Future[Any]] = []
+
+        def late_and_resolver_first(lock: dict[str, Any]) -> Any:
+            if not writes:
+                arrived.append(take(pool, acts, takes[late]))
+                wait_for(lambda: committer._pending, what="the late take waiting")
+                kube.patch(*LOCK, {"metadata": {"annotations": {key: "resolver"}}})
+            writes.append({str(e["name"]) for e in lock.get("packages") or []})
+            return real_write(lock)
+
+        monkeypatch.setattr(acts.keeper, "write_lock", late_and_resolver_first)
+        taken = run(acts.take_lock, takes[first])
+        joined = arrived[0].result()
+
+    both = {takes[first].revision, takes[late].revision}
+    assert len(writes) == 2 and both <= writes[1], writes
+    assert joined.resource_version == taken.resource_version
+    assert (taken.cas_attempts, joined.cas_attempts) == (2, 1)
+    assert both <= entries(kube)
+    assert (kube.get(*LOCK) or {})["metadata"]["annotations"][key] == "resolver"
+    kube.patch(*LOCK, {"metadata": {"annotations": {key: None}}})
+
+
 def test_a_take_after_a_removal_in_the_same_worker_decides_on_the_lock_it_left(
         acts: Activities, kube: Kube, registry: Any, tmp_path: Path) -> None:
     """A step of this worker removes an entry (a finished switch's retirement): the
