@@ -21,6 +21,7 @@ from lockwright.activities.base import KINDS, PKG_V1, heartbeating, log, meta, s
 from lockwright.activities.contents import Contents
 from lockwright.activities.errors import defn, edge
 from lockwright.activities.lock import LOCK_API, LockKeeper
+from lockwright.activities.lockcommit import WRITERS
 from lockwright.activities.reads import PackageReader, Registries
 from lockwright.activities.verify import Verifier
 from lockwright.dependencies import lockstatus
@@ -193,14 +194,21 @@ class DependencyActivities:
         return True
 
     def write_lock_status(self, lock: Obj, wanted: lockstatus.LockStatus) -> bool:
-        """Annotation, finalizer and ``Resolved`` condition, each only if it differs."""
+        """Annotation, finalizer and ``Resolved`` condition, each only if it differs.
+
+        Written in this worker's turn at the Lock (``WRITERS``), and the Lock committer is
+        told the Lock each write left, so its next compare-and-swap does not lose to them
+        (docs/design.md, "Group commit for the Lock").
+        """
         patch = lockstatus.metadata_patch(lock, wanted)
-        if patch is not None:
-            self.kube.patch(LOCK_API, "Lock", LOCK_NAME, patch)
         conditions = lockstatus.conditions_after(lock, wanted, datetime.now(UTC))
-        if conditions is not None:
-            self.kube.patch(LOCK_API, "Lock", LOCK_NAME, {"status": {"conditions": conditions}},
-                            subresource="status")
+        with WRITERS:
+            if patch is not None:
+                self.keeper.committer.saw(self.kube.patch(LOCK_API, "Lock", LOCK_NAME, patch))
+            if conditions is not None:
+                self.keeper.committer.saw(self.kube.patch(
+                    LOCK_API, "Lock", LOCK_NAME, {"status": {"conditions": conditions}},
+                    subresource="status"))
         return patch is not None or conditions is not None
 
     def lock_event(self, message: str) -> None:

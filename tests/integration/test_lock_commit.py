@@ -8,6 +8,7 @@ writing loses nothing: the Lock changes only by its write (docs/design.md invari
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ from temporalio.exceptions import ApplicationError
 
 from lockwright import contracts as c
 from lockwright.activities import lockcommit
+from lockwright.conditions import RESOLVED, get_condition
+from lockwright.dependencies import lockstatus
+from lockwright.dependencies.graph import UNRESOLVED_ANNOTATION
 from lockwright.k8s import Kube
 from tests.activity_view import Activities
 from tests.helpers import unique, wait_for
@@ -283,6 +287,44 @@ def test_takes_that_arrive_while_a_lock_write_fails_are_in_the_write_that_follow
     assert both <= entries(kube)
     assert (kube.get(*LOCK) or {})["metadata"]["annotations"][key] == "resolver"
     kube.patch(*LOCK, {"metadata": {"annotations": {key: None}}})
+
+
+def test_the_resolvers_lock_write_costs_the_next_batch_no_compare_and_swap(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolver writes the Lock's annotation in its worker's turn at the Lock and tells
+    the committer the Lock it left: the next batch decides on that Lock, so its write is
+    its only one (before, it lost to the resolver's write, read the Lock and wrote again)."""
+    first, then = unique("gcs0"), unique("gcs1")
+    takes = prepared(acts, kube, registry, tmp_path,
+                     {n: f"{unique('g')}.example.org" for n in (first, then)})
+    run(acts.take_lock, takes[first])
+    real_write, writes = acts.keeper.write_lock, []
+
+    def counted(lock: dict[str, Any]) -> Any:
+        writes.append(lock["metadata"]["resourceVersion"])
+        return real_write(lock)
+
+    monkeypatch.setattr(acts.keeper, "write_lock", counted)
+    resolver = acts.apply_resolution.__self__
+    before = kube.get(*LOCK) or {}
+    said = (before["metadata"].get("annotations") or {}).get(UNRESOLVED_ANNOTATION)
+
+    def saying(explanations: dict[str, str]) -> lockstatus.LockStatus:
+        """The Lock's finalizer and condition as they are, with ``explanations``."""
+        conditions = (before.get("status") or {}).get("conditions") or []
+        return lockstatus.LockStatus(
+            lockstatus.LOCK_FINALIZER in (before["metadata"].get("finalizers") or []),
+            get_condition(conditions, RESOLVED), explanations)
+
+    try:
+        assert resolver.write_lock_status(before, saying({takes[first].revision: "a test"}))
+        taken = run(acts.take_lock, takes[then])
+    finally:
+        resolver.write_lock_status(kube.get(*LOCK) or {},
+                                   saying(json.loads(said) if said else {}))
+    assert len(writes) == 1 and taken.cas_attempts == 1
+    assert {takes[n].revision for n in (first, then)} <= entries(kube)
 
 
 def test_a_take_after_a_removal_in_the_same_worker_decides_on_the_lock_it_left(
