@@ -182,7 +182,8 @@ class LockCommitter:
                 metrics.lock_cas_conflict(batch[0].meter)
                 # Jitter spreads out workers that all lost the same round.
                 time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
-                batch = [*batch, *self._joining(attempt + 1)]
+                if attempt < self.keeper.attempts:  # a take that arrived gets a try
+                    batch = [*batch, *self._joining(attempt + 1)]
         refuse(open_(batch), KubeConflict(
             f"the Lock kept changing: gave up after {self.keeper.attempts} attempts"))
 

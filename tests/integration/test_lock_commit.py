@@ -21,6 +21,7 @@ from lockwright.activities import lockcommit
 from lockwright.conditions import RESOLVED, get_condition
 from lockwright.dependencies import lockstatus
 from lockwright.dependencies.graph import UNRESOLVED_ANNOTATION
+from lockwright.errors import KubeConflict
 from lockwright.k8s import Kube
 from tests.activity_view import Activities
 from tests.helpers import unique, wait_for
@@ -287,6 +288,43 @@ def test_takes_that_arrive_while_a_lock_write_fails_are_in_the_write_that_follow
     assert both <= entries(kube)
     assert (kube.get(*LOCK) or {})["metadata"]["annotations"][key] == "resolver"
     kube.patch(*LOCK, {"metadata": {"annotations": {key: None}}})
+
+
+def test_a_take_that_arrives_during_a_batchs_last_attempt_gets_a_round_of_its_own(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake only for the Lock's answers (no server refuses every write on demand): a
+    batch loses every compare-and-swap, and a take arrives during its last attempt. The
+    batch gives up; the take is not given up with it but written in a round of its own."""
+    first, late = unique("gcg0"), unique("gcg1")
+    takes = prepared(acts, kube, registry, tmp_path,
+                     {first: f"{unique('g')}.example.org", late: f"{unique('g')}.example.org"})
+    committer, real_write = acts.keeper.committer, acts.keeper.write_lock
+    monkeypatch.setattr(acts.keeper, "attempts", 2)
+    refused = lockcommit.REBASES + 1  # the first attempt's writes, the second's first
+    calls: list[int] = []
+
+    with ThreadPoolExecutor(1) as pool:
+        arrived: list[Future[Any]] = []
+
+        def losing(lock: dict[str, Any]) -> Any:
+            calls.append(1)
+            if len(calls) == refused:  # the last attempt's write
+                arrived.append(take(pool, acts, takes[late]))
+                wait_for(lambda: committer._pending, what="the late take waiting")
+            if len(calls) <= refused:
+                raise KubeConflict("the Lock changed (a fake refusal)")
+            return real_write(lock)
+
+        monkeypatch.setattr(acts.keeper, "write_lock", losing)
+        with pytest.raises(ApplicationError) as gave_up:
+            run(acts.take_lock, takes[first])
+        joined = arrived[0].result()
+
+    assert "gave up" in gave_up.value.message, gave_up.value.message
+    assert joined.cas_attempts == 1
+    now = entries(kube)
+    assert takes[late].revision in now and takes[first].revision not in now
 
 
 def test_the_resolvers_lock_write_costs_the_next_batch_no_compare_and_swap(
