@@ -164,6 +164,10 @@ class LockCommitter:
             waiter.joined = attempt
         return joining
 
+    def _again(self, attempt: int) -> bool:
+        """Whether a batch in its ``attempt`` has another attempt left."""
+        return attempt < self.keeper.attempts
+
     def _waiting(self) -> bool:
         """Whether takes arrived since the batch in hand was taken."""
         with self._guard:
@@ -182,7 +186,7 @@ class LockCommitter:
                 metrics.lock_cas_conflict(batch[0].meter)
                 # Jitter spreads out workers that all lost the same round.
                 time.sleep(random.uniform(0, min(0.5, 0.01 * attempt)))
-                if attempt < self.keeper.attempts:  # a take that arrived gets a try
+                if self._again(attempt):  # a take that arrived gets a try
                     batch = [*batch, *self._joining(attempt + 1)]
         refuse(open_(batch), KubeConflict(
             f"the Lock kept changing: gave up after {self.keeper.attempts} attempts"))
@@ -196,7 +200,8 @@ class LockCommitter:
         marks.append(time.monotonic())
         decided, live = self.claim(lock, batch)
         marks.append(time.monotonic())
-        written = self.write(lock, decided.lock) if decided.lock is not None else lock
+        written = (self.write(lock, decided.lock, self._again(attempt))
+                   if decided.lock is not None else lock)
         marks.append(time.monotonic())
         self._lock = written
         self.remember(written, decided.held)
@@ -208,13 +213,13 @@ class LockCommitter:
                    took_s=round(marks[-1] - marks[0], 3),
                    steps_s=[round(b - a, 3) for a, b in zip(marks, marks[1:])])
 
-    def write(self, base: Obj, wanted: Obj) -> Obj:
+    def write(self, base: Obj, wanted: Obj, again: bool) -> Obj:
         """Write ``wanted`` (``base`` with the batch's entries) by compare-and-swap. When
         the Lock changed since ``base`` but not its entries (the resolver wrote its
         finalizer, annotation or condition), the batch's decision still holds: its entries
         are written onto the Lock as it is now, keeping what the other writer wrote. When
-        takes arrived meanwhile, the batch is decided again with them instead, so the
-        write that follows carries them too.
+        takes arrived meanwhile and the batch has an attempt left (``again``), it is
+        decided again with them instead, so the write that follows carries them too.
 
         Raises:
             EntriesChanged: the Lock's entries changed, or takes are waiting; the batch is
@@ -228,7 +233,7 @@ class LockCommitter:
                 if now.get("packages") != base.get("packages"):
                     raise EntriesChanged("the Lock's entries changed since they were read"
                                          ) from None
-                if self._waiting():
+                if again and self._waiting():
                     raise EntriesChanged("takes arrived while the Lock was written: decided "
                                          "again with them") from None
                 base, wanted = now, {**now, "packages": wanted.get("packages")}

@@ -290,26 +290,24 @@ def test_takes_that_arrive_while_a_lock_write_fails_are_in_the_write_that_follow
     kube.patch(*LOCK, {"metadata": {"annotations": {key: None}}})
 
 
-def test_a_take_that_arrives_during_a_batchs_last_attempt_gets_a_round_of_its_own(
-        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fake only for the Lock's answers (no server refuses every write on demand): a
-    batch loses every compare-and-swap, and a take arrives during its last attempt. The
-    batch gives up; the take is not given up with it but written in a round of its own."""
+def late_in_the_last_attempt(acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch, refused: int
+                             ) -> tuple[Future[Any], Future[Any], dict[str, c.TakeLockInput]]:
+    """A batch of one take with two attempts whose first ``refused`` Lock writes are
+    refused (a fake only for the Lock's answers: no server refuses writes on demand), and
+    a second take that arrives at the first write of its last attempt. Both outcomes."""
     first, late = unique("gcg0"), unique("gcg1")
     takes = prepared(acts, kube, registry, tmp_path,
                      {first: f"{unique('g')}.example.org", late: f"{unique('g')}.example.org"})
     committer, real_write = acts.keeper.committer, acts.keeper.write_lock
     monkeypatch.setattr(acts.keeper, "attempts", 2)
-    refused = lockcommit.REBASES + 1  # the first attempt's writes, the second's first
     calls: list[int] = []
-
-    with ThreadPoolExecutor(1) as pool:
+    with ThreadPoolExecutor(2) as pool:
         arrived: list[Future[Any]] = []
 
         def losing(lock: dict[str, Any]) -> Any:
             calls.append(1)
-            if len(calls) == refused:  # the last attempt's write
+            if len(calls) == lockcommit.REBASES + 1:  # the last attempt's first write
                 arrived.append(take(pool, acts, takes[late]))
                 wait_for(lambda: committer._pending, what="the late take waiting")
             if len(calls) <= refused:
@@ -317,14 +315,39 @@ def test_a_take_that_arrives_during_a_batchs_last_attempt_gets_a_round_of_its_ow
             return real_write(lock)
 
         monkeypatch.setattr(acts.keeper, "write_lock", losing)
-        with pytest.raises(ApplicationError) as gave_up:
-            run(acts.take_lock, takes[first])
-        joined = arrived[0].result()
+        ahead = take(pool, acts, takes[first])
+        wait_for(lambda: arrived and arrived[0].done() and ahead.done(),
+                 what="both takes answered")
+    return ahead, arrived[0], {"first": takes[first], "late": takes[late]}
 
+
+def test_a_take_that_arrives_during_a_batchs_last_attempt_gets_a_round_of_its_own(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch loses every compare-and-swap of its last attempt too: it gives up, and the
+    take that arrived meanwhile is not given up with it but written in a round of its own."""
+    ahead, late, takes = late_in_the_last_attempt(acts, kube, registry, tmp_path, monkeypatch,
+                                                  refused=2 * lockcommit.REBASES)
+    with pytest.raises(ApplicationError) as gave_up:
+        ahead.result()
     assert "gave up" in gave_up.value.message, gave_up.value.message
-    assert joined.cas_attempts == 1
+    assert late.result().cas_attempts == 1
     now = entries(kube)
-    assert takes[late].revision in now and takes[first].revision not in now
+    assert takes["late"].revision in now and takes["first"].revision not in now
+
+
+def test_a_batch_in_its_last_attempt_writes_on_rather_than_wait_for_a_take_that_arrives(
+        acts: Activities, kube: Kube, registry: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Lock changes beside its entries during a batch's last attempt, and a take
+    arrives: with no attempt left to decide it in, the batch writes its entries onto the
+    Lock as it is now, and the take gets a round of its own."""
+    ahead, late, takes = late_in_the_last_attempt(acts, kube, registry, tmp_path, monkeypatch,
+                                                  refused=lockcommit.REBASES + 1)
+    done, joined = ahead.result(), late.result()
+    assert (done.cas_attempts, joined.cas_attempts) == (2, 1)
+    assert done.resource_version != joined.resource_version
+    assert {takes["first"].revision, takes["late"].revision} <= entries(kube)
 
 
 def test_the_resolvers_lock_write_costs_the_next_batch_no_compare_and_swap(
